@@ -1,0 +1,3 @@
+from vikingbot.cli.app import main
+
+main()

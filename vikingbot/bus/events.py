@@ -1,0 +1,41 @@
+"""Events on the bus: what channels hand the agent and what the agent sends out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    """A message from a person on a chat platform (already allow-listed)."""
+
+    channel: str  # channel kind: slack, telegram, webhook, cli
+    chat_id: str
+    sender_id: str
+    text: str
+    thread: str | None = None
+    channel_id: str = "default"
+    received_at: datetime = field(default_factory=_now)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """Text for a person. ``channel``/``chat_id``/``thread`` are already resolved.
+
+    ``dedupe_key`` makes delivery idempotent: the outbox sends a given key once.
+    """
+
+    channel: str
+    chat_id: str
+    text: str
+    thread: str | None = None
+    channel_id: str = "default"
+    dedupe_key: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,250 @@
+"""The config model: every key, its default and its limits, in one place.
+
+The file is JSON with a top-level ``bot`` section and a ``storage`` section.
+Keys may be written in snake_case or camelCase. Unknown keys are errors.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
+from pydantic.alias_generators import to_camel
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+
+
+def parse_duration(value: Any) -> float:
+    """``90`` / ``"90s"`` / ``"30m"`` / ``"2h"`` / ``"1d"`` -> seconds."""
+    if isinstance(value, bool):
+        raise ValueError("expected a duration like 90s, 30m, 2h or 1d")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str):
+        m = _DURATION.match(value)
+        if m:
+            return float(m.group(1)) * _UNIT[m.group(2)]
+    raise ValueError(f"expected a duration like 90s, 30m, 2h or 1d, got {value!r}")
+
+
+Duration = Annotated[float, BeforeValidator(parse_duration)]
+
+
+def _check_tz(name: str | None) -> str | None:
+    if name is None:
+        return None
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError) as exc:
+        raise ValueError(f"unknown IANA timezone {name!r} (e.g. Europe/Berlin, UTC)") from exc
+    return name
+
+
+def _check_hhmm(value: Any) -> str:
+    if isinstance(value, str) and re.fullmatch(r"\d{1,2}:\d{2}", value.strip()):
+        h, m = (int(x) for x in value.strip().split(":"))
+        if (0 <= h <= 23 and 0 <= m <= 59) or (h == 24 and m == 0):
+            return f"{h:02d}:{m:02d}"
+    raise ValueError(f"expected a time HH:MM, got {value!r}")
+
+
+TimeZoneName = Annotated[str | None, BeforeValidator(_check_tz)]
+HHMM = Annotated[str, BeforeValidator(_check_hhmm)]
+
+
+class Model(BaseModel):
+    """Base for config sections: camelCase accepted, unknown keys refused."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        validate_assignment=True,
+    )
+
+
+class ActiveHours(Model):
+    start: HHMM = "08:00"
+    end: HHMM = "22:00"
+    timezone: TimeZoneName = None
+
+    def parsed(self) -> tuple[time, time]:
+        def t(s: str) -> time:
+            h, m = (int(x) for x in s.split(":"))
+            return time(0, 0) if h == 24 else time(h, m)
+
+        return t(self.start), t(self.end)
+
+
+class Budget(Model):
+    daily_tokens: int | None = Field(default=None, ge=1)
+    daily_cost_usd: float | None = Field(default=None, gt=0)
+
+
+class CheckerConfig(BaseModel):
+    """One named checker (``bot.heartbeat.checkers.<name>``).
+
+    ``kind`` picks the implementation from the checker registry; the other keys
+    are the kind's own options, validated by the checker itself.
+    """
+
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+    kind: str
+    fail: Literal["open", "closed"] = "open"
+    timeout_s: float = Field(default=30, gt=0)
+    moves_signature: list[str] | None = None
+
+
+READ_ONLY_TOOLS = ["read_file", "list_dir", "glob", "grep", "search_history"]
+
+
+class HeartbeatConfig(Model):
+    enabled: bool = True
+    interval_seconds: int = Field(default=600, ge=10)
+    mode: Literal["checklist", "per-task"] = "checklist"
+    target: str = "owner"
+    stale_after: Duration = Field(default=2 * 86400, gt=0)
+    timezone: TimeZoneName = None
+    active_hours: ActiveHours | None = None
+    max_concurrency: int = Field(default=4, ge=1, le=256)
+    task_timeout_s: float = Field(default=1800, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    max_continuations: int = Field(default=3, ge=1)
+    on_complete: Literal["move", "delete"] = "move"
+    ack_max_chars: int = Field(default=300, ge=0)
+    max_file_bytes: int = Field(default=256 * 1024, ge=1024)
+    session_max_prompts: int = Field(default=40, ge=1)
+    session_context_ratio: float = Field(default=0.7, gt=0, le=1)
+    safe_tools: list[str] = Field(default_factory=lambda: [*READ_ONLY_TOOLS, "message"])
+    budget: Budget = Field(default_factory=Budget)
+    checkers: dict[str, CheckerConfig] = Field(default_factory=dict)
+
+
+class SandboxConfig(Model):
+    mode: Literal["shared", "per-channel", "per-session"] = "shared"
+
+
+class AgentsConfig(Model):
+    loop: str = "builtin"
+    provider: str | None = None
+    model: str | None = None
+    max_tool_iterations: int = Field(default=50, ge=1)
+    max_tokens: int = Field(default=4096, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    context_window: int = Field(default=128_000, ge=1024)
+    history_window: int = Field(default=40, ge=0)
+
+
+class ProviderConfig(Model):
+    """One provider's settings (``bot.providers.<name>``).
+
+    ``kind`` defaults to the section name, so ``bot.providers.openai`` is the
+    ``openai`` kind; name a section freely (``"ollama": {"kind": "openai"}``).
+    """
+
+    kind: str | None = None
+    api_key: SecretStr | None = None
+    api_base: str | None = None
+    timeout_s: float = Field(default=60, gt=0)
+    max_retries: int = Field(default=3, ge=0)
+    command: list[str] | None = None
+    price_input_per_mtok: float = Field(default=0.0, ge=0)
+    price_output_per_mtok: float = Field(default=0.0, ge=0)
+
+
+class ExecToolConfig(Model):
+    timeout_s: float = Field(default=60, gt=0)
+    max_output_chars: int = Field(default=10_000, ge=100)
+    deny_patterns: list[str] = Field(default_factory=list)
+    restrict_to_workspace: bool = True
+
+
+class WebFetchConfig(Model):
+    max_bytes: int = Field(default=1_000_000, ge=1024)
+    timeout_s: float = Field(default=20, gt=0)
+    allow_private: bool = False
+
+
+class ToolsConfig(Model):
+    auto_approve: list[str] = Field(default_factory=list)
+    auto_deny: list[str] = Field(default_factory=list)
+    exec: ExecToolConfig = Field(default_factory=ExecToolConfig)
+    web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
+
+
+class ChannelBase(Model):
+    enabled: bool = False
+    allow_from: list[str] = Field(default_factory=list)
+    owner_chat: str | None = None
+
+
+class SlackConfig(ChannelBase):
+    bot_token: SecretStr | None = None
+    app_token: SecretStr | None = None
+    api_base: str | None = None
+
+
+class TelegramConfig(ChannelBase):
+    token: SecretStr | None = None
+    api_base: str | None = None
+
+
+class WebhookConfig(ChannelBase):
+    outbound_urls: list[str] = Field(default_factory=list)
+    inbound_token: SecretStr | None = None
+
+
+class ChannelsConfig(Model):
+    cli: ChannelBase = Field(default_factory=lambda: ChannelBase(enabled=True))
+    webhook: WebhookConfig = Field(default_factory=WebhookConfig)
+    slack: SlackConfig = Field(default_factory=SlackConfig)
+    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
+    send_retries: int = Field(default=3, ge=0)
+
+
+class GatewayConfig(Model):
+    host: str = "127.0.0.1"
+    port: int = Field(default=18790, ge=1, le=65535)
+    token: SecretStr | None = None
+    shutdown_grace_s: float = Field(default=10, ge=0)
+
+
+class MemoryConfig(Model):
+    history_max_days: int = Field(default=30, ge=1)
+    index_interval_s: float = Field(default=900, ge=10)
+    consolidate_after_idle: Duration = Field(default=6 * 3600, gt=0)
+
+
+class BotConfig(Model):
+    owner: str | None = None
+    heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    agents: AgentsConfig = Field(default_factory=AgentsConfig)
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    tools: ToolsConfig = Field(default_factory=ToolsConfig)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    gateway: GatewayConfig = Field(default_factory=GatewayConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+
+
+class StorageConfig(Model):
+    workspace: Path | None = None  # data directory; None means <home>/data
+    database_url: str | None = None  # None means sqlite:///<data>/state.db
+
+    @field_validator("database_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("sqlite://", "postgresql://", "postgresql+")):
+            raise ValueError("expected a sqlite:// or postgresql:// URL")
+        return v
+
+
+class Config(Model):
+    bot: BotConfig = Field(default_factory=BotConfig)
+    storage: StorageConfig = Field(default_factory=StorageConfig)

@@ -1,0 +1,112 @@
+"""Every error vikingbot raises on purpose.
+
+    VikingbotError                  root; `str(err)` is a message a user can act on
+    ├── ConfigError                 bad or unreadable config (key path, value, expectation)
+    ├── SessionError                session store problems (bad key, corrupt JSONL)
+    ├── WorkspaceError              workspace resolution / template problems
+    ├── StoreError                  state database problems (connect, migrate)
+    ├── ProviderError               a model provider failed (converted from SDK errors)
+    │   ├── ProviderAuthError       bad or missing key
+    │   ├── ProviderNotFoundError   unknown model / endpoint path
+    │   ├── ProviderUnreachable     connection refused, DNS, timeout
+    │   └── ContextTooLongError     prompt exceeds the model window
+    ├── NotConfiguredError          a needed part (provider, channel) is not configured
+    ├── ToolError                   a tool refused or failed (goes back to the model as text)
+    ├── ApprovalDenied              a tool call was not approved
+    ├── HeartbeatError              heartbeat file / entry problems
+    │   └── EntryError              one HEARTBEAT.md entry is malformed (has line number)
+    ├── CheckerError                an `only-if:` checker failed or is refused
+    ├── ChannelError                a chat platform failed (converted from SDK errors)
+    ├── DeliveryError               a delivery target is malformed or refused
+    └── CronError                   a cron job is invalid
+
+Vendor SDK errors are converted at the provider/channel boundary; nothing
+outside those modules catches SDK exception types.
+"""
+
+from __future__ import annotations
+
+
+class VikingbotError(Exception):
+    """Root of all vikingbot errors. The message is meant for the user."""
+
+
+class ConfigError(VikingbotError):
+    pass
+
+
+class SessionError(VikingbotError):
+    pass
+
+
+class WorkspaceError(VikingbotError):
+    pass
+
+
+class StoreError(VikingbotError):
+    pass
+
+
+class ProviderError(VikingbotError):
+    pass
+
+
+class ProviderAuthError(ProviderError):
+    pass
+
+
+class ProviderNotFoundError(ProviderError):
+    pass
+
+
+class ProviderUnreachable(ProviderError):
+    pass
+
+
+class ContextTooLongError(ProviderError):
+    pass
+
+
+class NotConfiguredError(VikingbotError):
+    pass
+
+
+class ToolError(VikingbotError):
+    pass
+
+
+class ApprovalDenied(VikingbotError):
+    pass
+
+
+class HeartbeatError(VikingbotError):
+    pass
+
+
+class EntryError(HeartbeatError):
+    def __init__(self, message: str, line: int | None = None, path: str | None = None) -> None:
+        self.line = line
+        self.path = path
+        where = ""
+        if path and line:
+            where = f"{path}:{line}: "
+        elif line:
+            where = f"line {line}: "
+        super().__init__(f"{where}{message}")
+        self.reason = message
+
+
+class CheckerError(VikingbotError):
+    pass
+
+
+class ChannelError(VikingbotError):
+    pass
+
+
+class DeliveryError(VikingbotError):
+    pass
+
+
+class CronError(VikingbotError):
+    pass
