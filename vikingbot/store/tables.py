@@ -1,0 +1,182 @@
+"""Every table of the state database, on one MetaData.
+
+The schema is versioned: ``vikingbot.store.migrations`` creates and alters these
+tables step by step, and a table added here must come with a migration.
+Times are stored timezone-aware (UTC).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData()
+
+# Who did what, and why: tool approvals, refused delivery targets, strangers, pauses.
+audit_events = Table(
+    "audit_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("at", DateTime(timezone=True), nullable=False, index=True),
+    Column("actor", String(200), nullable=False),  # e.g. "heartbeat", "cron:daily", "user"
+    Column("action", String(100), nullable=False),  # e.g. "tool.approve", "delivery.refuse"
+    Column("subject", String(500), nullable=False),  # e.g. tool name, target, session key
+    Column("outcome", String(50), nullable=False),  # e.g. "approved", "denied", "refused"
+    Column("reason", Text),
+    Column("details", JSON),
+)
+
+# The heartbeat run ledger: one row per decision (run or skip).
+heartbeat_runs = Table(
+    "heartbeat_runs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("cycle_id", String(64), nullable=False, index=True),
+    Column("at", DateTime(timezone=True), nullable=False, index=True),
+    Column("workspace", String(300), nullable=False, index=True),
+    Column("session", String(600)),
+    Column("entry", String(500)),
+    Column("trigger", String(20), nullable=False),  # scheduled | manual
+    Column("decision", String(10), nullable=False),  # run | skip
+    Column("reason", String(50), nullable=False),
+    Column("outcome", String(30)),  # ok | ok-empty | delivered | kept | completed | error | timeout
+    Column("duration_s", Float),
+    Column("model_calls", Integer, nullable=False, default=0),
+    Column("tokens_in", Integer, nullable=False, default=0),
+    Column("tokens_out", Integer, nullable=False, default=0),
+    Column("cost_usd", Float, nullable=False, default=0.0),
+    Column("error", Text),
+)
+
+# Per workspace and entry: the schedule and lifecycle state of HEARTBEAT.md entries.
+heartbeat_entries = Table(
+    "heartbeat_entries",
+    metadata,
+    Column("workspace", String(300), primary_key=True),
+    Column("entry", String(500), primary_key=True),  # title, or the entry's text key
+    Column("first_seen", DateTime(timezone=True), nullable=False),
+    Column("last_fired", DateTime(timezone=True)),
+    Column("signature", String(200)),
+    Column("retries", Integer, nullable=False, default=0),
+    Column("continuations", Integer, nullable=False, default=0),
+    Column("continue_next", Boolean, nullable=False, default=False),
+    Column("running_since", DateTime(timezone=True)),
+    Column("parked_reason", Text),
+    Column("parked_text_hash", String(64)),  # entry text when parked; an edit un-parks
+    Column("last_outcome", String(30)),
+)
+
+# Per workspace: cadence, pause and budget state.
+heartbeat_workspaces = Table(
+    "heartbeat_workspaces",
+    metadata,
+    Column("workspace", String(300), primary_key=True),
+    Column("last_cycle_at", DateTime(timezone=True)),
+    Column("paused", Boolean, nullable=False, default=False),
+    Column("paused_reason", String(50)),  # user | budget
+    Column("paused_at", DateTime(timezone=True)),
+    Column("budget_day", String(10)),  # YYYY-MM-DD the counters below belong to
+    Column("tokens_today", Integer, nullable=False, default=0),
+    Column("cost_today", Float, nullable=False, default=0.0),
+    Column("hb_session_prompts", Integer, nullable=False, default=0),
+    Column("hb_session_generation", Integer, nullable=False, default=0),
+)
+
+# Things the owner has been told once (errors, parks, budget pauses), by digest.
+notices = Table(
+    "notices",
+    metadata,
+    Column("workspace", String(300), primary_key=True),
+    Column("digest", String(64), primary_key=True),
+    Column("kind", String(50), nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False),
+)
+
+# Outgoing messages: written before the send, marked sent after the platform accepted.
+outbox = Table(
+    "outbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("dedupe_key", String(200), nullable=False),
+    Column("channel", String(50), nullable=False),
+    Column("channel_id", String(200), nullable=False, default="default"),
+    Column("chat_id", String(300), nullable=False),
+    Column("thread", String(300)),
+    Column("text", Text, nullable=False),
+    Column("status", String(20), nullable=False, default="pending"),  # pending | sent | failed
+    Column("attempts", Integer, nullable=False, default=0),
+    Column("last_error", Text),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("sent_at", DateTime(timezone=True)),
+    Column("details", JSON),
+    UniqueConstraint("dedupe_key", name="uq_outbox_dedupe_key"),
+    Index("ix_outbox_status", "status"),
+)
+
+# The local inbox for `dashboard` targets until a web dashboard exists.
+inbox = Table(
+    "inbox",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("slot", String(200), nullable=False, default="default"),
+    Column("text", Text, nullable=False),
+    Column("source", String(300)),
+    Column("kind", String(20), nullable=False, default="message"),  # message | prompt
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("read_at", DateTime(timezone=True)),
+)
+
+# Cron jobs.
+cron_jobs = Table(
+    "cron_jobs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("kind", String(10), nullable=False),  # at | every | cron
+    Column("expr", String(200), nullable=False),  # ISO time | duration | cron expression
+    Column("timezone", String(64), nullable=False, default="UTC"),
+    Column("prompt", Text, nullable=False),
+    Column("target", String(300)),
+    Column("workspace", String(300)),
+    Column("enabled", Boolean, nullable=False, default=True),
+    Column("timeout_s", Float),
+    Column("created_at", DateTime(timezone=True), nullable=False),
+    Column("last_run_at", DateTime(timezone=True)),
+    Column("next_run_at", DateTime(timezone=True)),
+    Column("last_outcome", String(30)),
+    Column("last_error", Text),
+)
+
+# Session history as searchable rows (the full-text index sits on top of this).
+history_docs = Table(
+    "history_docs",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session_key", String(600), nullable=False),
+    Column("line_no", Integer, nullable=False),
+    Column("at", DateTime(timezone=True), nullable=False, index=True),
+    Column("role", String(20), nullable=False),
+    Column("content", Text, nullable=False),
+    UniqueConstraint("session_key", "line_no", name="uq_history_docs_line"),
+)
+
+# How far the indexer has read each session file.
+history_cursor = Table(
+    "history_cursor",
+    metadata,
+    Column("session_key", String(600), primary_key=True),
+    Column("lines_indexed", Integer, nullable=False, default=0),
+    Column("mtime", Float),
+)
