@@ -1,0 +1,75 @@
+"""The `vikingbot` command: one Typer sub-app per noun.
+
+Only Typer and the standard library are imported at start; every command
+imports what it needs when it runs, so `vikingbot --help` stays fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from vikingbot import __version__
+from vikingbot.cli import common
+
+app = typer.Typer(
+    name="vikingbot",
+    help="A personal AI agent bot with a heartbeat.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"vikingbot {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="Config file (default: $VIKINGBOT_CONFIG or <home>/config.json).", envvar="VIKINGBOT_CONFIG"),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging on the console.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
+    ] = False,
+) -> None:
+    ctx.obj = common.CliState(config_path=config, verbose=verbose)
+
+
+def _register() -> None:
+    from vikingbot.cli import (
+        channels_cmd,
+        chat_cmd,
+        config_cmd,
+        cron_cmd,
+        gateway_cmd,
+        heartbeat_cmd,
+        inbox_cmd,
+        sessions_cmd,
+        top_cmd,
+    )
+
+    top_cmd.register(app)
+    gateway_cmd.register(app)
+    chat_cmd.register(app)
+    app.add_typer(config_cmd.app, name="config", help="Read and change the config file.")
+    app.add_typer(sessions_cmd.app, name="sessions", help="List and manage chat sessions.")
+    app.add_typer(heartbeat_cmd.app, name="heartbeat", help="Plan, run and inspect the heartbeat.")
+    app.add_typer(cron_cmd.app, name="cron", help="Scheduled agent jobs.")
+    app.add_typer(channels_cmd.app, name="channels", help="Chat platform connections.")
+    app.add_typer(inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox.")
+
+
+_register()
+
+
+def main() -> None:
+    app()
