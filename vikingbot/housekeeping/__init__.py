@@ -1,0 +1,1 @@
+"""Housekeeping: history index, pruning, memory consolidation."""
