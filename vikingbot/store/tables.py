@@ -2,7 +2,8 @@
 
 The schema is versioned: ``vikingbot.store.migrations`` creates and alters these
 tables step by step, and a table added here must come with a migration.
-Times are stored timezone-aware (UTC).
+Times are ``UtcDateTime``: stored as UTC and read back timezone-aware on every
+backend (plain ``DateTime(timezone=True)`` loses the offset on SQLite).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from sqlalchemy import (
     JSON,
     Boolean,
     Column,
-    DateTime,
     Float,
     Index,
     Integer,
@@ -22,6 +22,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from vikingbot.store.types import UtcDateTime
+
 metadata = MetaData()
 
 # Who did what, and why: tool approvals, refused delivery targets, strangers, pauses.
@@ -29,7 +31,7 @@ audit_events = Table(
     "audit_events",
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("at", DateTime(timezone=True), nullable=False, index=True),
+    Column("at", UtcDateTime(), nullable=False, index=True),
     Column("actor", String(200), nullable=False),  # e.g. "heartbeat", "cron:daily", "user"
     Column("action", String(100), nullable=False),  # e.g. "tool.approve", "delivery.refuse"
     Column("subject", String(500), nullable=False),  # e.g. tool name, target, session key
@@ -44,7 +46,7 @@ heartbeat_runs = Table(
     metadata,
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("cycle_id", String(64), nullable=False, index=True),
-    Column("at", DateTime(timezone=True), nullable=False, index=True),
+    Column("at", UtcDateTime(), nullable=False, index=True),
     Column("workspace", String(300), nullable=False, index=True),
     Column("session", String(600)),
     Column("entry", String(500)),
@@ -66,13 +68,13 @@ heartbeat_entries = Table(
     metadata,
     Column("workspace", String(300), primary_key=True),
     Column("entry", String(500), primary_key=True),  # title, or the entry's text key
-    Column("first_seen", DateTime(timezone=True), nullable=False),
-    Column("last_fired", DateTime(timezone=True)),
+    Column("first_seen", UtcDateTime(), nullable=False),
+    Column("last_fired", UtcDateTime()),
     Column("signature", String(200)),
     Column("retries", Integer, nullable=False, default=0),
     Column("continuations", Integer, nullable=False, default=0),
     Column("continue_next", Boolean, nullable=False, default=False),
-    Column("running_since", DateTime(timezone=True)),
+    Column("running_since", UtcDateTime()),
     Column("parked_reason", Text),
     Column("parked_text_hash", String(64)),  # entry text when parked; an edit un-parks
     Column("last_outcome", String(30)),
@@ -83,10 +85,10 @@ heartbeat_workspaces = Table(
     "heartbeat_workspaces",
     metadata,
     Column("workspace", String(300), primary_key=True),
-    Column("last_cycle_at", DateTime(timezone=True)),
+    Column("last_cycle_at", UtcDateTime()),
     Column("paused", Boolean, nullable=False, default=False),
     Column("paused_reason", String(50)),  # user | budget
-    Column("paused_at", DateTime(timezone=True)),
+    Column("paused_at", UtcDateTime()),
     Column("budget_day", String(10)),  # YYYY-MM-DD the counters below belong to
     Column("tokens_today", Integer, nullable=False, default=0),
     Column("cost_today", Float, nullable=False, default=0.0),
@@ -101,7 +103,7 @@ notices = Table(
     Column("workspace", String(300), primary_key=True),
     Column("digest", String(64), primary_key=True),
     Column("kind", String(50), nullable=False),
-    Column("at", DateTime(timezone=True), nullable=False),
+    Column("at", UtcDateTime(), nullable=False),
 )
 
 # Outgoing messages: written before the send, marked sent after the platform accepted.
@@ -118,8 +120,8 @@ outbox = Table(
     Column("status", String(20), nullable=False, default="pending"),  # pending | sent | failed
     Column("attempts", Integer, nullable=False, default=0),
     Column("last_error", Text),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("sent_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("sent_at", UtcDateTime()),
     Column("details", JSON),
     UniqueConstraint("dedupe_key", name="uq_outbox_dedupe_key"),
     Index("ix_outbox_status", "status"),
@@ -134,8 +136,8 @@ inbox = Table(
     Column("text", Text, nullable=False),
     Column("source", String(300)),
     Column("kind", String(20), nullable=False, default="message"),  # message | prompt
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("read_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("read_at", UtcDateTime()),
 )
 
 # Cron jobs.
@@ -152,9 +154,9 @@ cron_jobs = Table(
     Column("workspace", String(300)),
     Column("enabled", Boolean, nullable=False, default=True),
     Column("timeout_s", Float),
-    Column("created_at", DateTime(timezone=True), nullable=False),
-    Column("last_run_at", DateTime(timezone=True)),
-    Column("next_run_at", DateTime(timezone=True)),
+    Column("created_at", UtcDateTime(), nullable=False),
+    Column("last_run_at", UtcDateTime()),
+    Column("next_run_at", UtcDateTime()),
     Column("last_outcome", String(30)),
     Column("last_error", Text),
 )
@@ -166,7 +168,7 @@ history_docs = Table(
     Column("id", Integer, primary_key=True, autoincrement=True),
     Column("session_key", String(600), nullable=False),
     Column("line_no", Integer, nullable=False),
-    Column("at", DateTime(timezone=True), nullable=False, index=True),
+    Column("at", UtcDateTime(), nullable=False, index=True),
     Column("role", String(20), nullable=False),
     Column("content", Text, nullable=False),
     UniqueConstraint("session_key", "line_no", name="uq_history_docs_line"),
