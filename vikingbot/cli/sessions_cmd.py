@@ -1,7 +1,156 @@
-"""`vikingbot sessions ...`"""
+"""`vikingbot sessions ...`: list sessions, switch their heartbeat, import history."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from vikingbot.cli.common import fail, get_config, print_json
+
+if TYPE_CHECKING:
+    from vikingbot.session.store import SessionStore
+    from vikingbot.session.types import SessionKey, SessionMeta
+
 app = typer.Typer(no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")]
+
+
+class OnOff(StrEnum):
+    on = "on"
+    off = "off"
+
+
+def _store(ctx: typer.Context) -> SessionStore:
+    from vikingbot.session.store import SessionStore
+
+    _, paths = get_config(ctx)
+    return SessionStore(paths.sessions_dir)
+
+
+def _parse_key(text: str) -> SessionKey:
+    from vikingbot.errors import SessionError
+    from vikingbot.session.types import SessionKey
+
+    try:
+        return SessionKey.parse(text)
+    except SessionError as exc:
+        raise typer.BadParameter(str(exc), param_hint="KEY") from exc
+
+
+def _row(store: SessionStore, meta: SessionMeta) -> dict[str, Any]:
+    return {
+        "key": str(meta.key),
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "last_user_at": meta.last_user_at,
+        "skip_heartbeat": meta.skip_heartbeat,
+        "messages": store.message_count(meta.key),
+    }
+
+
+@app.command("list")
+def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
+    """List sessions, most recently updated first."""
+    from vikingbot.errors import SessionError
+
+    store = _store(ctx)
+    errors: list[SessionError] = []
+    rows = [_row(store, meta) for meta in store.list_sessions(errors)]
+    if json:
+        print_json({"sessions": rows, "errors": [str(e) for e in errors]})
+    else:
+        _print_table(rows)
+    if errors:
+        from vikingbot.cli.common import err_console
+
+        console = err_console()
+        for exc in errors:
+            console.print(f"[yellow]Skipped:[/] {exc}", highlight=False)
+
+
+def _print_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not rows:
+        console.print("No sessions yet.")
+        return
+
+    def when(value: Any) -> str:
+        return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+
+    table = Table("Key", "Updated (UTC)", "Last user (UTC)", "Heartbeat", "Messages")
+    for row in rows:
+        table.add_row(
+            row["key"],
+            when(row["updated_at"]),
+            when(row["last_user_at"]),
+            "off" if row["skip_heartbeat"] else "on",
+            str(row["messages"]),
+        )
+    console.print(table)
+
+
+@app.command("heartbeat")
+def heartbeat_cmd(
+    ctx: typer.Context,
+    state: Annotated[OnOff, typer.Argument(help="on: the heartbeat may visit it; off: skip it.")],
+    key: Annotated[str, typer.Argument(help="Session key, e.g. telegram:default:12345.")],
+) -> None:
+    """Let the heartbeat visit a session (on) or skip it (off)."""
+    from vikingbot.errors import SessionError
+
+    session_key = _parse_key(key)
+    store = _store(ctx)
+    try:
+        if store.get_meta(session_key) is None:
+            fail(f"unknown session {session_key}; see `vikingbot sessions list`")
+        meta = store.update_metadata(session_key, skip_heartbeat=state is OnOff.off)
+    except SessionError as exc:
+        fail(str(exc))
+    verb = "skips" if meta.skip_heartbeat else "visits"
+    typer.echo(f"Heartbeat {state.value} for {meta.key}: the heartbeat now {verb} it.")
+
+
+@app.command("import-openviking")
+def import_openviking_cmd(
+    ctx: typer.Context,
+    path: Annotated[Path, typer.Argument(help="OpenViking sessions folder (or one .jsonl file).")],
+    json: JsonOpt = False,
+) -> None:
+    """Copy sessions from an OpenViking vikingbot installation (the source is not changed)."""
+    from vikingbot.errors import SessionError
+    from vikingbot.session.openviking import import_openviking
+
+    store = _store(ctx)
+    try:
+        report = import_openviking(path.expanduser(), store)
+    except SessionError as exc:
+        fail(str(exc))
+    if not report.outcomes:
+        fail(f"no session files (*.jsonl) found in {path}")
+    if json:
+        print_json(report.to_dict())
+    else:
+        for o in report.outcomes:
+            if o.status == "imported":
+                typer.echo(f"imported  {o.key}  ({o.messages} messages)  from {o.source}")
+            elif o.status == "exists":
+                typer.echo(f"exists    {o.key}  (left as it is)  from {o.source}")
+        typer.echo(
+            f"{report.count('imported')} imported, {report.count('exists')} already present, "
+            f"{report.count('failed')} failed."
+        )
+    if report.count("failed"):
+        from vikingbot.cli.common import err_console
+
+        console = err_console()
+        for o in report.outcomes:
+            if o.status == "failed":
+                console.print(f"[yellow]Skipped:[/] {o.reason}", highlight=False)
+        raise typer.Exit(1)

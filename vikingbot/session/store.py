@@ -1,0 +1,310 @@
+"""The session store: one JSONL file per conversation under ``<data>/sessions/``.
+
+Owns reading and writing session files (format in :mod:`vikingbot.session.codec`).
+Every write goes to a temp file in the same folder, is fsynced and then moved
+over the old file with ``os.replace``, under an OS file lock per session
+(``<sessions>/.locks/<name>.lock``) so the CLI and the gateway never clobber each
+other. Readers take no lock: they always see a whole old file or a whole new one.
+A line that cannot be parsed raises :class:`SessionError` naming file and line;
+the store never rewrites a file whose metadata line it could not parse, and
+copies message lines it does not need to read byte for byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from loguru import logger
+
+from vikingbot.clock import Clock, SystemClock
+from vikingbot.errors import SessionError
+from vikingbot.session import codec
+from vikingbot.session.types import Message, SessionKey, SessionMeta
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from filelock import FileLock
+
+KeyLike = SessionKey | str
+
+
+class SessionStore:
+    """Sessions on disk. Methods are synchronous and safe across processes."""
+
+    def __init__(
+        self, sessions_dir: Path, clock: Clock | None = None, *, lock_timeout: float = 30.0
+    ) -> None:
+        self.sessions_dir = Path(sessions_dir)
+        self.clock: Clock = clock or SystemClock()
+        self.lock_timeout = lock_timeout
+        self._file_locks: dict[str, FileLock] = {}
+        self._turn_locks: dict[SessionKey, asyncio.Lock] = {}
+
+    # ----------------------------------------------------------------- paths
+
+    def path_for(self, key: KeyLike) -> Path:
+        """Where the session's file lives (whether or not it exists yet)."""
+        return self.sessions_dir / codec.key_to_filename(codec.as_key(key))
+
+    @contextlib.contextmanager
+    def _locked(self, path: Path) -> Iterator[None]:
+        from filelock import FileLock, Timeout  # lazy: `vikingbot status` only reads
+
+        lock = self._file_locks.get(path.name)
+        if lock is None:
+            locks_dir = self.sessions_dir / ".locks"
+            locks_dir.mkdir(parents=True, exist_ok=True)
+            lock = FileLock(locks_dir / (path.name + ".lock"), timeout=self.lock_timeout)
+            self._file_locks[path.name] = lock
+        try:
+            lock.acquire()
+        except Timeout as exc:
+            raise SessionError(
+                f"session file {path} is locked by another process (lock file {lock.lock_file}); "
+                f"gave up after {self.lock_timeout:g}s"
+            ) from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def turn_lock(self, key: KeyLike) -> asyncio.Lock:
+        """The one lock a turn on this session holds, so two turns never interleave."""
+        import asyncio
+
+        k = codec.as_key(key)
+        lock = self._turn_locks.get(k)
+        if lock is None:
+            lock = self._turn_locks[k] = asyncio.Lock()
+        return lock
+
+    # ----------------------------------------------------------------- reads
+
+    def _read_meta_obj(
+        self, path: Path, expect: SessionKey | None = None
+    ) -> tuple[dict[str, Any], SessionMeta] | None:
+        try:
+            with path.open("rb") as fh:
+                first = fh.readline()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise SessionError(f"cannot read session file {path}: {exc}") from exc
+        where = f"{path}:1"
+        if not first.strip():
+            raise SessionError(f"{where}: the metadata line is empty")
+        obj = codec.loads_line(first, where)
+        meta = codec.meta_from_obj(obj, where)
+        if expect is not None and meta.key != expect:
+            raise SessionError(f"{where}: file holds session {meta.key}, expected {expect}")
+        return obj, meta
+
+    def get_meta(self, key: KeyLike) -> SessionMeta | None:
+        """The session's metadata, or ``None`` when there is no such session."""
+        k = codec.as_key(key)
+        found = self._read_meta_obj(self.path_for(k), k)
+        return None if found is None else found[1]
+
+    def list_sessions(self, errors: list[SessionError] | None = None) -> list[SessionMeta]:
+        """Every session's metadata, most recently updated first.
+
+        Reads only the first line of each file. A file whose metadata line is
+        broken is left out, logged, and added to ``errors`` when given.
+        """
+        found: list[SessionMeta] = []
+        try:
+            entries = list(os.scandir(self.sessions_dir))
+        except FileNotFoundError:
+            return []
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") or not name.endswith(codec.SUFFIX):
+                continue
+            try:
+                result = self._read_meta_obj(Path(entry.path))
+            except SessionError as exc:
+                logger.warning("skipping session file: {}", exc)
+                if errors is not None:
+                    errors.append(exc)
+                continue
+            if result is not None:
+                found.append(result[1])
+        found.sort(key=lambda m: (-m.updated_at.timestamp(), str(m.key)))
+        return found
+
+    def _read_lines(self, path: Path) -> list[bytes]:
+        try:
+            return path.read_bytes().split(b"\n")
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise SessionError(f"cannot read session file {path}: {exc}") from exc
+
+    def read_messages(self, key: KeyLike, limit: int | None = None) -> list[Message]:
+        """The session's messages, oldest first; only the last ``limit`` when given."""
+        path = self.path_for(key)
+        lines = self._read_lines(path)
+        numbered = [(n, raw) for n, raw in enumerate(lines[1:], start=2) if raw.strip()]
+        if limit is not None:
+            numbered = numbered[-limit:] if limit > 0 else []
+        out: list[Message] = []
+        for n, raw in numbered:
+            where = f"{path}:{n}"
+            out.append(codec.message_from_obj(codec.loads_line(raw, where), where))
+        return out
+
+    def message_count(self, key: KeyLike) -> int:
+        """How many message lines the session has (counted, not parsed)."""
+        lines = self._read_lines(self.path_for(key))
+        return sum(1 for raw in lines[1:] if raw.strip())
+
+    # ---------------------------------------------------------------- writes
+
+    def _write(self, path: Path, head: bytes, body_from: Path | None, tail: bytes) -> None:
+        """Atomically replace ``path`` with ``head`` + old message lines + ``tail``."""
+        import tempfile
+
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(
+            dir=self.sessions_dir, prefix=f".{path.name}.", suffix=".tmp"
+        )
+        try:
+            with os.fdopen(fd, "wb") as out:
+                out.write(head)
+                if body_from is not None:
+                    _copy_body(body_from, out)
+                out.write(tail)
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(tmp_name, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+            raise
+        _fsync_dir(self.sessions_dir)
+
+    def _new_meta(self, key: SessionKey, skip_heartbeat: bool) -> SessionMeta:
+        now = self.clock.now()
+        return SessionMeta(key, now, now, None, {"skip_heartbeat": skip_heartbeat})
+
+    def get_or_create(self, key: KeyLike, skip_heartbeat: bool = False) -> SessionMeta:
+        """The session's metadata, creating an empty session first if there is none.
+
+        ``skip_heartbeat`` is only used when creating; an existing session keeps
+        its own setting (change it with :meth:`update_metadata`).
+        """
+        k = codec.as_key(key)
+        path = self.path_for(k)
+        found = self._read_meta_obj(path, k)
+        if found is not None:
+            return found[1]
+        with self._locked(path):
+            found = self._read_meta_obj(path, k)
+            if found is not None:
+                return found[1]
+            meta = self._new_meta(k, skip_heartbeat)
+            self._write(path, codec.dumps_line(codec.meta_to_obj(meta)), None, b"")
+            logger.debug("created session {}", k)
+            return meta
+
+    def create_from(self, meta: SessionMeta, messages: list[Message]) -> bool:
+        """Write a whole session at once (imports). ``False`` if the key already exists."""
+        path = self.path_for(meta.key)
+        tail = b"".join(codec.dumps_line(codec.message_to_obj(m)) for m in messages)
+        head = codec.dumps_line(codec.meta_to_obj(meta))
+        with self._locked(path):
+            if path.exists():
+                return False
+            self._write(path, head, None, tail)
+        return True
+
+    def append(self, key: KeyLike, *messages: Message) -> SessionMeta:
+        """Add messages at the end (creating the session if needed).
+
+        Sets ``updated_at`` to now and ``last_user_at`` to the newest user message
+        that is not a heartbeat or bookkeeping turn.
+        """
+        k = codec.as_key(key)
+        tail = b"".join(codec.dumps_line(codec.message_to_obj(m)) for m in messages)
+        path = self.path_for(k)
+        with self._locked(path):
+            found = self._read_meta_obj(path, k)
+            base, meta = found if found is not None else ({}, self._new_meta(k, False))
+            last_user = meta.last_user_at
+            for m in messages:
+                if codec.counts_as_user(m) and (last_user is None or m.timestamp > last_user):
+                    last_user = m.timestamp
+            meta = replace(meta, updated_at=self.clock.now(), last_user_at=last_user)
+            head = codec.dumps_line(codec.meta_to_obj(meta, base))
+            self._write(path, head, path if found is not None else None, tail)
+        return meta
+
+    def update_metadata(self, key: KeyLike, **changes: Any) -> SessionMeta:
+        """Merge ``changes`` into the ``metadata`` dict (a ``None`` value removes a key).
+
+        Raises :class:`SessionError` for an unknown session. Messages and
+        ``updated_at`` are left as they are.
+        """
+        k = codec.as_key(key)
+        path = self.path_for(k)
+        with self._locked(path):
+            found = self._read_meta_obj(path, k)
+            if found is None:
+                raise SessionError(f"unknown session {k} (no file {path})")
+            base, meta = found
+            metadata = dict(meta.metadata)
+            for name, value in changes.items():
+                if value is None:
+                    metadata.pop(name, None)
+                else:
+                    metadata[name] = value
+            meta = replace(meta, metadata=metadata)
+            head = codec.dumps_line(codec.meta_to_obj(meta, base))
+            self._write(path, head, path, b"")
+        return meta
+
+    def reset(self, key: KeyLike) -> SessionMeta | None:
+        """Drop every message, keep the metadata. ``None`` (and no file) if unknown."""
+        k = codec.as_key(key)
+        path = self.path_for(k)
+        with self._locked(path):
+            found = self._read_meta_obj(path, k)
+            if found is None:
+                return None
+            base, meta = found
+            meta = replace(meta, updated_at=self.clock.now())
+            self._write(path, codec.dumps_line(codec.meta_to_obj(meta, base)), None, b"")
+        logger.info("reset session {}", k)
+        return meta
+
+
+def _copy_body(source: Path, out: IO[bytes]) -> None:
+    """Copy every line after the first, byte for byte, ending with a newline."""
+    with source.open("rb") as fh:
+        fh.readline()
+        last = b"\n"
+        while chunk := fh.read(1 << 20):
+            out.write(chunk)
+            last = chunk[-1:]
+        if last != b"\n":
+            out.write(b"\n")
+
+
+def _fsync_dir(path: Path) -> None:
+    """Make the rename durable (a no-op where directories cannot be opened)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

@@ -1,0 +1,100 @@
+"""Which workspace folder a session uses, and creating it on first use.
+
+Sandbox modes (``bot.sandbox.mode``):
+
+- ``shared`` (default): every session uses ``<root>/shared``;
+- ``per-channel``: one folder per channel, named from ``type:channel_id``;
+- ``per-session``: one folder per session, named from the full key.
+
+Folder names come from :func:`vikingbot.workspace.names.safe_name`, and every
+path is checked to be a direct child of the root before it is used, so no key
+can point outside the workspace root.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from vikingbot.errors import WorkspaceError
+from vikingbot.session.types import SessionKey
+from vikingbot.workspace import template as _template
+from vikingbot.workspace.names import safe_name
+
+MODES = ("shared", "per-channel", "per-session")
+SHARED_NAME = "shared"
+
+
+def workspace_name(key: SessionKey, mode: str) -> str:
+    """The folder name (one path component) for ``key`` under ``mode``."""
+    if mode == "shared":
+        return SHARED_NAME
+    if mode == "per-channel":
+        return safe_name(f"{key.type}:{key.channel_id}")
+    if mode == "per-session":
+        return safe_name(str(key))
+    raise WorkspaceError(f"unknown sandbox mode {mode!r}: expected one of {', '.join(MODES)}")
+
+
+class WorkspaceManager:
+    """Resolves sessions to workspace folders under ``root``."""
+
+    def __init__(self, root: Path, mode: str = "shared", template_dir: Path | None = None) -> None:
+        if mode not in MODES:
+            raise WorkspaceError(
+                f"unknown sandbox mode {mode!r}: expected one of {', '.join(MODES)}"
+            )
+        self.root = Path(root)
+        self.mode = mode
+        self._template_dir = template_dir
+        self._ready: set[Path] = set()
+
+    def _inside(self, name: str) -> Path:
+        if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+            raise WorkspaceError(f"refusing workspace name {name!r}: not a single folder name")
+        root = Path(os.path.abspath(self.root))
+        path = root / name
+        if Path(os.path.abspath(path)).parent != root:
+            raise WorkspaceError(f"refusing workspace {path}: outside the root {root}")
+        if path.exists() and not path.is_symlink():
+            # a folder the user symlinked on purpose may live elsewhere; ours may not
+            resolved_root = root.resolve()
+            if path.resolve().parent != resolved_root:
+                raise WorkspaceError(f"refusing workspace {path}: resolves outside {resolved_root}")
+        return path
+
+    def path_for(self, key: SessionKey) -> Path:
+        """The workspace folder for ``key`` without creating anything."""
+        return self._inside(workspace_name(key, self.mode))
+
+    def workspace_for(self, key: SessionKey) -> Path:
+        """The workspace folder for ``key``, created and filled from the template.
+
+        The first time this manager hands out a folder, template files that are
+        missing are created; files that exist are never changed.
+        """
+        path = self.path_for(key)
+        if path not in self._ready:
+            self.ensure(path)
+        return path
+
+    def ensure(self, path: Path) -> list[Path]:
+        """Create ``path`` (a folder under the root) and fill in missing template files."""
+        if Path(os.path.abspath(path)).parent != Path(os.path.abspath(self.root)):
+            raise WorkspaceError(f"refusing workspace {path}: not a folder directly in {self.root}")
+        path = self._inside(path.name)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkspaceError(f"cannot create workspace {path}: {exc}") from exc
+        created = _template.fill(path, self._template_dir)
+        self._ready.add(path)
+        return created
+
+    def list_workspaces(self) -> list[Path]:
+        """Workspace folders that exist under the root (hidden folders left out), sorted."""
+        try:
+            entries = sorted(self.root.iterdir())
+        except FileNotFoundError:
+            return []
+        return [p for p in entries if p.is_dir() and not p.name.startswith(".")]
