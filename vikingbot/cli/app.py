@@ -34,9 +34,16 @@ def _root(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", "-c", help="Config file (default: $VIKINGBOT_CONFIG or <home>/config.json).", envvar="VIKINGBOT_CONFIG"),
+        typer.Option(
+            "--config",
+            "-c",
+            help="Config file (default: $VIKINGBOT_CONFIG or <home>/config.json).",
+            envvar="VIKINGBOT_CONFIG",
+        ),
     ] = None,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Debug logging on the console.")] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Debug logging on the console.")
+    ] = False,
     version: Annotated[
         bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version.")
     ] = False,
@@ -65,7 +72,9 @@ def _register() -> None:
     app.add_typer(heartbeat_cmd.app, name="heartbeat", help="Plan, run and inspect the heartbeat.")
     app.add_typer(cron_cmd.app, name="cron", help="Scheduled agent jobs.")
     app.add_typer(channels_cmd.app, name="channels", help="Chat platform connections.")
-    app.add_typer(inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox.")
+    app.add_typer(
+        inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
+    )
 
 
 _register()

@@ -38,7 +38,9 @@ def err_console() -> Console:
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """Print an error to stderr and exit (1: bad input or domain error, 2: usage)."""
-    err_console().print(f"[bold red]Error:[/] {message}", highlight=False, markup=True)
+    err_console().print(
+        f"[bold red]Error:[/] {message}", highlight=False, markup=True, soft_wrap=True
+    )
     raise typer.Exit(code)
 
 

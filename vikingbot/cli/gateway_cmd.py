@@ -1,9 +1,46 @@
-"""gateway command(s)."""
+"""`vikingbot gateway`: run everything."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
+
+from vikingbot.cli.common import fail, get_config, state
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    @app.command("gateway")
+    def gateway(
+        ctx: typer.Context,
+        host: Annotated[
+            str | None, typer.Option(help="Bind address (default bot.gateway.host).")
+        ] = None,
+        port: Annotated[int | None, typer.Option(help="Port (default bot.gateway.port).")] = None,
+        verbose: Annotated[
+            bool, typer.Option("--verbose", "-v", help="Debug logs on the console.")
+        ] = False,
+    ) -> None:
+        """Start the gateway: heartbeat, cron, channels, housekeeping and /health."""
+        import asyncio
+
+        from vikingbot.errors import VikingbotError
+        from vikingbot.gateway.supervisor import Gateway
+        from vikingbot.logs import setup_logging
+        from vikingbot.onboard import ensure_first_start
+        from vikingbot.runtime import Runtime
+
+        config, paths = get_config(ctx)
+        setup_logging(verbose=verbose or state(ctx).verbose, logs_dir=paths.logs_dir)
+        rt = Runtime(config, paths)
+        ensure_first_start(rt)
+
+        def say(line: str) -> None:
+            typer.echo(line, err=False)
+
+        gw = Gateway(rt, host=host, port=port, say=say)
+        try:
+            code = asyncio.run(gw.run())
+        except VikingbotError as exc:
+            fail(str(exc))
+        raise typer.Exit(code)

@@ -1,0 +1,133 @@
+"""Reading and changing single keys: `config get` / `config set`.
+
+``set`` edits the file as written (never the merged view, so environment
+overrides and defaults are not baked in), validates the result before
+writing, keeps every other key and writes atomically under a lock.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from filelock import FileLock
+from pydantic import BaseModel, SecretStr
+from pydantic.alias_generators import to_camel
+
+from vikingbot.config.loader import (
+    ConfigError,
+    describe_validation_error,
+    read_raw,
+    to_field_names,
+    write_raw,
+)
+from vikingbot.config.schema import Config
+
+
+def _split(key: str) -> list[str]:
+    parts = [p for p in key.strip().split(".")]
+    if not key.strip() or any(not p for p in parts):
+        raise ConfigError(f"bad key {key!r}: expected a dotted path like bot.heartbeat.enabled")
+    return parts
+
+
+def get_value(config: Config, key: str) -> Any:
+    """The effective value at a dotted key (snake_case or camelCase)."""
+    node: Any = config
+    walked: list[str] = []
+    for part in _split(key):
+        walked.append(part)
+        if isinstance(node, BaseModel):
+            fields = type(node).model_fields
+            name = part if part in fields else _from_camel(part, fields)
+            if name is None:
+                raise ConfigError(f"{'.'.join(walked)}: unknown key")
+            node = getattr(node, name)
+        elif isinstance(node, dict):
+            if part not in node:
+                raise ConfigError(f"{'.'.join(walked)}: not set")
+            node = node[part]
+        else:
+            raise ConfigError(f"{'.'.join(walked)}: {'.'.join(walked[:-1])} has no sub-keys")
+    return node
+
+
+def _from_camel(part: str, fields: dict[str, Any]) -> str | None:
+    for name in fields:
+        if to_camel(name) == part:
+            return name
+    return None
+
+
+def to_plain(value: Any, *, reveal: bool = False) -> Any:
+    if isinstance(value, BaseModel):
+        return (
+            mask(value.model_dump(mode="json"), value)
+            if not reveal
+            else value.model_dump(mode="json")
+        )
+    if isinstance(value, SecretStr):
+        return value.get_secret_value() if reveal else "***"
+    if isinstance(value, dict):
+        return {k: to_plain(v, reveal=reveal) for k, v in value.items()}
+    if isinstance(value, list):
+        return [to_plain(v, reveal=reveal) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def mask(dumped: Any, model: Any) -> Any:
+    """Replace every SecretStr value in a dumped model with ``***`` (None stays None)."""
+    if isinstance(model, BaseModel) and isinstance(dumped, dict):
+        out = {}
+        for name, val in dumped.items():
+            attr = getattr(model, name, None)
+            if isinstance(attr, SecretStr):
+                out[name] = "***"
+            else:
+                out[name] = mask(val, attr)
+        return out
+    if isinstance(model, dict) and isinstance(dumped, dict):
+        return {k: mask(v, model.get(k)) for k, v in dumped.items()}
+    return dumped
+
+
+def parse_cli_value(text: str) -> Any:
+    """``true``/``false``/numbers/``null``/JSON lists and objects; anything else is a string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def set_value(path: Path, key: str, value: Any) -> dict[str, Any]:
+    """Set one key in the config file; validate first; keep every other key."""
+    parts = _split(key)
+    with FileLock(str(path) + ".lock", timeout=10):
+        raw = read_raw(path)
+        node: dict[str, Any] = raw
+        for i, part in enumerate(parts):
+            last = i == len(parts) - 1
+            # reuse the spelling already in the file (camelCase or snake_case)
+            spelled = next(
+                (k for k in node if k == part or to_camel(k) == part or k == to_camel(part)), part
+            )
+            if last:
+                node[spelled] = value
+            else:
+                child = node.get(spelled)
+                if child is None:
+                    child = node[spelled] = {}
+                if not isinstance(child, dict):
+                    raise ConfigError(f"{'.'.join(parts[: i + 1])}: is a value, not a section")
+                node = child
+        from pydantic import ValidationError
+
+        try:
+            Config.model_validate(to_field_names(raw, Config))
+        except ValidationError as exc:
+            raise ConfigError(describe_validation_error(exc, str(path))) from exc
+        write_raw(path, raw)
+    return raw

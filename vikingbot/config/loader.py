@@ -1,0 +1,326 @@
+"""Loading the config: file, `.env`, environment, `${VAR}` expansion, clear errors.
+
+Precedence, highest first:
+
+1. environment variables ``VIKINGBOT_<SECTION>__<KEY>`` (``__`` nests),
+2. ``.env`` files (``./.env``, then ``<home>/.env``; a real variable wins),
+3. the JSON config file (``${VAR}`` inside string values is expanded from
+   the environment and the ``.env`` files),
+4. the defaults in ``vikingbot.config.schema``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, get_args, get_origin
+
+from dotenv import dotenv_values
+from pydantic import BaseModel, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from vikingbot.config.schema import BotConfig, Config, StorageConfig
+from vikingbot.errors import ConfigError
+
+ENV_PREFIX = "VIKINGBOT_"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+@dataclass(frozen=True)
+class Paths:
+    home: Path
+    config_file: Path
+    data_dir: Path
+    database_url: str
+
+    @property
+    def workspace_root(self) -> Path:
+        return self.data_dir / "workspace"
+
+    @property
+    def sessions_dir(self) -> Path:
+        return self.data_dir / "sessions"
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.data_dir / "logs"
+
+
+def home_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    raw = env.get("VIKINGBOT_HOME")
+    return Path(raw).expanduser() if raw else Path.home() / ".vikingbot"
+
+
+def config_path(
+    explicit: Path | str | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    env = os.environ if environ is None else environ
+    if explicit:
+        return Path(explicit).expanduser()
+    if env.get("VIKINGBOT_CONFIG"):
+        return Path(env["VIKINGBOT_CONFIG"]).expanduser()
+    return home_dir(env) / "config.json"
+
+
+# ---------------------------------------------------------------- file I/O
+
+
+def read_raw(path: Path) -> dict[str, Any]:
+    """The config file as written (no defaults, no env), or {} when missing."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read config file: {exc.strerror}") from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a JSON object with a 'bot' section")
+    return data
+
+
+def write_raw(path: Path, data: Mapping[str, Any]) -> None:
+    """Write the config file atomically (temp file, fsync, rename) under a lock."""
+    from vikingbot.fsutil import atomic_write_text
+
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n", mode=0o600)
+
+
+def default_file_data() -> dict[str, Any]:
+    data = Config().model_dump(mode="json", exclude={"storage"})
+    data["storage"] = {"workspace": None, "database_url": None}
+    return data
+
+
+# ---------------------------------------------------------------- expansion
+
+
+def _expand(value: Any, env: Mapping[str, str], loc: str) -> Any:
+    if isinstance(value, str):
+
+        def sub(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in env:
+                raise ConfigError(
+                    f"{loc}: environment variable {name} is not set (used as ${{{name}}})"
+                )
+            return env[name]
+
+        return _VAR.sub(sub, value)
+    if isinstance(value, dict):
+        return {k: _expand(v, env, f"{loc}.{k}" if loc else k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand(v, env, f"{loc}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+# ---------------------------------------------------------------- settings
+
+
+class _Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX,
+        env_nested_delimiter="__",
+        case_sensitive=False,
+        extra="forbid",
+    )
+
+    bot: BotConfig = BotConfig()
+    storage: StorageConfig = StorageConfig()
+
+
+class _MappingEnv(EnvSettingsSource):
+    """Environment source over an explicit mapping (the process env or a test's)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._mapping = {k.lower(): v for k, v in environ.items()}
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:  # type: ignore[override]
+        return self._mapping
+
+
+class _DictSource(PydanticBaseSettingsSource):
+    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
+        super().__init__(settings_cls)
+        self._data = data
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return self._data
+
+
+def _build(
+    file_data: dict[str, Any], environ: Mapping[str, str], dotenv: Mapping[str, str]
+) -> Config:
+    class S(_Settings):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (
+                _MappingEnv(settings_cls, environ),
+                _MappingEnv(settings_cls, dotenv),
+                _DictSource(settings_cls, _snake_top(file_data)),
+            )
+
+    settings = S()
+    return Config(bot=settings.bot, storage=settings.storage)
+
+
+def _snake_top(data: dict[str, Any]) -> dict[str, Any]:
+    unknown = [k for k in data if k not in ("bot", "storage")]
+    if unknown:
+        raise ConfigError(f"{unknown[0]}: unknown key (the top level has only 'bot' and 'storage')")
+    return to_field_names(data, Config)
+
+
+def _model_of(annotation: Any) -> tuple[str, type[BaseModel] | None]:
+    """("model", M) for a model field, ("dict", M) for dict[str, M], else ("", None)."""
+    for arg in (annotation, *get_args(annotation)):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return "model", arg
+        if get_origin(arg) is dict:
+            args = get_args(arg)
+            if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+                return "dict", args[1]
+    return "", None
+
+
+def to_field_names(data: Any, model: type[BaseModel]) -> Any:
+    """Rewrite camelCase keys to the model's snake_case field names, recursively.
+
+    User-chosen dict keys (provider and checker names) are left as written.
+    """
+    if not isinstance(data, dict):
+        return data
+    by_alias = {}
+    for name, field in model.model_fields.items():
+        by_alias[name] = name
+        if field.alias:
+            by_alias[field.alias] = name
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = by_alias.get(key, key)
+        field = model.model_fields.get(name)
+        if field is not None:
+            shape, sub = _model_of(field.annotation)
+            if shape == "model" and sub is not None:
+                value = to_field_names(value, sub)
+            elif shape == "dict" and sub is not None and isinstance(value, dict):
+                value = {k: to_field_names(v, sub) for k, v in value.items()}
+        out[name] = value
+    return out
+
+
+# ---------------------------------------------------------------- errors
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def describe_validation_error(exc: ValidationError, source: str) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(_snake(str(p)) for p in err["loc"] if not str(p).startswith("function-"))
+        etype = err["type"]
+        ctx = err.get("ctx") or {}
+        value = err.get("input")
+        secretish = any(w in loc for w in ("key", "token", "secret", "password"))
+        shown = "***" if secretish else json.dumps(value, default=str)
+        if etype == "extra_forbidden":
+            msg = "unknown key"
+        elif etype == "greater_than_equal":
+            msg = f"must be at least {ctx.get('ge')}, got {shown}"
+        elif etype == "greater_than":
+            msg = f"must be greater than {ctx.get('gt')}, got {shown}"
+        elif etype == "less_than_equal":
+            msg = f"must be at most {ctx.get('le')}, got {shown}"
+        elif etype == "literal_error":
+            msg = f"must be one of {ctx.get('expected')}, got {shown}"
+        elif etype == "value_error":
+            msg = str(ctx.get("error", err["msg"]))
+        else:
+            msg = f"{err['msg'][0].lower()}{err['msg'][1:]}, got {shown}"
+        lines.append(f"{loc}: {msg}")
+    head = f"invalid config ({source}):" if len(lines) > 1 else f"invalid config ({source}): "
+    return head + ("\n  " + "\n  ".join(lines) if len(lines) > 1 else lines[0])
+
+
+# ---------------------------------------------------------------- public
+
+
+def _dotenv(home: Path) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for path in (home / ".env", Path.cwd() / ".env"):
+        if path.is_file():
+            merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    return merged
+
+
+def resolve_paths(config: Config, config_file: Path, home: Path) -> Paths:
+    data = config.storage.workspace
+    if data is None:
+        data_dir = home / "data"
+    else:
+        data = Path(data).expanduser()
+        data_dir = data if data.is_absolute() else (config_file.parent / data)
+    url = config.storage.database_url or f"sqlite:///{data_dir / 'state.db'}"
+    return Paths(home=home, config_file=config_file, data_dir=data_dir, database_url=url)
+
+
+def load_config(
+    config_path_: Path | str | None = None,
+    *,
+    create: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[Config, Paths]:
+    """Load and validate the effective config; create the file with defaults if asked."""
+    env = dict(os.environ if environ is None else environ)
+    home = home_dir(env)
+    path = config_path(config_path_, env)
+    if create and not path.exists():
+        write_raw(path, default_file_data())
+    raw = read_raw(path)
+    dotenv = _dotenv(home)
+    expanded = _expand(raw, {**dotenv, **env}, "")
+    prefixed_env = {k: v for k, v in env.items() if k.upper().startswith(ENV_PREFIX)}
+    prefixed_dotenv = {k: v for k, v in dotenv.items() if k.upper().startswith(ENV_PREFIX)}
+    for name in ("VIKINGBOT_HOME", "VIKINGBOT_CONFIG"):
+        prefixed_env.pop(name, None)
+        prefixed_dotenv.pop(name, None)
+    try:
+        config = _build(expanded, prefixed_env, prefixed_dotenv)
+    except ValidationError as exc:
+        source = str(path)
+        if prefixed_env or prefixed_dotenv:
+            source += " + VIKINGBOT_* environment"
+        raise ConfigError(describe_validation_error(exc, source)) from exc
+    return config, resolve_paths(config, path, home)

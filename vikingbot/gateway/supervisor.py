@@ -1,0 +1,374 @@
+"""The gateway: starts every service, serves HTTP, reloads config, stops cleanly.
+
+Services run as asyncio tasks next to the HTTP server. A service that fails to
+start is reported (``✗``) and the rest keep running. On SIGINT/SIGTERM the
+gateway stops taking work, gives running turns ``bot.gateway.shutdown_grace_s``
+to finish, cancels what is left and flushes state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from loguru import logger
+
+from vikingbot import __version__
+from vikingbot.config.loader import load_config
+from vikingbot.errors import ConfigError, VikingbotError
+from vikingbot.metrics import Metrics
+from vikingbot.runtime import Runtime
+
+Say = Callable[[str], None]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class ServiceState:
+    name: str
+    running: bool = False
+    detail: str = ""
+    task: asyncio.Task[Any] | None = field(default=None, repr=False)
+
+
+class Gateway:
+    def __init__(
+        self,
+        runtime: Runtime,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        say: Say = print,
+        config_poll_s: float = 2.0,
+    ) -> None:
+        self.rt = runtime
+        gw = runtime.config.bot.gateway
+        self.host = host or gw.host
+        self.port = port if port is not None else gw.port
+        self.say = say
+        self.metrics = Metrics()
+        self.services: dict[str, ServiceState] = {}
+        self.stop_event = asyncio.Event()
+        self.started_at = datetime.now(UTC)
+        self.config_poll_s = config_poll_s
+        self._config_mtime: float | None = None
+        self.heartbeat: Any = None
+        self.channels: Any = None
+        self.housekeeping: Any = None
+
+    # ------------------------------------------------------------ lifecycle
+
+    def check_bind(self) -> None:
+        token = self.rt.config.bot.gateway.token
+        if not is_loopback(self.host) and not (token and token.get_secret_value()):
+            raise ConfigError(
+                f"refusing to listen on {self.host}: a non-loopback address needs "
+                "bot.gateway.token (set it, or bind 127.0.0.1)"
+            )
+
+    def probe_port(self) -> None:
+        import socket
+
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        with socket.socket(family, socket.SOCK_STREAM) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind((self.host, self.port))
+            except OSError as exc:
+                raise ConfigError(
+                    f"cannot listen on {self.host}:{self.port}: {exc.strerror} "
+                    "(is another gateway running? change bot.gateway.port or pass --port)"
+                ) from exc
+
+    async def run(self) -> int:
+        self.check_bind()
+        self.probe_port()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self.request_stop, sig)
+        self.say(f"vikingbot {__version__} gateway")
+        self.say(f"  config: {self.rt.paths.config_file}")
+        self.say(f"  data:   {self.rt.paths.data_dir}")
+        problem = self.rt.provider_problem()
+        if problem:
+            self.say(f"✗ Agent: {problem}")
+        else:
+            agents = self.rt.config.bot.agents
+            self.say(f"✓ Agent: {agents.provider} / {agents.model}")
+        await asyncio.to_thread(lambda: self.rt.store)  # open + migrate before serving
+        self._stat_config()
+
+        await self._start_services()
+        server = await self._start_http()
+        self.say(f"✓ HTTP: http://{self.host}:{self.port}  (/health, /metrics)")
+        logger.info("gateway started on {}:{}", self.host, self.port)
+
+        await self.stop_event.wait()
+        self.say("stopping…")
+        await self._shutdown(server)
+        self.say("stopped")
+        return 0
+
+    def request_stop(self, sig: int | None = None) -> None:
+        if sig is not None:
+            logger.info("received signal {}; shutting down", signal.Signals(sig).name)
+        self.stop_event.set()
+
+    async def _shutdown(self, server: Any) -> None:
+        grace = self.rt.config.bot.gateway.shutdown_grace_s
+        for svc in (self.heartbeat, self.housekeeping):
+            if svc is not None and hasattr(svc, "stop"):
+                svc.stop()
+        tasks = [s.task for s in self.services.values() if s.task is not None]
+        if tasks:
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for task in pending:
+                task.cancel()
+            for task in pending:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        if self.channels is not None:
+            with contextlib.suppress(Exception):
+                await self.channels.stop()
+        server.should_exit = True
+        if self._server_task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait_for(self._server_task, timeout=5)
+        await asyncio.to_thread(self.rt.close)
+
+    # ------------------------------------------------------------ services
+
+    def _spawn(self, name: str, factory: Callable[[], Awaitable[Any]], detail: str) -> None:
+        state = ServiceState(name, running=True, detail=detail)
+
+        async def guarded() -> None:
+            try:
+                await factory()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("service {} crashed", name)
+                state.running = False
+                state.detail = "crashed (see log)"
+            else:
+                state.running = False
+
+        state.task = asyncio.create_task(guarded(), name=f"vikingbot:{name}")
+        self.services[name] = state
+
+    async def _start_services(self) -> None:
+        cfg = self.rt.config
+        # channels first: heartbeat results need somewhere to go
+        try:
+            from vikingbot.channels.manager import ChannelManager
+
+            self.channels = ChannelManager(
+                cfg, bus=self.rt.bus, store=self.rt.store, clock=self.rt.clock
+            )
+            await self.channels.start()
+            for row in self.channels.status():
+                if row.get("enabled"):
+                    mark = "✓" if row.get("running") else "✗"
+                    err = f" ({row['last_error']})" if row.get("last_error") else ""
+                    self.say(f"{mark} Channel {row['name']}{err}")
+        except VikingbotError as exc:
+            self.say(f"✗ Channels: {exc}")
+        self._spawn("inbound", self._inbound_loop, "dispatching chat messages to the agent")
+
+        from vikingbot.heartbeat.service import HeartbeatService
+
+        self.heartbeat = HeartbeatService(self.rt, metrics=self.metrics)
+        hb = cfg.bot.heartbeat
+        self._spawn("heartbeat", lambda: self.heartbeat.run_forever(self.stop_event), "")
+        if hb.enabled:
+            self.say(f"✓ Heartbeat: every {hb.interval_seconds}s ({hb.mode})")
+        else:
+            self.say("✗ Heartbeat: disabled (vikingbot heartbeat enable)")
+
+        from vikingbot.cron.service import CronService
+
+        cron = CronService(
+            cfg,
+            store=self.rt.store,
+            agent=_LazyAgent(self.rt),
+            delivery=self.rt.delivery,
+            sessions=self.rt.sessions,
+            workspaces=self.rt.workspaces,
+            clock=self.rt.clock,
+        )
+        self._spawn("cron", lambda: cron.run_forever(self.stop_event), "")
+        self.say("✓ Cron: scheduler running")
+
+        from vikingbot.housekeeping.service import HousekeepingService
+
+        self.housekeeping = HousekeepingService(
+            cfg,
+            store=self.rt.store,
+            sessions=self.rt.sessions,
+            workspaces=self.rt.workspaces,
+            clock=self.rt.clock,
+        )
+        self.metrics.add_dict_source("vikingbot_housekeeping", lambda: self.housekeeping.metrics)
+        self._spawn("housekeeping", lambda: self.housekeeping.run_forever(self.stop_event), "")
+        self.say("✓ Housekeeping: index, prune, consolidate")
+        self._spawn("config-watch", self._watch_config, "")
+
+    async def _inbound_loop(self) -> None:
+        from vikingbot.bus import OutboundMessage
+        from vikingbot.session.types import SessionKey
+
+        while not self.stop_event.is_set():
+            get = asyncio.create_task(self.rt.bus.next_inbound())
+            stop = asyncio.create_task(self.stop_event.wait())
+            done, _ = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
+            if get not in done:
+                get.cancel()
+                return
+            stop.cancel()
+            msg = get.result()
+            key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
+            await asyncio.to_thread(self.rt.sessions.get_or_create, key)
+            problem = self.rt.provider_problem()
+            if problem:
+                reply = f"vikingbot has no model to answer with: {problem}"
+            else:
+                meta = {"sender": msg.sender_id}
+                if msg.thread:
+                    meta["reply_to"] = f"{msg.channel}:{msg.chat_id}:{msg.thread}"
+                try:
+                    result = await self.rt.agent().run_turn(msg.text, key, meta)
+                except VikingbotError as exc:
+                    reply = f"Sorry, that failed: {exc}"
+                else:
+                    reply = result.text or ""
+                    if result.ended == "error":
+                        reply = f"Sorry, that failed: {result.error}"
+            if reply.strip():
+                await self.rt.bus.send(
+                    OutboundMessage(
+                        msg.channel,
+                        msg.chat_id,
+                        reply,
+                        thread=msg.thread,
+                        channel_id=msg.channel_id,
+                    )
+                )
+
+    def _stat_config(self) -> None:
+        try:
+            self._config_mtime = self.rt.paths.config_file.stat().st_mtime_ns
+        except OSError:
+            self._config_mtime = None
+
+    async def _watch_config(self) -> None:
+        """Apply edits of the config file without a restart (bad edits keep the old config)."""
+        while not self.stop_event.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), timeout=self.config_poll_s)
+            before = self._config_mtime
+            self._stat_config()
+            if self._config_mtime == before:
+                continue
+            try:
+                config, _ = await asyncio.to_thread(
+                    load_config, self.rt.paths.config_file, create=False, environ=self.rt.environ
+                )
+            except ConfigError as exc:
+                logger.error("config change not applied: {}", exc)
+                continue
+            old = self.rt.config.bot.heartbeat
+            self.rt.reconfigure(config)
+            new = config.bot.heartbeat
+            if old.enabled != new.enabled or old.interval_seconds != new.interval_seconds:
+                state = f"every {new.interval_seconds}s" if new.enabled else "disabled"
+                self.say(f"↻ Heartbeat: {state}")
+            if self.heartbeat is not None:
+                self.heartbeat.wake()
+            logger.info("config reloaded from {}", self.rt.paths.config_file)
+
+    # ------------------------------------------------------------ http
+
+    def health(self) -> dict[str, Any]:
+        return {
+            "status": "ok",
+            "version": __version__,
+            "started_at": self.started_at.isoformat(),
+            "services": {
+                n: {"running": s.running, "detail": s.detail} for n, s in self.services.items()
+            },
+            "heartbeat": {
+                "enabled": self.rt.config.bot.heartbeat.enabled,
+                "interval_seconds": self.rt.config.bot.heartbeat.interval_seconds,
+            },
+            "provider_configured": self.rt.provider_problem() is None,
+        }
+
+    async def _start_http(self) -> Any:
+        import uvicorn
+
+        from vikingbot.gateway.server import build_app
+
+        routes: list[Any] = []
+        if self.channels is not None and hasattr(self.channels, "routes"):
+            routes = list(self.channels.routes())
+        token = self.rt.config.bot.gateway.token
+        app = build_app(
+            health=self.health,
+            metrics=self.metrics.render,
+            token=token.get_secret_value() if token else None,
+            extra_routes=routes,
+        )
+        config = uvicorn.Config(
+            app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
+        )
+        server = _QuietServer(config)
+        self._server_task: asyncio.Task[Any] | None = asyncio.create_task(server.serve())
+        while not server.started:
+            if self._server_task.done():
+                exc = self._server_task.exception()
+                raise ConfigError(
+                    f"cannot listen on {self.host}:{self.port}: {exc or 'address in use?'}"
+                )
+            await asyncio.sleep(0.02)
+        return server
+
+
+class _QuietServer:
+    """uvicorn's Server without its own signal handling (the gateway owns signals)."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Any:
+                yield
+
+        return Server(config)
+
+
+class _LazyAgent:
+    """The agent loop, built on the first turn (so a gateway with no provider still starts)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self._rt = rt
+
+    async def run_turn(
+        self, prompt: str, session_key: Any, metadata: dict[str, Any] | None = None
+    ) -> Any:
+        return await self._rt.agent().run_turn(prompt, session_key, metadata)

@@ -1,0 +1,108 @@
+"""The running parts of one vikingbot home, built on first use.
+
+The gateway and the CLI commands that act (heartbeat run-now, cron run, chat)
+share this container, so every part is wired the same way everywhere.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from vikingbot.clock import Clock, SystemClock
+from vikingbot.config.loader import Paths
+from vikingbot.config.schema import Config
+
+if TYPE_CHECKING:
+    from vikingbot.agent.types import AgentLoop
+    from vikingbot.bus import MessageBus
+    from vikingbot.delivery.service import DeliveryService
+    from vikingbot.session.store import SessionStore
+    from vikingbot.store.db import StateStore
+    from vikingbot.workspace.manager import WorkspaceManager
+
+
+class Runtime:
+    def __init__(
+        self,
+        config: Config,
+        paths: Paths,
+        *,
+        clock: Clock | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.clock: Clock = clock or SystemClock()
+        self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+        self._agent: AgentLoop | None = None
+
+    @cached_property
+    def store(self) -> StateStore:
+        from vikingbot.store.db import StateStore
+
+        return StateStore.open(self.paths.database_url)
+
+    @cached_property
+    def sessions(self) -> SessionStore:
+        from vikingbot.session.store import SessionStore
+
+        return SessionStore(self.paths.sessions_dir, clock=self.clock)
+
+    @cached_property
+    def workspaces(self) -> WorkspaceManager:
+        from vikingbot.workspace.manager import WorkspaceManager
+
+        return WorkspaceManager(self.paths.workspace_root, self.config.bot.sandbox.mode)
+
+    @cached_property
+    def bus(self) -> MessageBus:
+        from vikingbot.bus import MessageBus
+
+        return MessageBus()
+
+    @cached_property
+    def delivery(self) -> DeliveryService:
+        from vikingbot.delivery.service import DeliveryService
+
+        return DeliveryService(
+            self.config, store=self.store, sessions=self.sessions, bus=self.bus, clock=self.clock
+        )
+
+    def provider_problem(self) -> str | None:
+        """What is missing for model calls, or None when a provider is configured."""
+        agents = self.config.bot.agents
+        if not agents.provider:
+            return (
+                "no model provider configured: set bot.agents.provider (openai, anthropic or "
+                "command) and bot.agents.model, e.g. `vikingbot config set bot.agents.provider openai`"
+            )
+        if not agents.model and agents.provider != "command":
+            return f"no model configured for provider {agents.provider!r}: set bot.agents.model"
+        return None
+
+    def agent(self) -> AgentLoop:
+        """The configured agent loop (built once; the provider connects on first use)."""
+        if self._agent is None:
+            from vikingbot import registry
+
+            loop_cls: Any = registry.load("loops", self.config.bot.agents.loop)
+            self._agent = loop_cls(
+                self.config,
+                sessions=self.sessions,
+                store=self.store,
+                bus=self.bus,
+                workspaces=self.workspaces,
+                clock=self.clock,
+            )
+        return self._agent
+
+    def reconfigure(self, config: Config) -> None:
+        """Apply a reloaded config to the parts that read it at run time."""
+        self.config = config
+
+    def close(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
