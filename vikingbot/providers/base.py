@@ -1,0 +1,218 @@
+"""The provider seam: one neutral chat format in, one ``ProviderResponse`` out.
+
+A provider kind is a class registered under the ``vikingbot.providers``
+entry-point group, constructed as ``Kind(name, config, environ=...)`` where
+``name`` is the ``bot.providers`` section it was configured from. It converts
+``ChatRequest`` to its wire format, its SDK's errors to ``vikingbot.errors``
+types, and usage to token counts. Nothing outside a provider module touches an
+SDK type.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
+
+from vikingbot.errors import (
+    ContextTooLongError,
+    ProviderAuthError,
+    ProviderError,
+    ProviderNotFoundError,
+    ProviderUnreachable,
+)
+
+if TYPE_CHECKING:
+    from vikingbot.config.schema import ProviderConfig
+    from vikingbot.tools.base import ToolSchema
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(NamedTuple):
+    """A tool call the model asked for. Unpacks as ``(id, name, arguments)``."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+# Key a provider puts in ``ToolCall.arguments`` when the model's arguments were not JSON.
+INVALID_ARGUMENTS = "__invalid_json__"
+
+
+@dataclass
+class ChatMessage:
+    """One message of the conversation.
+
+    ``assistant`` messages may carry ``tool_calls``; a ``tool`` message is the
+    result of the call ``tool_call_id`` to the tool ``name``.
+    """
+
+    role: Role
+    content: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_call_id: str | None = None
+    name: str | None = None
+
+
+@dataclass
+class ChatRequest:
+    model: str
+    messages: list[ChatMessage]
+    tools: list[ToolSchema] = field(default_factory=list)
+    tool_choice: Literal["auto", "none"] = "auto"
+    max_tokens: int = 4096
+    temperature: float | None = None
+
+    @property
+    def system(self) -> str:
+        """All system messages joined (for APIs that take the system prompt apart)."""
+        return "\n\n".join(m.content for m in self.messages if m.role == "system")
+
+
+@dataclass
+class ProviderResponse:
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    tokens_in: int = 0
+    tokens_out: int = 0
+    finish_reason: str = "stop"
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+
+    async def complete(self, request: ChatRequest) -> ProviderResponse: ...
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float: ...
+
+    async def aclose(self) -> None: ...
+
+
+class BaseProvider:
+    """Shared plumbing: name, config, environment, key lookup and cost."""
+
+    kind: str = ""
+    key_env: str | None = None  # environment variable holding this kind's API key
+
+    def __init__(
+        self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None
+    ) -> None:
+        self.name = name
+        self.config = config
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+
+    def api_key(self) -> str | None:
+        """The key from ``bot.providers.<name>.api_key``, else the kind's environment variable."""
+        if self.config.api_key is not None and self.config.api_key.get_secret_value():
+            return self.config.api_key.get_secret_value()
+        if self.key_env:
+            return self.environ.get(self.key_env) or None
+        return None
+
+    def key_hint(self) -> str:
+        """Where a user sets the key, for error messages."""
+        where = f"bot.providers.{self.name}.api_key"
+        return f"{where} or {self.key_env}" if self.key_env else where
+
+    def cost(self, tokens_in: int, tokens_out: int) -> float:
+        return (
+            tokens_in * self.config.price_input_per_mtok
+            + tokens_out * self.config.price_output_per_mtok
+        ) / 1_000_000
+
+    async def aclose(self) -> None:
+        return None
+
+
+def estimate_tokens(text: str) -> int:
+    """A rough token count (4 characters a token) for providers that report none."""
+    return (len(text) + 3) // 4
+
+
+_CONTEXT_HINTS = (
+    "context length",
+    "context_length",
+    "context window",
+    "maximum context",
+    "prompt is too long",
+    "too many tokens",
+    "reduce the length",
+    "input is too long",
+)
+
+
+def looks_like_context_overflow(message: str) -> bool:
+    """True when an API error message says the prompt does not fit the model window."""
+    low = message.lower()
+    return any(h in low for h in _CONTEXT_HINTS)
+
+
+class ErrorContext(NamedTuple):
+    """What an error message needs to name: provider section, URL, key hint, model."""
+
+    name: str
+    base_url: str
+    key_hint: str
+    model: str
+    retries: int
+
+
+def unreachable_error(ctx: ErrorContext, *, timed_out: bool) -> ProviderError:
+    what = "timed out" if timed_out else "is unreachable"
+    tried = f" after {ctx.retries} retries" if ctx.retries else ""
+    return ProviderUnreachable(
+        f"the {ctx.name} endpoint {ctx.base_url} {what}{tried}; check that the server is "
+        f"running and bot.providers.{ctx.name}.api_base is right"
+    )
+
+
+def status_error(
+    ctx: ErrorContext, status: int, detail: str, code: str | None = None
+) -> ProviderError:
+    """An HTTP error status from a model API -> the ``vikingbot.errors`` type a user can act on."""
+    tried = f" after {ctx.retries} retries" if ctx.retries else ""
+    if status in (401, 403):
+        return ProviderAuthError(
+            f"the {ctx.name} API key was rejected ({status}); set {ctx.key_hint}"
+        )
+    if status == 413 or (
+        status in (400, 422)
+        and (code == "context_length_exceeded" or looks_like_context_overflow(detail))
+    ):
+        return ContextTooLongError(
+            f"the conversation is too long for model {ctx.model!r} ({status}: {detail}); "
+            "start a new session or lower bot.agents.history_window"
+        )
+    if status == 404:
+        return ProviderNotFoundError(
+            f"model {ctx.model!r} was not found at {ctx.base_url} (404: {detail}); "
+            f"check bot.agents.model and bot.providers.{ctx.name}.api_base"
+        )
+    if status == 429:
+        return ProviderError(
+            f"the {ctx.name} endpoint {ctx.base_url} is rate limiting (429){tried}: {detail}; "
+            f"wait, or raise bot.providers.{ctx.name}.max_retries"
+        )
+    if status >= 500:
+        return ProviderError(
+            f"the {ctx.name} endpoint {ctx.base_url} failed ({status}){tried}: {detail}"
+        )
+    return ProviderError(
+        f"the {ctx.name} endpoint {ctx.base_url} refused the request ({status}): {detail}"
+    )
+
+
+def error_detail(exc: Any) -> str:
+    """The human part of an SDK status error: the API's own message when there is one."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict) and isinstance(err.get("message"), str):
+            return str(err["message"])
+        if isinstance(err, str):
+            return err
+    return str(getattr(exc, "message", exc))
