@@ -96,15 +96,48 @@ def _initial_schema(conn: Connection) -> None:
     )
 
 
+_HISTORY_FTS_SQLITE = (
+    # External-content FTS5 table over history_docs(content); rowid = history_docs.id.
+    "CREATE VIRTUAL TABLE IF NOT EXISTS history_fts USING fts5("
+    "content, content='history_docs', content_rowid='id', "
+    "tokenize='unicode61 remove_diacritics 2')",
+    # Triggers keep it in step with history_docs on insert, delete and update.
+    "CREATE TRIGGER IF NOT EXISTS history_docs_fts_ai AFTER INSERT ON history_docs BEGIN "
+    "INSERT INTO history_fts(rowid, content) VALUES (new.id, new.content); END",
+    "CREATE TRIGGER IF NOT EXISTS history_docs_fts_ad AFTER DELETE ON history_docs BEGIN "
+    "INSERT INTO history_fts(history_fts, rowid, content) VALUES ('delete', old.id, old.content); "
+    "END",
+    "CREATE TRIGGER IF NOT EXISTS history_docs_fts_au AFTER UPDATE ON history_docs BEGIN "
+    "INSERT INTO history_fts(history_fts, rowid, content) VALUES ('delete', old.id, old.content); "
+    "INSERT INTO history_fts(rowid, content) VALUES (new.id, new.content); END",
+    # Rows indexed before this step (none on a fresh database) enter the index too.
+    "INSERT INTO history_fts(history_fts) VALUES ('rebuild')",
+)
+
+_HISTORY_FTS_POSTGRES = (
+    "CREATE INDEX IF NOT EXISTS ix_history_docs_fts ON history_docs "
+    "USING GIN (to_tsvector('simple', content))",
+)
+
+
+def _history_fts(conn: Connection) -> None:
+    """Full-text search over history_docs: FTS5 on SQLite, a GIN index on PostgreSQL.
+
+    Queries live in ``vikingbot.housekeeping.search``; on PostgreSQL they must use
+    the same expression, ``to_tsvector('simple', content)``, to hit the index.
+    """
+    postgres = conn.dialect.name == "postgresql"
+    for sql in _HISTORY_FTS_POSTGRES if postgres else _HISTORY_FTS_SQLITE:
+        conn.exec_driver_sql(sql)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "initial schema: audit, heartbeat ledger and state, outbox, inbox, cron, history",
         _initial_schema,
     ),
-    # Migration 2 is reserved for full-text search over history_docs (a later issue):
-    # an FTS5 virtual table plus triggers on SQLite, a tsvector column with a GIN
-    # index on PostgreSQL; branch on conn.dialect.name, use IF NOT EXISTS.
+    Migration(2, "full-text search over session history (history_docs)", _history_fts),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version
