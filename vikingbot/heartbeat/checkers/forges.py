@@ -84,7 +84,7 @@ class _ForgeChecker(Checker):
         url = f"{self.api_base}{path}"
         try:
             response = await client.get(url, params=params)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise CheckerError(
                 f"{self.where}: cannot reach {self.label} at {self.api_base}: "
                 f"{type(exc).__name__}: {exc}"

@@ -72,7 +72,7 @@ class HttpChecker(Checker):
                 client.stream("GET", url, headers=headers) as response,
             ):
                 body, truncated = await _read_capped(response, limit)
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
             raise CheckerError(
                 f"{self.where}: GET {_safe_url(url)} failed: {type(exc).__name__}: {exc}"
             ) from exc
