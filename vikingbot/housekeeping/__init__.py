@@ -1,1 +1,13 @@
-"""Housekeeping: history index, pruning, memory consolidation."""
+"""Housekeeping: the history full-text index, retention pruning, memory consolidation.
+
+``index`` copies session lines into the index, ``search`` queries it (and is the
+``search_history`` tool), ``prune`` enforces ``bot.memory.history_max_days``,
+``consolidate`` writes idle sessions into ``memory/MEMORY.md``, ``service`` runs
+all three on a schedule.
+"""
+
+from vikingbot.housekeeping.index import index_sessions
+from vikingbot.housekeeping.search import SearchHit, search
+from vikingbot.housekeeping.service import HousekeepingService
+
+__all__ = ["HousekeepingService", "SearchHit", "index_sessions", "search"]

@@ -1,0 +1,166 @@
+"""The housekeeping service: index, prune and consolidate, on a schedule, off the event loop.
+
+- index: about every ``bot.memory.index_interval_s`` (default 900 s);
+- consolidate: on the same cadence (cheap: it reads metadata lines first);
+- prune: once at start, then daily, removing what is older than
+  ``bot.memory.history_max_days``.
+
+Each job runs in a worker thread (``asyncio.to_thread``). A failure is logged,
+counted in :attr:`HousekeepingService.metrics` and never stops the other jobs,
+the next run, or anything else in the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from loguru import logger
+
+from vikingbot.clock import Clock, SystemClock
+from vikingbot.housekeeping.consolidate import ConsolidateStats, consolidate_idle
+from vikingbot.housekeeping.index import IndexStats, index_sessions
+from vikingbot.housekeeping.prune import PruneStats, prune
+
+if TYPE_CHECKING:
+    from vikingbot.config.schema import Config
+    from vikingbot.session.store import SessionStore
+    from vikingbot.store.db import StateStore
+
+PRUNE_EVERY = timedelta(days=1)
+MAX_WAIT_S = 60.0
+T = TypeVar("T")
+
+
+class HousekeepingService:
+    """Keeps history searchable, bounded, and remembered."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store: StateStore,
+        sessions: SessionStore,
+        workspaces: Any,
+        clock: Clock | None = None,
+        sessions_dir: Path | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.sessions = sessions
+        self.workspaces = workspaces
+        self.clock: Clock = clock or SystemClock()
+        self.sessions_dir = Path(sessions_dir or sessions.sessions_dir)
+        self.metrics: dict[str, float] = {
+            "index_runs_total": 0,
+            "index_failures_total": 0,
+            "index_docs_added_total": 0,
+            "prune_runs_total": 0,
+            "prune_failures_total": 0,
+            "prune_rows_deleted_total": 0,
+            "prune_lines_removed_total": 0,
+            "consolidate_runs_total": 0,
+            "consolidate_failures_total": 0,
+            "consolidated_sessions_total": 0,
+            "last_index_timestamp": 0,
+            "last_prune_timestamp": 0,
+            "last_consolidate_timestamp": 0,
+        }
+        self._last: dict[str, datetime] = {}
+
+    # ---------------------------------------------------------------- jobs
+
+    async def index_now(self) -> IndexStats | None:
+        """Index new session lines now. ``None`` when the run failed (counted)."""
+        stats = await self._guard("index", index_sessions, self.store, self.sessions_dir)
+        if stats is not None:
+            self.metrics["index_docs_added_total"] += stats.docs_added
+            if stats.errors:
+                self.metrics["index_failures_total"] += 1
+        return stats
+
+    async def prune_now(self) -> PruneStats | None:
+        """Prune everything older than ``history_max_days`` now (then re-index what changed)."""
+        days = self.config.bot.memory.history_max_days
+        cutoff = self.clock.now() - timedelta(days=days)
+        partial = PruneStats()
+        stats = await self._guard("prune", prune, self.store, self.sessions, cutoff, partial)
+        self.metrics["prune_rows_deleted_total"] += sum(partial.rows.values())
+        self.metrics["prune_lines_removed_total"] += partial.lines_removed
+        if stats is not None and stats.errors:
+            self.metrics["prune_failures_total"] += 1
+        if partial.sessions_pruned:
+            await self.index_now()
+        return stats
+
+    async def consolidate_now(self) -> ConsolidateStats | None:
+        """Consolidate idle sessions into their workspace memory now."""
+        idle = timedelta(seconds=self.config.bot.memory.consolidate_after_idle)
+        stats = await self._guard(
+            "consolidate", consolidate_idle, self.sessions, self.workspaces, self.clock.now(), idle
+        )
+        if stats is not None:
+            self.metrics["consolidated_sessions_total"] += len(stats.consolidated)
+            if stats.errors:
+                self.metrics["consolidate_failures_total"] += 1
+        return stats
+
+    async def _guard(self, job: str, fn: Callable[..., T], *args: Any) -> T | None:
+        self.metrics[f"{job}_runs_total"] += 1
+        self._last[job] = self.clock.now()
+        try:
+            result = await asyncio.to_thread(fn, *args)
+        except Exception:
+            self.metrics[f"{job}_failures_total"] += 1
+            logger.exception("housekeeping: {} failed; will try again next time", job)
+            return None
+        self.metrics[f"last_{job}_timestamp"] = self.clock.now().timestamp()
+        return result
+
+    # ------------------------------------------------------------- schedule
+
+    def _intervals(self) -> dict[str, timedelta]:
+        every = timedelta(seconds=self.config.bot.memory.index_interval_s)
+        return {"index": every, "consolidate": every, "prune": PRUNE_EVERY}
+
+    def due(self, now: datetime) -> list[str]:
+        """Jobs whose time has come (never run counts as due), in run order."""
+        return [
+            job
+            for job, every in self._intervals().items()
+            if job not in self._last or now - self._last[job] >= every
+        ]
+
+    def _seconds_to_next(self, now: datetime) -> float:
+        waits = [
+            (self._last[job] + every - now).total_seconds()
+            for job, every in self._intervals().items()
+            if job in self._last
+        ]
+        return min([MAX_WAIT_S, *waits]) if waits else 0.0
+
+    async def run_forever(self, stop_event: asyncio.Event) -> None:
+        """Run each job when due until ``stop_event`` is set."""
+        runners = {
+            "index": self.index_now,
+            "consolidate": self.consolidate_now,
+            "prune": self.prune_now,
+        }
+        logger.info(
+            "housekeeping: started (index every {}s, prune daily, keep {} days)",
+            self.config.bot.memory.index_interval_s,
+            self.config.bot.memory.history_max_days,
+        )
+        while not stop_event.is_set():
+            for job in self.due(self.clock.now()):
+                if stop_event.is_set():
+                    break
+                await runners[job]()
+            wait = max(1.0, self._seconds_to_next(self.clock.now()))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop_event.wait(), wait)
+        logger.info("housekeeping: stopped")
