@@ -71,11 +71,9 @@ def key_to_filename(key: SessionKey) -> str:
     stem = "+".join(_escape(part) for part in (key.type, key.channel_id, key.chat_id))
     if stem.startswith("."):
         stem = "%2e" + stem[1:]
-    if len(stem) > MAX_STEM:
-        cut = stem[:_KEEP_STEM]
-        cut = re.sub(r"%[0-9a-f]?$", "", cut)  # never leave half an escape behind
-        stem = f"{cut}~{key_hash(key)}"
-    elif _UPPER.search(str(key)):
+    if len(stem) > MAX_STEM or _UPPER.search(str(key)):
+        if len(stem) > _KEEP_STEM:
+            stem = re.sub(r"%[0-9a-f]?$", "", stem[:_KEEP_STEM])  # no half escapes
         stem = f"{stem}~{key_hash(key)}"
     return stem + SUFFIX
 
