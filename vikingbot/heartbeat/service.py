@@ -1,0 +1,459 @@
+"""The heartbeat: wakes the agent on a schedule, with nobody watching.
+
+A cycle lists sessions, groups them by workspace, reads each HEARTBEAT.md
+(cached by mtime and size), asks the pure planner what to do, records every
+decision in the run ledger, and runs the ``run`` decisions as agent turns,
+concurrently across workspaces up to ``max_concurrency``. Cadence comes from
+persisted state, so restarts neither starve nor double the heartbeat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.heartbeat.planner import (
+    Decision,
+    Trigger,
+    WorkspaceInput,
+    budget_exceeded,
+    plan_workspace,
+)
+from vikingbot.heartbeat.state import HeartbeatState, LedgerRow, WorkspaceState
+from vikingbot.heartbeat.types import ParseResult
+from vikingbot.session.types import SessionKey, SessionMeta
+
+if TYPE_CHECKING:
+    from vikingbot.agent.types import AgentLoop
+    from vikingbot.metrics import Metrics
+    from vikingbot.runtime import Runtime
+
+IGNORED_SESSION_TYPES = frozenset({"heartbeat", "cron"})
+GLOBAL = "*"
+
+
+def budget_text(workspace: str) -> str:
+    return (
+        f"The heartbeat of workspace {workspace} is paused: its daily budget is used up. "
+        f"`vikingbot heartbeat resume {workspace}` lifts the pause."
+    )
+
+
+@dataclass
+class CycleReport:
+    cycle_id: str
+    trigger: str
+    started_at: datetime
+    decisions: list[Decision] = field(default_factory=list)
+    rows: list[LedgerRow] = field(default_factory=list)  # one per run and per recorded skip
+
+    def results(self) -> list[dict[str, Any]]:
+        """The `run-now --json` contract: one object per decision."""
+        out = []
+        for r in self.rows:
+            out.append(
+                {
+                    "workspace": r.workspace,
+                    "session": r.session,
+                    "entry": r.entry,
+                    "decision": r.decision,
+                    "reason": r.reason,
+                    "outcome": r.outcome,
+                    "model_calls": r.model_calls,
+                    "tokens_in": r.tokens_in,
+                    "tokens_out": r.tokens_out,
+                    "cost_usd": r.cost_usd,
+                    "duration_s": r.duration_s,
+                    "error": r.error,
+                }
+            )
+        return out
+
+
+class HeartbeatService:
+    def __init__(
+        self,
+        rt: Runtime,
+        *,
+        metrics: Metrics | None = None,
+        agent: AgentLoop | None = None,
+    ) -> None:
+        self.rt = rt
+        self.metrics = metrics
+        self._agent = agent
+        self._state: HeartbeatState | None = None
+        self._busy: set[str] = set()
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._files: dict[Path, tuple[int, int, ParseResult]] = {}
+        self._folded: dict[tuple[str, str | None, str | None], str] = {}
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    # ------------------------------------------------------------ basics
+
+    @property
+    def cfg(self) -> HeartbeatConfig:
+        return self.rt.config.bot.heartbeat
+
+    @property
+    def state(self) -> HeartbeatState:
+        if self._state is None:
+            self._state = HeartbeatState(self.rt.store)
+        return self._state
+
+    def agent(self) -> AgentLoop:
+        return self._agent if self._agent is not None else self.rt.agent()
+
+    def tz(self) -> Any:
+        from vikingbot.heartbeat.timezone import resolve_timezone
+
+        return resolve_timezone(self.cfg.timezone)
+
+    def now(self) -> datetime:
+        return self.rt.clock.now()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    # ------------------------------------------------------------ reading
+
+    def read_file(self, path: Path) -> ParseResult:
+        """HEARTBEAT.md parsed, re-read only when its mtime or size changed."""
+        from vikingbot.heartbeat.parser import read_heartbeat
+
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            self._files.pop(path, None)
+            return ParseResult(missing=True)
+        except OSError as exc:
+            return ParseResult(unreadable=f"cannot stat: {exc.strerror}")
+        cached = self._files.get(path)
+        if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
+            return cached[2]
+        result = read_heartbeat(path, max_bytes=self.cfg.max_file_bytes)
+        self._files[path] = (st.st_mtime_ns, st.st_size, result)
+        return result
+
+    def workspace_id(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.rt.paths.workspace_root).as_posix()
+        except ValueError:
+            return path.name
+
+    def workspace_path(self, name: str) -> Path:
+        return self.rt.paths.workspace_root / name
+
+    def collect(self, only: str | None = None) -> list[WorkspaceInput]:
+        """Sessions grouped by workspace, with their files and state (blocking I/O)."""
+        from vikingbot.heartbeat.planner import session_skip
+
+        groups: dict[str, list[SessionMeta]] = defaultdict(list)
+        for meta in self.rt.sessions.list_sessions():
+            if meta.key.type in IGNORED_SESSION_TYPES:
+                continue
+            name = self.workspace_id(self.rt.workspaces.path_for(meta.key))
+            if only is None or name == only:
+                groups[name].append(meta)
+        if only is not None and only not in groups:
+            groups[only] = []
+        now = self.now()
+        ws_states = self.state.all_workspaces()
+        need_entries = []
+        inputs = []
+        for name in sorted(groups):
+            sessions = groups[name]
+            eligible = any(session_skip(m, now, self.cfg.stale_after) is None for m in sessions)
+            parsed = (
+                self.read_file(self.workspace_path(name) / "HEARTBEAT.md") if eligible else None
+            )
+            wsin = WorkspaceInput(
+                name=name,
+                sessions=sessions,
+                parsed=parsed,
+                state=ws_states.get(name) or WorkspaceState(workspace=name),
+                busy=name in self._busy,
+            )
+            if parsed is not None and not parsed.is_empty:
+                need_entries.append(wsin)
+            inputs.append(wsin)
+        if need_entries:
+            everything = self.state.all_entries()
+            for wsin in need_entries:
+                wsin.entries = {k: v for (w, k), v in everything.items() if w == wsin.name}
+        return inputs
+
+    # ------------------------------------------------------------ planning
+
+    def global_skip(self, trigger: Trigger, force: bool) -> str | None:
+        from vikingbot.heartbeat.schedule import in_active_hours
+
+        if force:
+            return None
+        if not self.cfg.enabled:
+            return "disabled"
+        hours = self.cfg.active_hours
+        if hours is not None:
+            from vikingbot.heartbeat.timezone import resolve_timezone
+
+            start, end = hours.parsed()
+            tz = resolve_timezone(hours.timezone or self.cfg.timezone)
+            if not in_active_hours(self.now(), start, end, tz):
+                return "quiet-hours"
+        return None
+
+    def plan(
+        self, trigger: Trigger = "scheduled", *, workspace: str | None = None, force: bool = False
+    ) -> tuple[list[Decision], list[WorkspaceInput]]:
+        """What a cycle would do now; no model call, no writes."""
+        why = self.global_skip(trigger, force)
+        if why:
+            return [Decision(GLOBAL, "skip", why)], []
+        inputs = self.collect(workspace)
+        now = self.now()
+        tz = self.tz()
+        today = now.astimezone(tz).date().isoformat()
+        decisions: list[Decision] = []
+        for wsin in inputs:
+            decisions += plan_workspace(
+                wsin, cfg=self.cfg, now=now, tz=tz, trigger=trigger, today=today
+            )
+        return decisions, inputs
+
+    def problems(self, inputs: list[WorkspaceInput]) -> list[dict[str, Any]]:
+        """Malformed entries and unreadable files, for plan/status and the owner."""
+        out = []
+        for wsin in inputs:
+            parsed = wsin.parsed
+            if parsed is None:
+                continue
+            path = self.workspace_path(wsin.name) / "HEARTBEAT.md"
+            if parsed.unreadable:
+                out.append(
+                    {
+                        "workspace": wsin.name,
+                        "file": str(path),
+                        "line": None,
+                        "error": parsed.unreadable,
+                    }
+                )
+            for p in parsed.errors:
+                out.append(
+                    {"workspace": wsin.name, "file": str(path), "line": p.line, "error": p.message}
+                )
+        return out
+
+    # ------------------------------------------------------------ cycles
+
+    async def run_cycle(
+        self,
+        trigger: Trigger = "scheduled",
+        *,
+        workspace: str | None = None,
+        force: bool = False,
+        wait: bool = True,
+    ) -> CycleReport:
+        """One cycle. With ``wait=False`` workspace runs continue in the background."""
+        from vikingbot.heartbeat.runner import UnitRunner
+
+        now = self.now()
+        report = CycleReport(uuid.uuid4().hex[:12], trigger, now)
+        if self.metrics:
+            self.metrics.cycles.inc()
+        decisions, inputs = await asyncio.to_thread(
+            self.plan, trigger, workspace=workspace, force=force
+        )
+        report.decisions = decisions
+        await self._tell_problems(inputs)
+
+        by_ws: dict[str, list[Decision]] = defaultdict(list)
+        for d in decisions:
+            by_ws[d.workspace].append(d)
+        skips: list[LedgerRow] = []
+        ws_updates: list[WorkspaceState] = []
+        runs: list[tuple[WorkspaceInput, list[Decision]]] = []
+        inputs_by_name = {w.name: w for w in inputs}
+        today = now.astimezone(self.tz()).date().isoformat()
+        for name, ds in by_ws.items():
+            wsin = inputs_by_name.get(name)
+            for d in ds:
+                if d.decision == "skip":
+                    if self.metrics:
+                        self.metrics.heartbeat_skips.labels(d.reason).inc()
+                    row = self._fold(report, d, trigger)
+                    if row is not None:
+                        skips.append(row)
+            if wsin is None:
+                continue
+            todo = [d for d in ds if d.decision == "run"]
+            ws = wsin.state
+            last_skip = next(
+                (d for d in reversed(ds) if d.decision == "skip" and d.session is None), None
+            )
+            if todo:
+                runs.append((wsin, todo))
+            elif last_skip is not None:
+                if (
+                    last_skip.reason == "budget"
+                    and not ws.paused
+                    and budget_exceeded(self.cfg, ws, today)
+                ):
+                    ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
+                    await self._notify(name, "budget", budget_text(name))
+                if ws.last_reason != last_skip.reason or ws.last_decision != "skip":
+                    ws.skip_count = 0
+                ws.last_decision, ws.last_reason, ws.last_decision_at = (
+                    "skip",
+                    last_skip.reason,
+                    now,
+                )
+                ws.skip_count += 1
+                ws_updates.append(ws)
+        await asyncio.to_thread(self.state.record, skips)
+        await asyncio.to_thread(self.state.save_workspaces, ws_updates)
+        report.rows.extend(skips)
+
+        runner = UnitRunner(self, report, trigger)
+        sem = asyncio.Semaphore(self.cfg.max_concurrency)
+
+        async def one(wsin: WorkspaceInput, todo: list[Decision]) -> None:
+            async with sem:
+                try:
+                    await runner.run_workspace(wsin, todo)
+                except Exception:
+                    logger.bind(workspace=wsin.name).exception("heartbeat run failed")
+                finally:
+                    self._busy.discard(wsin.name)
+
+        tasks = []
+        for wsin, todo in runs:
+            self._busy.add(wsin.name)
+            task = asyncio.create_task(one(wsin, todo), name=f"heartbeat:{wsin.name}")
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            tasks.append(task)
+        if wait and tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return report
+
+    def _fold(self, report: CycleReport, d: Decision, trigger: str) -> LedgerRow | None:
+        """A ledger row for a skip, unless it repeats the previous decision for that subject."""
+        key = (d.workspace, d.session, d.entry)
+        if trigger == "scheduled" and self._folded.get(key) == d.reason:
+            return None
+        self._folded[key] = d.reason
+        return LedgerRow(
+            cycle_id=report.cycle_id,
+            at=report.started_at,
+            workspace=d.workspace,
+            trigger=trigger,
+            decision="skip",
+            reason=d.reason,
+            session=d.session,
+            entry=d.entry,
+            error=d.detail,
+        )
+
+    async def _tell_problems(self, inputs: list[WorkspaceInput]) -> None:
+        for p in self.problems(inputs):
+            where = f"{p['file']}:{p['line']}" if p["line"] else p["file"]
+            logger.bind(workspace=p["workspace"]).error(
+                "HEARTBEAT.md problem at {}: {}", where, p["error"]
+            )
+            await self._notify(
+                p["workspace"],
+                "entry-error",
+                f"HEARTBEAT.md problem in workspace {p['workspace']} ({where}): {p['error']}. "
+                "The other entries still run; fix this one and it runs too.",
+            )
+
+    async def _notify(self, workspace: str, kind: str, text: str) -> None:
+        """Tell the owner once per distinct (workspace, text)."""
+        first = await asyncio.to_thread(self.state.first_notice, workspace, kind, text, self.now())
+        if not first:
+            return
+        try:
+            delivery = self.rt.delivery
+            await delivery.deliver(
+                text,
+                "owner",
+                sessions=[],
+                dedupe_key=f"notice:{workspace}:{uuid.uuid4().hex[:8]}",
+                source=f"heartbeat:{workspace}",
+            )
+        except Exception:
+            logger.bind(workspace=workspace).exception("could not tell the owner: {}", text)
+
+    # ------------------------------------------------------------ the loop
+
+    def _next_cycle_at(self) -> datetime:
+        g = self.state.workspace(GLOBAL)
+        interval = timedelta(seconds=self.cfg.interval_seconds)
+        if g.last_cycle_at is None:
+            return self.now()
+        return g.last_cycle_at + interval
+
+    def _mark_cycle(self, at: datetime) -> None:
+        g = self.state.workspace(GLOBAL)
+        g.last_cycle_at = at
+        self.state.save_workspace(g)
+
+    async def run_forever(self, stop: asyncio.Event | None = None) -> None:
+        """Tick at ``interval_seconds`` from the persisted last cycle (at most one catch-up)."""
+        stop = stop or asyncio.Event()
+        logger.info("heartbeat loop started")
+        while not stop.is_set() and not self._stopping:
+            due = await asyncio.to_thread(self._next_cycle_at)
+            now = self.now()
+            if now >= due:
+                await asyncio.to_thread(self._mark_cycle, now)
+                try:
+                    await self.run_cycle("scheduled", wait=False)
+                except Exception:
+                    logger.exception("heartbeat cycle failed")
+                continue
+            self._wake.clear()
+            wait_s = min((due - now).total_seconds(), 60.0)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=wait_s)
+        logger.info("heartbeat loop stopped")
+
+    async def drain(self, timeout: float) -> None:
+        """Wait for running workspace turns (shutdown), then cancel what is left."""
+        if not self._tasks:
+            return
+        _, pending = await asyncio.wait(set(self._tasks), timeout=timeout)
+        for task in pending:
+            task.cancel()
+
+    # ------------------------------------------------------------ user actions
+
+    def pause(self, workspace: str, reason: str = "user") -> None:
+        ws = self.state.workspace(workspace)
+        ws.paused, ws.paused_reason, ws.paused_at = True, reason, self.now()
+        self.state.save_workspace(ws)
+
+    def resume(self, workspace: str) -> None:
+        ws = self.state.workspace(workspace)
+        ws.paused, ws.paused_reason, ws.paused_at = False, None, None
+        if budget_exceeded(self.cfg, ws, self.now().astimezone(self.tz()).date().isoformat()):
+            ws.budget_day = None  # resume lifts today's budget stop
+            ws.tokens_today, ws.cost_today = 0, 0.0
+        self.state.save_workspace(ws)
+        self.state.clear_notice(workspace, "budget", budget_text(workspace))
+
+    def heartbeat_session_key(self, workspace: str) -> SessionKey:
+        return SessionKey("heartbeat", "hb", workspace)

@@ -1,0 +1,238 @@
+"""The heartbeat's memory in the state store: ledger, entry state, workspace state.
+
+Synchronous (SQLAlchemy Core); the service calls it through ``asyncio.to_thread``.
+Workspace rows are cached in memory after the first read: the service is the
+only writer, and a cycle over 10,000 quiet workspaces must not cost 10,000
+queries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, delete, desc, insert, select, update
+
+from vikingbot.store.db import StateStore
+from vikingbot.store.tables import heartbeat_entries, heartbeat_runs, heartbeat_workspaces, notices
+
+
+@dataclass
+class WorkspaceState:
+    workspace: str
+    last_cycle_at: datetime | None = None
+    paused: bool = False
+    paused_reason: str | None = None
+    paused_at: datetime | None = None
+    budget_day: str | None = None
+    tokens_today: int = 0
+    cost_today: float = 0.0
+    hb_session_prompts: int = 0
+    hb_session_generation: int = 0
+    last_checklist_at: datetime | None = None
+    last_decision: str | None = None
+    last_reason: str | None = None
+    last_decision_at: datetime | None = None
+    skip_count: int = 0
+    last_outcome: str | None = None
+    last_run_at: datetime | None = None
+
+
+@dataclass
+class EntryState:
+    workspace: str
+    entry: str
+    first_seen: datetime
+    last_fired: datetime | None = None
+    signature: str | None = None
+    retries: int = 0
+    continuations: int = 0
+    continue_next: bool = False
+    running_since: datetime | None = None
+    parked_reason: str | None = None
+    parked_text_hash: str | None = None
+    last_outcome: str | None = None
+
+
+@dataclass
+class LedgerRow:
+    cycle_id: str
+    at: datetime
+    workspace: str
+    trigger: str
+    decision: str
+    reason: str
+    session: str | None = None
+    entry: str | None = None
+    outcome: str | None = None
+    duration_s: float | None = None
+    model_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        if data["error"]:
+            data["error"] = str(data["error"])[:4000]
+        return data
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+
+
+_WS_FIELDS = [f.name for f in fields(WorkspaceState)]
+_ENTRY_FIELDS = [f.name for f in fields(EntryState)]
+
+
+class HeartbeatState:
+    def __init__(self, store: StateStore) -> None:
+        self.store = store
+        self._ws: dict[str, WorkspaceState] | None = None
+
+    # ------------------------------------------------------------ workspaces
+
+    def _load_ws(self) -> dict[str, WorkspaceState]:
+        if self._ws is None:
+            with self.store.engine.connect() as conn:
+                rows = conn.execute(select(heartbeat_workspaces)).mappings().all()
+            self._ws = {
+                r["workspace"]: WorkspaceState(**{k: r[k] for k in _WS_FIELDS}) for r in rows
+            }
+        return self._ws
+
+    def reload(self) -> None:
+        """Forget the cache (another process, e.g. `heartbeat pause`, changed rows)."""
+        self._ws = None
+
+    def workspace(self, name: str) -> WorkspaceState:
+        return self._load_ws().get(name) or WorkspaceState(workspace=name)
+
+    def all_workspaces(self) -> dict[str, WorkspaceState]:
+        return dict(self._load_ws())
+
+    def save_workspace(self, ws: WorkspaceState) -> None:
+        cache = self._load_ws()
+        values = {k: getattr(ws, k) for k in _WS_FIELDS}
+        with self.store.engine.begin() as conn:
+            done = conn.execute(
+                update(heartbeat_workspaces)
+                .where(heartbeat_workspaces.c.workspace == ws.workspace)
+                .values(**values)
+            )
+            if done.rowcount == 0:
+                conn.execute(insert(heartbeat_workspaces).values(**values))
+        cache[ws.workspace] = ws
+
+    def save_workspaces(self, states: list[WorkspaceState]) -> None:
+        """Write several workspace rows in one transaction (folded skip decisions)."""
+        if not states:
+            return
+        cache = self._load_ws()
+        with self.store.engine.begin() as conn:
+            for ws in states:
+                values = {k: getattr(ws, k) for k in _WS_FIELDS}
+                done = conn.execute(
+                    update(heartbeat_workspaces)
+                    .where(heartbeat_workspaces.c.workspace == ws.workspace)
+                    .values(**values)
+                )
+                if done.rowcount == 0:
+                    conn.execute(insert(heartbeat_workspaces).values(**values))
+                cache[ws.workspace] = ws
+
+    # ------------------------------------------------------------ entries
+
+    def entries(self, workspace: str) -> dict[str, EntryState]:
+        with self.store.engine.connect() as conn:
+            rows = (
+                conn.execute(
+                    select(heartbeat_entries).where(heartbeat_entries.c.workspace == workspace)
+                )
+                .mappings()
+                .all()
+            )
+        return {r["entry"]: EntryState(**{k: r[k] for k in _ENTRY_FIELDS}) for r in rows}
+
+    def all_entries(self) -> dict[tuple[str, str], EntryState]:
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(select(heartbeat_entries)).mappings().all()
+        return {
+            (r["workspace"], r["entry"]): EntryState(**{k: r[k] for k in _ENTRY_FIELDS})
+            for r in rows
+        }
+
+    def save_entry(self, st: EntryState) -> None:
+        values = {k: getattr(st, k) for k in _ENTRY_FIELDS}
+        with self.store.engine.begin() as conn:
+            done = conn.execute(
+                update(heartbeat_entries)
+                .where(
+                    and_(
+                        heartbeat_entries.c.workspace == st.workspace,
+                        heartbeat_entries.c.entry == st.entry,
+                    )
+                )
+                .values(**values)
+            )
+            if done.rowcount == 0:
+                conn.execute(insert(heartbeat_entries).values(**values))
+
+    def save_entries(self, states: list[EntryState]) -> None:
+        for st in states:
+            self.save_entry(st)
+
+    def forget_entries(self, workspace: str, keep: set[str]) -> None:
+        """Drop state of entries no longer in the file (a re-added entry starts fresh)."""
+        with self.store.engine.begin() as conn:
+            stmt = delete(heartbeat_entries).where(heartbeat_entries.c.workspace == workspace)
+            if keep:
+                stmt = stmt.where(heartbeat_entries.c.entry.not_in(sorted(keep)))
+            conn.execute(stmt)
+
+    # ------------------------------------------------------------ ledger
+
+    def record(self, rows: list[LedgerRow]) -> None:
+        if not rows:
+            return
+        with self.store.engine.begin() as conn:
+            conn.execute(insert(heartbeat_runs), [r.row() for r in rows])
+
+    def runs(self, *, limit: int = 50, workspace: str | None = None) -> list[dict[str, Any]]:
+        stmt = select(heartbeat_runs).order_by(desc(heartbeat_runs.c.id)).limit(limit)
+        if workspace:
+            stmt = stmt.where(heartbeat_runs.c.workspace == workspace)
+        with self.store.engine.connect() as conn:
+            return [dict(r) for r in conn.execute(stmt).mappings().all()]
+
+    # ------------------------------------------------------------ notices
+
+    def first_notice(self, workspace: str, kind: str, text: str, now: datetime) -> bool:
+        """True the first time (workspace, text) is seen: the owner is told once."""
+        digest = text_hash(f"{kind}:{text}")
+        with self.store.engine.begin() as conn:
+            seen = conn.execute(
+                select(notices.c.digest).where(
+                    and_(notices.c.workspace == workspace, notices.c.digest == digest)
+                )
+            ).first()
+            if seen:
+                return False
+            conn.execute(
+                insert(notices).values(workspace=workspace, digest=digest, kind=kind, at=now)
+            )
+        return True
+
+    def clear_notice(self, workspace: str, kind: str, text: str) -> None:
+        digest = text_hash(f"{kind}:{text}")
+        with self.store.engine.begin() as conn:
+            conn.execute(
+                delete(notices).where(
+                    and_(notices.c.workspace == workspace, notices.c.digest == digest)
+                )
+            )
