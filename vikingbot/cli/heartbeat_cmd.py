@@ -1,7 +1,378 @@
-"""`vikingbot heartbeat ...`"""
+"""`vikingbot heartbeat plan | run-now | status | runs | check | enable | disable | pause | resume`.
+
+The ``--json`` shapes are a contract scripts rely on (see docs/heartbeat.md).
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from vikingbot.cli.common import fail, get_config, print_json, state
+
+if TYPE_CHECKING:
+    from vikingbot.heartbeat.planner import Decision
+    from vikingbot.heartbeat.service import HeartbeatService
+    from vikingbot.runtime import Runtime
+
 app = typer.Typer(no_args_is_help=True)
+JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+WorkspaceOpt = Annotated[str | None, typer.Option("--workspace", "-w", help="Only this workspace.")]
+
+
+def _service(ctx: typer.Context) -> tuple[Runtime, HeartbeatService]:
+    from vikingbot.heartbeat.service import HeartbeatService
+    from vikingbot.logs import quiet
+    from vikingbot.runtime import Runtime
+
+    if not state(ctx).verbose:
+        quiet()
+    config, paths = get_config(ctx)
+    rt = Runtime(config, paths)
+    return rt, HeartbeatService(rt)
+
+
+def decision_json(d: Decision) -> dict[str, Any]:
+    return {
+        "workspace": d.workspace,
+        "session": d.session,
+        "entry": d.entry,
+        "decision": d.decision,
+        "reason": d.reason,
+        "detail": d.detail,
+        "next_due": d.next_due.isoformat() if d.next_due else None,
+    }
+
+
+@app.command("plan")
+def plan_cmd(ctx: typer.Context, as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
+    """What a cycle would do right now, without calling a model."""
+    rt, svc = _service(ctx)
+    decisions, inputs = svc.plan("scheduled", workspace=workspace)
+    problems = svc.problems(inputs)
+    rows = [decision_json(d) for d in decisions]
+    if as_json:
+        print_json(rows)
+    else:
+        _table(
+            "Heartbeat plan",
+            ["workspace", "session", "entry", "decision", "reason", "detail"],
+            [
+                [
+                    r["workspace"],
+                    r["session"] or "",
+                    r["entry"] or "",
+                    r["decision"],
+                    r["reason"],
+                    r["detail"] or (r["next_due"] or ""),
+                ]
+                for r in rows
+            ],
+        )
+    _print_problems(problems)
+    rt.close()
+
+
+@app.command("run-now")
+def run_now_cmd(
+    ctx: typer.Context,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even when disabled or outside active hours.")
+    ] = False,
+) -> None:
+    """Run one cycle now and print each result."""
+    rt, svc = _service(ctx)
+    problem = rt.provider_problem()
+
+    async def go() -> Any:
+        return await svc.run_cycle("manual", workspace=workspace, force=force)
+
+    report = asyncio.run(go())
+    results = report.results()
+    if as_json:
+        print_json(results)
+    else:
+        _table(
+            "Heartbeat run",
+            ["workspace", "entry", "decision", "reason", "outcome", "model calls", "error"],
+            [
+                [
+                    r["workspace"],
+                    r["entry"] or "",
+                    r["decision"],
+                    r["reason"],
+                    r["outcome"] or "",
+                    str(r["model_calls"]),
+                    (r["error"] or "")[:80],
+                ]
+                for r in results
+            ],
+        )
+        if problem and any(r["decision"] == "run" for r in results):
+            _stderr(f"note: {problem}")
+    rt.close()
+
+
+@app.command("status")
+def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
+    """Enabled, interval, next cycle; per workspace the last outcome, next due and pause."""
+    from datetime import timedelta
+
+    rt, svc = _service(ctx)
+    cfg = svc.cfg
+    g = svc.state.workspace("*")
+    next_cycle = (
+        (g.last_cycle_at + timedelta(seconds=cfg.interval_seconds)) if g.last_cycle_at else None
+    )
+    decisions, inputs = svc.plan("scheduled")
+    states = svc.state.all_workspaces()
+    workspaces = []
+    names = sorted({w.name for w in inputs} | {n for n in states if n != "*"})
+    for name in names:
+        ws = states.get(name)
+        mine = [d for d in decisions if d.workspace == name]
+        dues = [d.next_due for d in mine if d.next_due is not None]
+        running = any(d.decision == "run" for d in mine)
+        workspaces.append(
+            {
+                "workspace": name,
+                "paused": bool(ws and ws.paused),
+                "paused_reason": ws.paused_reason if ws else None,
+                "last_outcome": ws.last_outcome if ws else None,
+                "last_run_at": ws.last_run_at.isoformat() if ws and ws.last_run_at else None,
+                "last_decision": ws.last_decision if ws else None,
+                "last_reason": ws.last_reason if ws else None,
+                "next_due": "now" if running else (min(dues).isoformat() if dues else None),
+                "now": [d.reason for d in mine if d.session is None][-1:] or None,
+                "tokens_today": ws.tokens_today if ws else 0,
+                "cost_today": ws.cost_today if ws else 0.0,
+            }
+        )
+    data = {
+        "enabled": cfg.enabled,
+        "interval_seconds": cfg.interval_seconds,
+        "mode": cfg.mode,
+        "target": cfg.target,
+        "last_cycle_at": g.last_cycle_at.isoformat() if g.last_cycle_at else None,
+        "next_cycle_at": next_cycle.isoformat() if next_cycle and cfg.enabled else None,
+        "provider_problem": rt.provider_problem(),
+        "workspaces": workspaces,
+        "problems": svc.problems(inputs),
+    }
+    if as_json:
+        print_json(data)
+    else:
+        on = "on" if cfg.enabled else "off (vikingbot heartbeat enable)"
+        typer.echo(
+            f"heartbeat: {on}, every {cfg.interval_seconds}s, mode {cfg.mode}, target {cfg.target}"
+        )
+        typer.echo(
+            f"last cycle: {data['last_cycle_at'] or 'never'}   next: {data['next_cycle_at'] or '-'}"
+        )
+        if data["provider_problem"]:
+            typer.echo(f"provider: {data['provider_problem']}")
+        _table(
+            "Workspaces",
+            ["workspace", "paused", "last outcome", "last run", "now", "next due"],
+            [
+                [
+                    w["workspace"],
+                    w["paused_reason"] or ("yes" if w["paused"] else ""),
+                    w["last_outcome"] or "",
+                    w["last_run_at"] or "",
+                    ",".join(w["now"] or []),
+                    w["next_due"] or "",
+                ]
+                for w in workspaces
+            ],
+        )
+        _print_problems(data["problems"])
+    rt.close()
+
+
+@app.command("runs")
+def runs_cmd(
+    ctx: typer.Context,
+    as_json: JsonOpt = False,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="How many rows.")] = 20,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """The run ledger, newest first: every run and every (folded) skip."""
+    rt, svc = _service(ctx)
+    rows = svc.state.runs(limit=limit, workspace=workspace)
+    if as_json:
+        print_json(rows)
+    else:
+        _table(
+            "Heartbeat runs",
+            [
+                "at",
+                "workspace",
+                "entry",
+                "decision",
+                "reason",
+                "outcome",
+                "calls",
+                "tokens",
+                "error",
+            ],
+            [
+                [
+                    r["at"].isoformat(timespec="seconds") if r["at"] else "",
+                    r["workspace"],
+                    r["entry"] or "",
+                    r["decision"],
+                    r["reason"],
+                    r["outcome"] or "",
+                    str(r["model_calls"]),
+                    str(r["tokens_in"] + r["tokens_out"]),
+                    (r["error"] or "")[:60],
+                ]
+                for r in rows
+            ],
+        )
+    rt.close()
+
+
+@app.command("check")
+def check_cmd(
+    ctx: typer.Context,
+    entry: Annotated[
+        str, typer.Argument(help="The entry's title (scheduled entries with only-if).")
+    ],
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+) -> None:
+    """Run an entry's `only-if:` checker now; print has-work, signature and context."""
+    from vikingbot.heartbeat.checkers import run_check
+
+    rt, svc = _service(ctx)
+    inputs = svc.collect(workspace)
+    found = None
+    for wsin in inputs:
+        parsed = wsin.parsed or svc.read_file(svc.workspace_path(wsin.name) / "HEARTBEAT.md")
+        for e in parsed.entries:
+            if e.key == entry or e.title == entry:
+                found = (wsin.name, e)
+                break
+        if found:
+            break
+    if found is None:
+        fail(f"no entry titled {entry!r} in any workspace's HEARTBEAT.md")
+    name, e = found
+    if not e.only_if:
+        fail(f"entry {entry!r} in workspace {name} has no only-if: checker")
+    result = asyncio.run(
+        run_check(
+            e.only_if[0],
+            e.only_if[1],
+            svc.cfg.checkers,
+            state_dir=rt.paths.data_dir / "checkers",
+            environ=rt.environ,
+        )
+    )
+    data = {
+        "workspace": name,
+        "entry": e.key,
+        "checker": e.only_if[0],
+        "scope": e.only_if[1],
+        "has_work": result.has_work,
+        "signature": result.signature,
+        "context": result.context,
+        "error": result.error,
+    }
+    if as_json:
+        print_json(data)
+    else:
+        for k, v in data.items():
+            typer.echo(f"{k + ':':<11}{v}")
+    rt.close()
+
+
+def _set_enabled(ctx: typer.Context, value: bool) -> None:
+    from vikingbot.config.edit import set_value
+    from vikingbot.config.loader import config_path
+    from vikingbot.errors import ConfigError
+
+    get_config(ctx)
+    path = config_path(state(ctx).config_path)
+    try:
+        set_value(path, "bot.heartbeat.enabled", value)
+    except ConfigError as exc:
+        fail(str(exc))
+    _stderr(
+        f"heartbeat {'enabled' if value else 'disabled'} ({path}); a running gateway applies it within seconds"
+    )
+
+
+@app.command("enable")
+def enable_cmd(ctx: typer.Context) -> None:
+    """Turn the heartbeat on (edits the config file)."""
+    _set_enabled(ctx, True)
+
+
+@app.command("disable")
+def disable_cmd(ctx: typer.Context) -> None:
+    """Turn the heartbeat off (edits the config file)."""
+    _set_enabled(ctx, False)
+
+
+@app.command("pause")
+def pause_cmd(
+    ctx: typer.Context, workspace: Annotated[str, typer.Argument(help="Workspace name.")]
+) -> None:
+    """Pause one workspace's heartbeat until `resume`."""
+    rt, svc = _service(ctx)
+    _known_workspace(rt, workspace)
+    svc.pause(workspace)
+    _stderr(f"workspace {workspace} paused")
+    rt.close()
+
+
+@app.command("resume")
+def resume_cmd(
+    ctx: typer.Context, workspace: Annotated[str, typer.Argument(help="Workspace name.")]
+) -> None:
+    """Resume a paused workspace (also lifts a budget pause for today)."""
+    rt, svc = _service(ctx)
+    _known_workspace(rt, workspace)
+    svc.resume(workspace)
+    _stderr(f"workspace {workspace} resumed")
+    rt.close()
+
+
+def _known_workspace(rt: Runtime, name: str) -> None:
+    root = rt.paths.workspace_root
+    if not (root / name).is_dir() or "/" in name or name.startswith("."):
+        known = (
+            ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir())) if root.is_dir() else ""
+        )
+        fail(f"no workspace {name!r} under {root} (known: {known or 'none'})")
+
+
+def _stderr(text: str) -> None:
+    from vikingbot.cli.common import err_console
+
+    err_console().print(text, highlight=False, markup=False, soft_wrap=True)
+
+
+def _print_problems(problems: list[dict[str, Any]]) -> None:
+    for p in problems:
+        where = f"{p['file']}:{p['line']}" if p["line"] else p["file"]
+        _stderr(f"problem: {where}: {p['error']}")
+
+
+def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for c in columns:
+        table.add_column(c)
+    for r in rows:
+        table.add_row(*r)
+    Console().print(table)
