@@ -134,6 +134,8 @@ class Gateway:
         for svc in (self.heartbeat, self.housekeeping):
             if svc is not None and hasattr(svc, "stop"):
                 svc.stop()
+        if self.heartbeat is not None:
+            await self.heartbeat.drain(grace)
         tasks = [s.task for s in self.services.values() if s.task is not None]
         if tasks:
             _, pending = await asyncio.wait(tasks, timeout=grace)
