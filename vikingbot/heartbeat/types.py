@@ -1,0 +1,183 @@
+"""Data types for HEARTBEAT.md: what the parser returns and the due maths reads.
+
+Plain frozen dataclasses, no behaviour beyond derived properties, so the service,
+the CLI and the tests can share them without importing the parser.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from vikingbot.errors import EntryError
+
+Section = Literal["active", "completed", "flat", "other"]
+"""Where an entry sits in the file.
+
+- ``active``: under ``## Active Tasks``;
+- ``completed``: under ``## Completed`` (never work);
+- ``flat``: the file has no ``## Active Tasks`` heading, so every entry outside
+  ``## Completed`` is active;
+- ``other``: the file has an ``## Active Tasks`` heading but the entry is
+  somewhere else (above it, or under another top-level heading such as
+  ``## Notes``). Not work; listed so that ``heartbeat plan`` can show it.
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """When a scheduled entry fires. Exactly one of the three values is set."""
+
+    kind: Literal["every", "daily", "cron"]
+    every_s: float | None = None
+    daily: str | None = None  # "HH:MM", zero-padded, in the heartbeat timezone
+    cron: str | None = None  # a 5-field cron expression, without quotes
+
+    def describe(self) -> str:
+        """Short human form, as a user would write it: ``every 30m``."""
+        if self.kind == "every" and self.every_s is not None:
+            return f"every {format_duration(self.every_s)}"
+        if self.kind == "daily":
+            return f"daily at {self.daily}"
+        return f"cron {self.cron}"
+
+
+def format_duration(seconds: float) -> str:
+    """``5400`` -> ``90m``; the largest unit that divides evenly."""
+    s = int(seconds)
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s and s % size == 0:
+            return f"{s // size}{unit}"
+    return f"{s}s"
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One entry of HEARTBEAT.md.
+
+    ``line``/``end_line`` are 1-based and inclusive. ``raw`` holds the exact
+    original lines without their line endings (a CRLF file's ``\\r`` is not
+    included). ``text`` is what the entry says: list marker and checkbox
+    removed, HTML comments (tags) removed, continuation lines joined with
+    ``"\\n"``. ``tags`` are the HTML comments inside the entry, exactly as
+    written.
+    """
+
+    line: int
+    end_line: int
+    text: str
+    raw: tuple[str, ...]
+    checked: bool
+    section: Section
+    scheduled: bool = False
+    schedule: Schedule | None = None
+    only_if: tuple[str, str | None] | None = None  # (checker name, scope)
+    title: str | None = None
+    task: str | None = None
+    tags: tuple[str, ...] = ()
+    deliver: str | None = None  # untrusted; validated by delivery, not here
+    parked: str | None = None  # reason from a ``<!-- parked: ... -->`` tag
+    error: str | None = None  # set when the entry is malformed (then it never runs)
+
+    @property
+    def key(self) -> str:
+        """Identity for state and dedupe.
+
+        A scheduled entry is identified by its title; everything else by its
+        text with every run of whitespace (including line breaks) collapsed to
+        one space. Editing a plain entry's words therefore makes it a new entry;
+        re-indenting or re-wrapping it does not. Tags are not part of the key.
+        """
+        if self.scheduled and self.title:
+            return self.title
+        return normalise_key(self.text)
+
+    @property
+    def is_work(self) -> bool:
+        """Unchecked and in a section whose entries are work."""
+        return not self.checked and self.section in ("active", "flat")
+
+    @property
+    def prompt_text(self) -> str:
+        """What the agent is asked to do: the ``task:`` (or title) or the text."""
+        if self.scheduled:
+            return self.task or self.title or self.text
+        return self.text
+
+
+def normalise_key(text: str) -> str:
+    return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class EntryProblem:
+    """A malformed entry: where, what is wrong, and the line as written."""
+
+    line: int
+    message: str
+    raw: str
+
+    def as_error(self, path: str | None = None) -> EntryError:
+        return EntryError(self.message, line=self.line, path=path)
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Heading:
+    """A Markdown heading: 1-based line, level (number of ``#``), normalised name."""
+
+    line: int
+    level: int
+    name: str  # case-folded, whitespace collapsed, e.g. "active tasks"
+
+
+@dataclass(frozen=True, slots=True)
+class ParseResult:
+    """Everything the parser found in one HEARTBEAT.md.
+
+    ``entries`` holds every entry, including checked, completed, parked and
+    malformed ones. ``errors`` has one problem per malformed work entry.
+    ``missing`` is set when there is no file; ``unreadable`` says why a file
+    that exists was not parsed (not UTF-8, too large, I/O error).
+    """
+
+    entries: tuple[Entry, ...] = ()
+    errors: tuple[EntryProblem, ...] = ()
+    headings: tuple[Heading, ...] = ()
+    missing: bool = False
+    unreadable: str | None = None
+
+    @property
+    def active(self) -> tuple[Entry, ...]:
+        """Work entries that parsed fine (parked ones included; the caller skips them)."""
+        return tuple(e for e in self.entries if e.is_work and e.error is None)
+
+    @property
+    def tasks(self) -> tuple[Entry, ...]:
+        """Active entries without a schedule (the checklist / per-task work)."""
+        return tuple(e for e in self.active if not e.scheduled)
+
+    @property
+    def scheduled(self) -> tuple[Entry, ...]:
+        """Active entries with a schedule."""
+        return tuple(e for e in self.active if e.scheduled)
+
+    @property
+    def is_empty(self) -> bool:
+        """No work and no errors: a cycle has nothing to do here.
+
+        An unreadable file is *not* empty (the caller reports ``unreadable``);
+        a missing file is.
+        """
+        if self.unreadable is not None:
+            return False
+        return not self.errors and not any(e.is_work for e in self.entries)
+
+    def find(self, key: str) -> Entry | None:
+        """The first entry outside ``## Completed`` with this key."""
+        for e in self.entries:
+            if e.section != "completed" and e.key == key:
+                return e
+        return None
