@@ -73,27 +73,28 @@ def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = Console()
+    """Plain aligned columns: keys are never cut, whatever the terminal width."""
     if not rows:
-        console.print("No sessions yet.")
+        typer.echo("No sessions yet.")
         return
 
     def when(value: Any) -> str:
         return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
 
-    table = Table("Key", "Updated (UTC)", "Last user (UTC)", "Heartbeat", "Messages")
+    table = [("KEY", "UPDATED (UTC)", "LAST USER (UTC)", "HEARTBEAT", "MESSAGES")]
     for row in rows:
-        table.add_row(
-            row["key"],
-            when(row["updated_at"]),
-            when(row["last_user_at"]),
-            "off" if row["skip_heartbeat"] else "on",
-            str(row["messages"]),
+        table.append(
+            (
+                row["key"],
+                when(row["updated_at"]),
+                when(row["last_user_at"]),
+                "off" if row["skip_heartbeat"] else "on",
+                str(row["messages"]),
+            )
         )
-    console.print(table)
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
 
 
 @app.command("heartbeat")
