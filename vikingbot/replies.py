@@ -16,10 +16,14 @@ DEFAULT_ACK_MAX_CHARS = 300
 _DECOR = r"[*_`~\s]*"
 _OK = rf"{_DECOR}heartbeat[\s_]*ok{_DECOR}"
 _TRAIL = r"[.!?,;:。！\s]*"
-_OK_START = re.compile(rf"^{_OK}(?![a-z0-9])", re.IGNORECASE)
-_OK_END = re.compile(rf"(?<![a-z0-9]){_OK}{_TRAIL}$", re.IGNORECASE)
+# "_" counts as part of a word here, so HEARTBEAT_OK_STATUS is not the token,
+# while _HEARTBEAT_OK_ (Markdown emphasis) still is.
+_OK_START = re.compile(rf"^{_OK}(?![a-z0-9_])", re.IGNORECASE)
+_OK_END = re.compile(rf"(?<![a-z0-9_]){_OK}{_TRAIL}$", re.IGNORECASE)
 _KEEP = re.compile(r"heartbeat[\s_]*keep", re.IGNORECASE)
-_ANY_TOKEN = re.compile(r"[*_`~]*\bheartbeat[\s_]*(?:ok|keep)\b[*_`~]*[.!]?", re.IGNORECASE)
+_ANY_TOKEN = re.compile(
+    r"(?<![a-z0-9_])[*_`~]*heartbeat[\s_]*(?:ok|keep)[*_`~]*(?![a-z0-9_])[.!]?", re.IGNORECASE
+)
 
 
 def normalise(reply: str | None) -> str:
@@ -62,5 +66,6 @@ def strip_tokens(text: str) -> str:
     """Remove HEARTBEAT_OK / HEARTBEAT_KEEP from text that will reach a user."""
     cleaned = _ANY_TOKEN.sub("", text)
     cleaned = re.sub(r"[ \t]{2,}", " ", cleaned)
+    cleaned = re.sub(r"[ \t]+\n", "\n", cleaned)
     cleaned = re.sub(r"\n{3,}", "\n\n", cleaned)
     return cleaned.strip()
