@@ -206,7 +206,7 @@ def plan_workspace(
             continue
         first_seen = st.first_seen if st else now
         last_fired = st.last_fired if st else None
-        if is_due(e.schedule, first_seen, last_fired, now, tz):
+        if is_due(e.schedule, first_seen, last_fired, now + early, tz):
             out.append(Decision(name, "run", "due", entry=e.key, unit=Unit("scheduled", e)))
         else:
             out.append(

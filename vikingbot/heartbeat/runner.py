@@ -126,7 +126,7 @@ class UnitRunner:
         unit = d.unit
         assert unit is not None
         entry = unit.entry
-        now = svc.now()
+        now = self.report.started_at  # the cycle's time keeps every entry on the tick rhythm
         log = logger.bind(workspace=wsin.name, entry=entry.key if entry else None)
         row = LedgerRow(
             cycle_id=self.report.cycle_id,

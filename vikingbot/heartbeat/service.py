@@ -277,6 +277,7 @@ class HeartbeatService:
             self.plan, trigger, workspace=workspace, force=force
         )
         report.decisions = decisions
+        await asyncio.to_thread(self._remember_entries, inputs, now)
         await self._tell_problems(inputs)
 
         by_ws: dict[str, list[Decision]] = defaultdict(list)
@@ -348,6 +349,21 @@ class HeartbeatService:
         if wait and tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
         return report
+
+    def _remember_entries(self, inputs: list[WorkspaceInput], now: datetime) -> None:
+        """Store when each entry was first seen (a new scheduled entry waits one interval)."""
+        from vikingbot.heartbeat.state import EntryState
+
+        new = []
+        for wsin in inputs:
+            if wsin.parsed is None:
+                continue
+            for e in wsin.parsed.active:
+                if e.key not in wsin.entries:
+                    st = EntryState(wsin.name, e.key, first_seen=now)
+                    wsin.entries = {**wsin.entries, e.key: st}
+                    new.append(st)
+        self.state.save_entries(new)
 
     def _fold(self, report: CycleReport, d: Decision, trigger: str) -> LedgerRow | None:
         """A ledger row for a skip, unless it repeats the previous decision for that subject."""

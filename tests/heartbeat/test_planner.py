@@ -1,0 +1,254 @@
+"""The planner: every skip reason and run decision, on fixed times, no I/O."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.heartbeat.parser import parse_heartbeat
+from vikingbot.heartbeat.planner import WorkspaceInput, plan_workspace
+from vikingbot.heartbeat.state import EntryState, WorkspaceState, text_hash
+from vikingbot.session.types import SessionKey, SessionMeta
+
+NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
+UTCZ = ZoneInfo("UTC")
+TEMPLATE = """# Heartbeat Tasks
+
+## Active Tasks
+
+<!-- Add your periodic tasks below this line -->
+
+## Completed
+
+<!-- Move completed tasks here or delete them -->
+"""
+ONE_TASK = TEMPLATE.replace("below this line -->\n", "below this line -->\n- Check the build\n")
+
+
+def meta(
+    chat: str = "1", *, last_user: timedelta | None = timedelta(hours=1), skip: bool = False
+) -> SessionMeta:
+    return SessionMeta(
+        key=SessionKey("telegram", "default", chat),
+        created_at=NOW - timedelta(days=10),
+        updated_at=NOW,
+        last_user_at=None if last_user is None else NOW - last_user,
+        metadata={"skip_heartbeat": skip} if skip else {},
+    )
+
+
+def plan(
+    text: str | None,
+    *,
+    sessions=None,
+    state=None,
+    entries=None,
+    busy=False,
+    cfg=None,
+    trigger="scheduled",
+):
+    parsed = None if text is None else parse_heartbeat(text)
+    ws = WorkspaceInput(
+        name="shared",
+        sessions=[meta()] if sessions is None else sessions,
+        parsed=parsed,
+        state=state or WorkspaceState("shared"),
+        entries=entries or {},
+        busy=busy,
+    )
+    return plan_workspace(
+        ws, cfg=cfg or HeartbeatConfig(), now=NOW, tz=UTCZ, trigger=trigger, today="2026-03-10"
+    )
+
+
+def reasons(decisions) -> list[tuple[str, str]]:
+    return [(d.decision, d.reason) for d in decisions]
+
+
+def test_template_is_empty_no_run() -> None:
+    assert reasons(plan(TEMPLATE)) == [("skip", "empty")]
+
+
+def test_one_task_runs_one_checklist_turn() -> None:
+    ds = plan(ONE_TASK)
+    assert reasons(ds) == [("run", "due")]
+    assert ds[0].unit is not None and ds[0].unit.kind == "checklist"
+
+
+def test_skip_flag_and_stale_sessions() -> None:
+    ds = plan(ONE_TASK, sessions=[meta("a", skip=True), meta("b", last_user=timedelta(days=3))])
+    assert reasons(ds) == [("skip", "skip-flag"), ("skip", "stale")]
+
+
+def test_session_with_no_user_message_is_stale() -> None:
+    assert reasons(plan(ONE_TASK, sessions=[meta(last_user=None)])) == [("skip", "stale")]
+
+
+def test_one_fresh_session_is_enough() -> None:
+    ds = plan(ONE_TASK, sessions=[meta("a", last_user=timedelta(days=3)), meta("b")])
+    assert reasons(ds) == [("skip", "stale"), ("run", "due")]
+
+
+def test_missing_file_and_unreadable() -> None:
+    assert reasons(plan(None)) == [("skip", "empty")]
+    from vikingbot.heartbeat.types import ParseResult
+
+    ws = WorkspaceInput(
+        "shared", [meta()], ParseResult(unreadable="not valid UTF-8"), WorkspaceState("shared")
+    )
+    ds = plan_workspace(
+        ws, cfg=HeartbeatConfig(), now=NOW, tz=UTCZ, trigger="scheduled", today="2026-03-10"
+    )
+    assert reasons(ds) == [("skip", "unreadable")] and ds[0].detail == "not valid UTF-8"
+
+
+def test_paused_by_user_and_by_budget() -> None:
+    assert reasons(
+        plan(ONE_TASK, state=WorkspaceState("shared", paused=True, paused_reason="user"))
+    ) == [("skip", "paused")]
+    assert reasons(
+        plan(ONE_TASK, state=WorkspaceState("shared", paused=True, paused_reason="budget"))
+    ) == [("skip", "budget")]
+
+
+def test_budget_used_up_today() -> None:
+    cfg = HeartbeatConfig.model_validate({"budget": {"daily_tokens": 1000}})
+    spent = WorkspaceState("shared", budget_day="2026-03-10", tokens_today=1000)
+    assert reasons(plan(ONE_TASK, state=spent, cfg=cfg)) == [("skip", "budget")]
+    yesterday = WorkspaceState("shared", budget_day="2026-03-09", tokens_today=5000)
+    assert reasons(plan(ONE_TASK, state=yesterday, cfg=cfg)) == [("run", "due")]
+
+
+def test_busy_workspace() -> None:
+    assert reasons(plan(ONE_TASK, busy=True)) == [("skip", "busy")]
+
+
+def test_checklist_cadence_from_persisted_state() -> None:
+    recent = WorkspaceState("shared", last_checklist_at=NOW - timedelta(seconds=300))
+    ds = plan(ONE_TASK, state=recent)
+    assert reasons(ds) == [("skip", "not-due")]
+    assert ds[0].next_due == NOW + timedelta(seconds=300)
+    # a manual cycle ignores the cadence
+    assert reasons(plan(ONE_TASK, state=recent, trigger="manual")) == [("run", "manual")]
+    # a tick a few seconds early still counts
+    almost = WorkspaceState("shared", last_checklist_at=NOW - timedelta(seconds=595))
+    assert reasons(plan(ONE_TASK, state=almost)) == [("run", "due")]
+
+
+def test_target_all_fans_out_per_session() -> None:
+    cfg = HeartbeatConfig(target="all")
+    ds = plan(ONE_TASK, sessions=[meta("a"), meta("b")], cfg=cfg)
+    assert reasons(ds) == [("run", "due"), ("run", "due")]
+    assert {d.session for d in ds} == {"telegram:default:a", "telegram:default:b"}
+
+
+def test_per_task_mode_one_turn_per_entry() -> None:
+    text = ONE_TASK.replace("- Check the build\n", "- Check the build\n- Water the plants\n")
+    ds = plan(text, cfg=HeartbeatConfig(mode="per-task"))
+    assert [(d.decision, d.entry) for d in ds] == [
+        ("run", "Check the build"),
+        ("run", "Water the plants"),
+    ]
+
+
+def test_per_task_pending_while_running() -> None:
+    st = {
+        "Check the build": EntryState(
+            "shared",
+            "Check the build",
+            NOW - timedelta(hours=1),
+            running_since=NOW - timedelta(minutes=5),
+        )
+    }
+    ds = plan(ONE_TASK, cfg=HeartbeatConfig(mode="per-task"), entries=st)
+    assert reasons(ds) == [("skip", "pending")]
+
+
+def test_stale_running_mark_does_not_block_forever() -> None:
+    st = {
+        "Check the build": EntryState(
+            "shared",
+            "Check the build",
+            NOW - timedelta(days=1),
+            running_since=NOW - timedelta(hours=2),
+        )
+    }
+    ds = plan(ONE_TASK, cfg=HeartbeatConfig(mode="per-task"), entries=st)
+    assert reasons(ds) == [("run", "due")]
+
+
+SCHED = TEMPLATE.replace(
+    "below this line -->\n", "below this line -->\n- every: 30m title: Builds task: Check CI\n"
+)
+
+
+def test_new_scheduled_entry_waits_one_interval() -> None:
+    ds = plan(SCHED)
+    assert reasons(ds) == [("skip", "not-due")]
+    assert ds[0].next_due == NOW + timedelta(minutes=30)
+
+
+@pytest.mark.parametrize(
+    ("last_fired_ago", "expected"),
+    [
+        (timedelta(minutes=10), "not-due"),
+        (timedelta(minutes=30), "due"),
+        (timedelta(days=3), "due"),
+    ],
+)
+def test_scheduled_entry_due(last_fired_ago: timedelta, expected: str) -> None:
+    st = {
+        "Builds": EntryState(
+            "shared", "Builds", NOW - timedelta(days=5), last_fired=NOW - last_fired_ago
+        )
+    }
+    assert reasons(plan(SCHED, entries=st))[0][1] == expected
+
+
+def test_continuation_runs_next_tick_even_if_not_due() -> None:
+    st = {
+        "Builds": EntryState(
+            "shared",
+            "Builds",
+            NOW - timedelta(days=5),
+            last_fired=NOW - timedelta(minutes=10),
+            continue_next=True,
+        )
+    }
+    ds = plan(SCHED, entries=st)
+    assert reasons(ds) == [("run", "continuation")]
+    assert ds[0].unit is not None and ds[0].unit.continuation
+
+
+def test_parked_entry_is_skipped_until_edited() -> None:
+    parked = SCHED.replace("task: Check CI\n", "task: Check CI <!-- parked: failed 3 times -->\n")
+    entry = parse_heartbeat(parked).scheduled[0]
+    st = {
+        "Builds": EntryState(
+            "shared",
+            "Builds",
+            NOW - timedelta(days=5),
+            parked_reason="x",
+            parked_text_hash=text_hash(entry.text),
+        )
+    }
+    assert reasons(plan(parked, entries=st)) == [("skip", "parked")]
+    edited = parked.replace("Check CI", "Check CI and the nightly job")
+    assert reasons(plan(edited, entries=st))[0] != ("skip", "parked")
+
+
+def test_malformed_entry_does_not_stop_the_others() -> None:
+    text = SCHED.replace(
+        "- every: 30m", "- every: 30m daily: 09:00 title: Broken task: x\n- every: 30m"
+    )
+    parsed = parse_heartbeat(text)
+    assert len(parsed.errors) == 1 and parsed.errors[0].line == 6
+    st = {
+        "Builds": EntryState(
+            "shared", "Builds", NOW - timedelta(days=5), last_fired=NOW - timedelta(hours=1)
+        )
+    }
+    assert reasons(plan(text, entries=st)) == [("run", "due")]
