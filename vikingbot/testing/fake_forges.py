@@ -9,7 +9,8 @@
 Both check the auth header like the real services (401 otherwise), answer only
 the endpoints the checkers use, and are strict about the query (400 for a
 request the real API would answer with something unexpected). ``status`` forces
-an HTTP status for every request; ``delay_s`` makes every answer slow.
+an HTTP status for every request; ``delay_s`` makes every answer slow. To share one server between tests, serve
+it once and call ``reset()`` before each test.
 """
 
 from __future__ import annotations
@@ -48,6 +49,17 @@ class _Fake:
     items: list[dict[str, Any]] = field(default_factory=list)
     requests: list[SeenRequest] = field(default_factory=list)
     _ids: Iterator[int] = field(default_factory=lambda: itertools.count(1001))
+
+    def __post_init__(self) -> None:
+        self._identity = (self.token, self.login, self.user_id)
+
+    def reset(self) -> None:
+        """Back to the state after construction (for a server shared by many tests)."""
+        self.token, self.login, self.user_id = self._identity
+        self.status = None
+        self.delay_s = 0.0
+        self.items = []
+        self.requests = []
 
     def touch(self, ref: int, updated_at: str) -> None:
         """Change an item's ``updated_at`` (its number / iid is ``ref``)."""

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import hashlib
 import re
+import ssl
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -77,6 +79,16 @@ def redact(text: str | None, secrets: Iterable[str]) -> str | None:
         if len(secret) >= _MIN_SECRET_LEN:
             text = text.replace(secret, "***")
     return text
+
+
+@cache
+def tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for all checker HTTP clients (building one is slow)."""
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover - certifi comes with httpx
+        return ssl.create_default_context()
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def snake_case(key: str) -> str:

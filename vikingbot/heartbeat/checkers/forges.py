@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from vikingbot.errors import CheckerError
-from vikingbot.heartbeat.checkers.base import Checker, CheckResult, signature_of
+from vikingbot.heartbeat.checkers.base import Checker, CheckResult, signature_of, tls_context
 
 if TYPE_CHECKING:
     import httpx
@@ -114,7 +114,10 @@ class _ForgeChecker(Checker):
         chosen = self.require_scope(scope)
         headers = {"User-Agent": "vikingbot-checker", **self.auth_headers(self.token())}
         async with httpx.AsyncClient(
-            headers=headers, timeout=self.config.timeout_s, follow_redirects=False
+            headers=headers,
+            timeout=self.config.timeout_s,
+            follow_redirects=False,
+            verify=tls_context(),
         ) as client:
             items = await self.fetch(client, chosen)
         signature = signature_of(*sorted(f"{i.id}\0{i.updated_at}" for i in items))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from vikingbot.errors import CheckerError
-from vikingbot.heartbeat.checkers.base import Checker, CheckResult, signature_of
+from vikingbot.heartbeat.checkers.base import Checker, CheckResult, signature_of, tls_context
 
 if TYPE_CHECKING:
     import httpx
@@ -68,7 +68,9 @@ class HttpChecker(Checker):
         limit = int(self.opts.get("max_bytes", DEFAULT_MAX_BYTES))
         try:
             async with (
-                httpx.AsyncClient(timeout=self.config.timeout_s, follow_redirects=True) as client,
+                httpx.AsyncClient(
+                    timeout=self.config.timeout_s, follow_redirects=True, verify=tls_context()
+                ) as client,
                 client.stream("GET", url, headers=headers) as response,
             ):
                 body, truncated = await _read_capped(response, limit)
