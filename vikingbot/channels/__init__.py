@@ -1,1 +1,11 @@
-"""channels."""
+"""Channels: chat platforms as plugins on the bus, and the manager that runs them.
+
+Owns the channel base class, allow-lists, the owner's chat, message splitting,
+sending with retries through the outbox, and the built-in ``cli``, ``webhook``,
+``slack`` and ``telegram`` channels (each imported only when enabled).
+"""
+
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
+from vikingbot.channels.text import split_text
+
+__all__ = ["Channel", "ChannelBusy", "ChannelRejected", "split_text"]

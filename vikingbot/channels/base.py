@@ -1,0 +1,132 @@
+"""What every channel is: start, stop, send, and who may talk to the bot.
+
+A channel turns a chat platform into bus events. Inbound messages pass
+:meth:`Channel.accept`, which lets through only allow-listed senders and audits
+everyone else; outbound text arrives already split to ``max_message_chars`` and
+is sent by :meth:`Channel.send`, which raises :class:`ChannelError` (never a
+vendor SDK error) when the platform did not take it.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, ClassVar
+
+from loguru import logger
+
+from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.clock import Clock, SystemClock
+from vikingbot.config.schema import ChannelBase
+from vikingbot.errors import ChannelError
+
+if TYPE_CHECKING:
+    from vikingbot.store.db import StateStore
+
+STRANGER_AUDIT_EVERY = timedelta(minutes=10)
+
+
+class ChannelRejected(ChannelError):
+    """The platform refused the message for good (unknown chat, no access): no retry."""
+
+
+class ChannelBusy(ChannelError):
+    """The platform asked us to slow down; retry after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class Channel(ABC):
+    """Base class of every channel plugin (entry-point group ``vikingbot.channels``).
+
+    ``owner_chat`` is the owner's chat id on this channel (from ``bot.owner`` or
+    the channel's ``owner_chat``), or None.
+    """
+
+    name: ClassVar[str] = ""
+    #: Longest text one platform message may carry; None means no limit.
+    max_message_chars: ClassVar[int | None] = 4000
+
+    def __init__(
+        self,
+        config: ChannelBase,
+        *,
+        owner_chat: str | None = None,
+        store: StateStore | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.owner_chat = owner_chat
+        self._store = store
+        self._clock: Clock = clock or SystemClock()
+        self._bus: MessageBus | None = None
+        self._strangers_seen: dict[tuple[str, str], datetime] = {}
+        self.running = False
+        self.last_error: str | None = None
+
+    @abstractmethod
+    async def start(self, bus: MessageBus) -> None:
+        """Connect to the platform and begin handing inbound messages to ``bus``."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Disconnect; safe to call when not started."""
+
+    @abstractmethod
+    async def send(self, msg: OutboundMessage) -> None:
+        """Send one piece of text (already split); raise :class:`ChannelError` on failure."""
+
+    def allowed(self, sender_id: str, chat_id: str) -> bool:
+        """May this sender, in this chat, talk to the bot?
+
+        ``allow_from`` lists sender ids and/or chat ids. An empty list lets only
+        the owner's chat in; ``"*"`` lets everyone in. The owner's chat is
+        always allowed.
+        """
+        allow = self.config.allow_from
+        if "*" in allow:
+            return True
+        if self.owner_chat is not None and chat_id == self.owner_chat:
+            return True
+        return sender_id in allow or chat_id in allow
+
+    async def accept(self, msg: InboundMessage) -> bool:
+        """Publish an inbound message if its sender is allowed; otherwise ignore and audit."""
+        if not self.allowed(msg.sender_id, msg.chat_id):
+            self._refuse(msg)
+            return False
+        if self._bus is None:
+            raise ChannelError(f"channel {self.name!r} received a message before start()")
+        await self._bus.publish_inbound(msg)
+        return True
+
+    def _refuse(self, msg: InboundMessage) -> None:
+        logger.info(
+            "channel {}: ignored a message from {} in chat {} (not in allow_from)",
+            self.name,
+            msg.sender_id,
+            msg.chat_id,
+        )
+        now = self._clock.now()
+        who = (msg.sender_id, msg.chat_id)
+        last = self._strangers_seen.get(who)
+        if last is not None and now - last < STRANGER_AUDIT_EVERY:
+            return
+        self._strangers_seen[who] = now
+        if len(self._strangers_seen) > 10_000:
+            self._strangers_seen.clear()
+        if self._store is None:
+            return
+        try:
+            self._store.audit(
+                f"channel:{self.name}",
+                "inbound.refuse",
+                msg.sender_id,
+                "ignored",
+                reason="sender not in allow_from",
+                details={"chat_id": msg.chat_id, "thread": msg.thread, "chars": len(msg.text)},
+            )
+        except Exception:
+            logger.exception("channel {}: could not write the audit record", self.name)

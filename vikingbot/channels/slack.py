@@ -1,0 +1,180 @@
+"""Slack through the official SDK: Web API for sending, Socket Mode for receiving.
+
+Inbound: ``message`` events (DMs, channels, private channels, threads) arrive
+over a Socket Mode websocket; each envelope is acknowledged first, then the
+message passes the allow-list. The bot's own messages and edits/deletions are
+ignored. A reply goes to the same chat and, for a message in a thread, the same
+thread (``thread_ts``).
+
+Outbound: ``chat.postMessage`` with ``thread_ts`` for threads. Slack SDK errors
+are converted here: ``ratelimited`` becomes :class:`ChannelBusy`, errors that no
+retry can fix (unknown channel, bad token) :class:`ChannelRejected`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from loguru import logger
+
+from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
+from vikingbot.config.schema import SlackConfig
+from vikingbot.errors import ChannelError, NotConfiguredError
+
+if TYPE_CHECKING:
+    from slack_sdk.socket_mode.aiohttp import SocketModeClient
+    from slack_sdk.socket_mode.async_client import AsyncBaseSocketModeClient
+    from slack_sdk.socket_mode.request import SocketModeRequest
+    from slack_sdk.web.async_client import AsyncWebClient
+
+CONNECT_TIMEOUT_S = 20.0
+PERMANENT_ERRORS = frozenset(
+    {
+        "channel_not_found",
+        "not_in_channel",
+        "is_archived",
+        "msg_too_long",
+        "no_text",
+        "invalid_auth",
+        "not_authed",
+        "account_inactive",
+        "token_revoked",
+        "missing_scope",
+        "restricted_action",
+        "cannot_dm_bot",
+    }
+)
+ACCEPTED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+
+
+def _sdk_errors() -> tuple[type[BaseException], ...]:
+    """Exception types the Slack SDK and its transport raise."""
+    import aiohttp
+    from slack_sdk.errors import SlackClientError
+
+    return (SlackClientError, aiohttp.ClientError, asyncio.TimeoutError, OSError, ValueError)
+
+
+def _convert(exc: BaseException, what: str) -> ChannelError:
+    """A Slack SDK / transport error as a :class:`ChannelError` naming what failed."""
+    from slack_sdk.errors import SlackApiError
+
+    if isinstance(exc, SlackApiError):
+        response = exc.response
+        try:
+            code = str(response.get("error") or f"HTTP {response.status_code}")
+        except (ValueError, TypeError, AttributeError):
+            code = "unreadable response"
+        text = f"Slack {what} failed: {code}"
+        if code == "ratelimited" or getattr(response, "status_code", 0) == 429:
+            after = (getattr(response, "headers", None) or {}).get("Retry-After", "")
+            return ChannelBusy(text, float(after) if str(after).isdigit() else None)
+        if code in PERMANENT_ERRORS:
+            return ChannelRejected(text)
+        return ChannelError(text)
+    return ChannelError(f"Slack {what} failed: {type(exc).__name__}: {exc}")
+
+
+class SlackChannel(Channel):
+    name: ClassVar[str] = "slack"
+    max_message_chars: ClassVar[int | None] = 4000
+
+    def __init__(self, config: SlackConfig, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.slack: SlackConfig = config
+        self._web: AsyncWebClient | None = None
+        self._socket: SocketModeClient | None = None
+        self.bot_user_id: str | None = None
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    def _web_client(self) -> AsyncWebClient:
+        from slack_sdk.web.async_client import AsyncWebClient
+
+        token = self.slack.bot_token
+        if token is None or not token.get_secret_value():
+            raise NotConfiguredError("Slack needs bot.channels.slack.bot_token (xoxb-...)")
+        kwargs: dict[str, Any] = {"token": token.get_secret_value(), "timeout": 30}
+        if self.slack.api_base:
+            kwargs["base_url"] = self.slack.api_base.rstrip("/") + "/"
+        return AsyncWebClient(**kwargs)
+
+    async def start(self, bus: MessageBus) -> None:
+        from slack_sdk.socket_mode.aiohttp import SocketModeClient
+
+        self._bus = bus
+        web = self._web_client()
+        try:
+            auth = await web.auth_test()
+        except _sdk_errors() as exc:
+            raise _convert(exc, "auth.test") from exc
+        self._web = web
+        self.bot_user_id = auth.get("user_id")
+        app_token = self.slack.app_token
+        if app_token is None or not app_token.get_secret_value():
+            logger.warning("slack: no app_token (xapp-...); sending only, nothing is received")
+            return
+        socket = SocketModeClient(app_token=app_token.get_secret_value(), web_client=web)
+        socket.socket_mode_request_listeners.append(self._on_request)
+        self._socket = socket
+        try:
+            socket.wss_uri = await socket.issue_new_wss_url()
+            await asyncio.wait_for(socket.connect(), timeout=CONNECT_TIMEOUT_S)
+        except _sdk_errors() as exc:
+            await self.stop()
+            raise _convert(exc, "Socket Mode connect") from exc
+        logger.info("slack: connected as {} over Socket Mode", self.bot_user_id)
+
+    async def stop(self) -> None:
+        socket, self._socket = self._socket, None
+        if socket is not None:
+            try:
+                await socket.close()
+            except Exception as exc:
+                logger.warning("slack: closing the Socket Mode connection failed: {}", exc)
+
+    async def _on_request(self, client: AsyncBaseSocketModeClient, req: SocketModeRequest) -> None:
+        from slack_sdk.socket_mode.response import SocketModeResponse
+
+        await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+        if req.type != "events_api":
+            return
+        event_id = str(req.payload.get("event_id") or req.envelope_id)
+        if event_id in self._seen:
+            return
+        self._seen[event_id] = None
+        while len(self._seen) > 1000:
+            self._seen.popitem(last=False)
+        msg = self.inbound_from_event(req.payload.get("event") or {})
+        if msg is not None:
+            await self.accept(msg)
+
+    def inbound_from_event(self, event: dict[str, Any]) -> InboundMessage | None:
+        """An ``InboundMessage`` for a person's message event, None for anything else."""
+        if event.get("type") != "message" or event.get("subtype") not in ACCEPTED_SUBTYPES:
+            return None
+        user, chat, text = event.get("user"), event.get("channel"), event.get("text")
+        if event.get("bot_id") or not user or user == self.bot_user_id:
+            return None
+        if not isinstance(chat, str) or not isinstance(text, str) or not text.strip():
+            return None
+        return InboundMessage(
+            channel=self.name,
+            chat_id=chat,
+            sender_id=str(user),
+            text=text,
+            thread=event.get("thread_ts"),
+            metadata={"ts": event.get("ts"), "channel_type": event.get("channel_type")},
+        )
+
+    async def send(self, msg: OutboundMessage) -> None:
+        if self._web is None:
+            raise ChannelError("Slack channel is not started")
+        try:
+            await self._web.chat_postMessage(
+                channel=msg.chat_id, text=msg.text, thread_ts=msg.thread, mrkdwn=True
+            )
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"chat.postMessage to {msg.chat_id}") from exc

@@ -1,0 +1,176 @@
+"""Telegram through python-telegram-bot: long polling in, ``sendMessage`` out.
+
+Inbound: a background task calls ``getUpdates`` (long polling) and hands each
+text message to the allow-list check; the offset advances past every update,
+so a message is processed once while the gateway runs. Forum topics become
+threads (``message_thread_id``).
+
+Outbound: ``sendMessage`` with ``message_thread_id`` for a thread. Errors from
+the library are converted here: flood control becomes :class:`ChannelBusy`;
+bad requests, blocked bots and bad tokens :class:`ChannelRejected`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from loguru import logger
+
+from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
+from vikingbot.config.schema import TelegramConfig
+from vikingbot.errors import ChannelError, NotConfiguredError
+
+if TYPE_CHECKING:
+    from telegram import Bot, Update
+
+_INT = re.compile(r"-?\d{1,20}")
+MAX_POLL_BACKOFF_S = 60.0
+
+
+def _convert(exc: Exception, what: str) -> ChannelError:
+    """A python-telegram-bot error as a :class:`ChannelError` naming what failed."""
+    from telegram import error as tg
+
+    text = f"Telegram {what} failed: {type(exc).__name__}: {exc}"
+    if isinstance(exc, tg.RetryAfter):
+        delay = getattr(exc, "_retry_after", None)
+        return ChannelBusy(text, delay.total_seconds() if delay is not None else None)
+    if isinstance(exc, tg.BadRequest | tg.Forbidden | tg.InvalidToken | tg.ChatMigrated):
+        return ChannelRejected(text)
+    if isinstance(exc, tg.EndPointNotFound):
+        return ChannelRejected(text)
+    return ChannelError(text)
+
+
+def _chat(chat_id: str) -> int | str:
+    return int(chat_id) if _INT.fullmatch(chat_id) else chat_id
+
+
+class TelegramChannel(Channel):
+    name: ClassVar[str] = "telegram"
+    max_message_chars: ClassVar[int | None] = 4000  # Telegram allows 4096 UTF-16 units
+    poll_timeout_s: ClassVar[int] = 25
+
+    def __init__(self, config: TelegramConfig, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.telegram: TelegramConfig = config
+        self._bot: Bot | None = None
+        self._poller: asyncio.Task[None] | None = None
+        self.bot_username: str | None = None
+
+    def _make_bot(self) -> Bot:
+        from telegram import Bot
+        from telegram.request import HTTPXRequest
+
+        token = self.telegram.token
+        if token is None or not token.get_secret_value():
+            raise NotConfiguredError("Telegram needs bot.channels.telegram.token (from @BotFather)")
+        kwargs: dict[str, Any] = {
+            "request": HTTPXRequest(connection_pool_size=4),
+            "get_updates_request": HTTPXRequest(connection_pool_size=1),
+        }
+        if self.telegram.api_base:
+            kwargs["base_url"] = self.telegram.api_base.rstrip("/") + "/bot"
+        return Bot(token.get_secret_value(), **kwargs)
+
+    async def start(self, bus: MessageBus) -> None:
+        from telegram.error import TelegramError
+
+        self._bus = bus
+        bot = self._make_bot()
+        try:
+            await bot.initialize()
+        except TelegramError as exc:
+            raise _convert(exc, "getMe") from exc
+        self._bot = bot
+        self.bot_username = bot.username
+        self._poller = asyncio.create_task(self._poll(bot), name="telegram-poll")
+        logger.info("telegram: polling as @{}", self.bot_username)
+
+    async def stop(self) -> None:
+        poller, self._poller = self._poller, None
+        if poller is not None:
+            poller.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await poller
+        bot, self._bot = self._bot, None
+        if bot is not None:
+            try:
+                await bot.shutdown()
+            except Exception as exc:
+                logger.warning("telegram: shutting down the client failed: {}", exc)
+
+    async def _poll(self, bot: Bot) -> None:
+        from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
+
+        offset: int | None = None
+        backoff = 1.0
+        while True:
+            try:
+                updates = await bot.get_updates(
+                    offset=offset, timeout=self.poll_timeout_s, allowed_updates=["message"]
+                )
+                backoff = 1.0
+            except (InvalidToken, Forbidden) as exc:
+                self.last_error = f"getUpdates: {exc}"
+                self.running = False
+                logger.error("telegram: polling stopped: {}", exc)
+                return
+            except TelegramError as exc:
+                self.last_error = f"getUpdates: {exc}"
+                hint = " (is another copy of the bot polling?)" if isinstance(exc, Conflict) else ""
+                logger.warning(
+                    "telegram: getUpdates failed: {}{}; retrying in {}s", exc, hint, backoff
+                )
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_POLL_BACKOFF_S)
+                continue
+            except Exception as exc:  # supervisor boundary: keep polling
+                self.last_error = f"getUpdates: {exc}"
+                logger.exception("telegram: unexpected polling error; retrying in {}s", backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_POLL_BACKOFF_S)
+                continue
+            for update in updates:
+                offset = update.update_id + 1
+                msg = self.inbound_from_update(update)
+                if msg is not None:
+                    await self.accept(msg)
+
+    def inbound_from_update(self, update: Update) -> InboundMessage | None:
+        """An ``InboundMessage`` for a person's text message, None for anything else."""
+        message = update.message
+        if message is None or not message.text or message.from_user is None:
+            return None
+        if message.from_user.is_bot:
+            return None
+        thread = message.message_thread_id if message.is_topic_message else None
+        return InboundMessage(
+            channel=self.name,
+            chat_id=str(message.chat.id),
+            sender_id=str(message.from_user.id),
+            text=message.text,
+            thread=str(thread) if thread is not None else None,
+            metadata={"message_id": message.message_id, "chat_type": message.chat.type},
+        )
+
+    async def send(self, msg: OutboundMessage) -> None:
+        from telegram.error import TelegramError
+
+        if self._bot is None:
+            raise ChannelError("Telegram channel is not started")
+        thread: int | None = None
+        if msg.thread is not None:
+            if not _INT.fullmatch(msg.thread):
+                raise ChannelRejected(f"Telegram thread id must be a number, got {msg.thread!r}")
+            thread = int(msg.thread)
+        try:
+            await self._bot.send_message(
+                chat_id=_chat(msg.chat_id), text=msg.text, message_thread_id=thread
+            )
+        except TelegramError as exc:
+            raise _convert(exc, f"sendMessage to {msg.chat_id}") from exc

@@ -1,0 +1,185 @@
+"""The webhook channel: outbound POSTs of JSON, inbound POSTs to the gateway.
+
+Outbound, each message is POSTed to every URL in ``outbound_urls`` as
+``{"channel", "chat_id", "thread", "text", "dedupe_key"}``; a receiver that
+sees a ``dedupe_key`` twice may drop the second. A URL that already took a
+message is not sent it again when another URL made the send retry.
+
+Inbound, the gateway mounts :func:`webhook_routes`: ``POST /webhook/inbound``
+with ``Authorization: Bearer <inbound_token>`` and a JSON body
+``{"sender_id", "chat_id", "text"}`` (optional ``"thread"``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from loguru import logger
+
+from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
+from vikingbot.config.schema import WebhookConfig
+from vikingbot.errors import ChannelError
+
+if TYPE_CHECKING:
+    import httpx
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import Route
+
+    from vikingbot.channels.manager import ChannelManager
+
+INBOUND_PATH = "/webhook/inbound"
+MAX_BODY_BYTES = 64 * 1024
+MAX_FIELD_CHARS = {"sender_id": 200, "chat_id": 300, "thread": 300, "text": 32_000}
+TIMEOUT_S = 15.0
+
+
+class WebhookChannel(Channel):
+    name: ClassVar[str] = "webhook"
+    max_message_chars: ClassVar[int | None] = None
+
+    def __init__(self, config: WebhookConfig, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self.webhook: WebhookConfig = config
+        self._client: httpx.AsyncClient | None = None
+        self._done: OrderedDict[tuple[str, str], None] = OrderedDict()
+
+    async def start(self, bus: MessageBus) -> None:
+        import httpx
+
+        self._bus = bus
+        self._client = httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
+        if not self.webhook.outbound_urls:
+            logger.info("webhook: no outbound_urls; messages for this channel cannot be sent")
+
+    async def stop(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    def _remember(self, key: str, url: str) -> None:
+        self._done[(key, url)] = None
+        while len(self._done) > 1000:
+            self._done.popitem(last=False)
+
+    async def send(self, msg: OutboundMessage) -> None:
+        import httpx
+
+        if self._client is None:
+            raise ChannelError("webhook channel is not started")
+        if not self.webhook.outbound_urls:
+            raise ChannelRejected("webhook channel has no outbound_urls configured")
+        body = {
+            "channel": self.name,
+            "chat_id": msg.chat_id,
+            "thread": msg.thread,
+            "text": msg.text,
+            "dedupe_key": msg.dedupe_key,
+        }
+        key = msg.dedupe_key or ""
+        failures: list[ChannelError] = []
+        for url in self.webhook.outbound_urls:
+            if key and (key, url) in self._done:
+                continue
+            try:
+                response = await self._client.post(url, json=body)
+            except httpx.HTTPError as exc:
+                failures.append(ChannelError(f"webhook POST to {url} failed: {exc!r}"))
+                continue
+            status = response.status_code
+            if 200 <= status < 300:
+                if key:
+                    self._remember(key, url)
+                continue
+            text = f"webhook POST to {url} answered HTTP {status}"
+            if status == 429:
+                after = response.headers.get("retry-after", "")
+                failures.append(ChannelBusy(text, float(after) if after.isdigit() else None))
+            elif status in (400, 401, 403, 404, 405, 410, 413, 422):
+                failures.append(ChannelRejected(text))
+            else:
+                failures.append(ChannelError(text))
+        if failures:
+            transient = [f for f in failures if not isinstance(f, ChannelRejected)]
+            raise transient[0] if transient else failures[0]
+
+    async def receive(self, payload: Any) -> bool:
+        """Validate an inbound JSON body and hand it to the bus; False when not allowed.
+
+        Raises :class:`ChannelError` naming the bad field.
+        """
+        if not isinstance(payload, dict):
+            raise ChannelError("body must be a JSON object with sender_id, chat_id and text")
+        fields: dict[str, str] = {}
+        for name, cap in MAX_FIELD_CHARS.items():
+            value = payload.get(name)
+            if value is None and name == "thread":
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and name != "text":
+                value = str(value)
+            if not isinstance(value, str) or not value.strip():
+                raise ChannelError(f"field {name!r} must be a non-empty string")
+            if len(value) > cap:
+                raise ChannelError(f"field {name!r} is longer than {cap} characters")
+            fields[name] = value
+        return await self.accept(
+            InboundMessage(
+                channel=self.name,
+                chat_id=fields["chat_id"],
+                sender_id=fields["sender_id"],
+                text=fields["text"],
+                thread=fields.get("thread"),
+            )
+        )
+
+    def token_ok(self, header: str | None) -> bool:
+        token = self.webhook.inbound_token
+        if token is None or not token.get_secret_value():
+            return False
+        scheme, _, given = (header or "").partition(" ")
+        if scheme.lower() != "bearer":
+            return False
+        return hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode())
+
+
+def webhook_routes(manager: ChannelManager) -> list[Route]:
+    """Starlette routes for the gateway: ``POST /webhook/inbound``."""
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def inbound(request: Request) -> Response:
+        channel = manager.channel(WebhookChannel.name)
+        if not isinstance(channel, WebhookChannel) or not channel.running:
+            return JSONResponse({"error": "the webhook channel is not enabled"}, status_code=404)
+        if channel.webhook.inbound_token is None:
+            return JSONResponse(
+                {"error": "inbound webhooks are off: set bot.channels.webhook.inbound_token"},
+                status_code=403,
+            )
+        if not channel.token_ok(request.headers.get("authorization")):
+            return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            return JSONResponse({"error": "body too large"}, status_code=413)
+        raw = b""
+        async for chunk in request.stream():
+            raw += chunk
+            if len(raw) > MAX_BODY_BYTES:
+                return JSONResponse({"error": "body too large"}, status_code=413)
+        try:
+            payload = json.loads(raw)
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "body is not valid JSON"}, status_code=400)
+        try:
+            accepted = await channel.receive(payload)
+        except ChannelError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        if not accepted:
+            return JSONResponse({"error": "sender is not allowed"}, status_code=403)
+        return JSONResponse({"accepted": True}, status_code=202)
+
+    return [Route(INBOUND_PATH, inbound, methods=["POST"])]

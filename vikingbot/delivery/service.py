@@ -1,0 +1,270 @@
+"""Delivery: where a heartbeat or cron result goes, and getting it there once.
+
+:meth:`DeliveryService.resolve` turns a target (a ``deliver:`` tag, or
+``bot.heartbeat.target``) into concrete destinations. Targets are untrusted: a
+malformed one, one on a channel that is not enabled, or a chat that is neither
+on the channel's ``allow_from`` nor the owner's is refused, and the owner gets
+the result instead. :meth:`DeliveryService.deliver` strips the heartbeat tokens,
+sends through the bus (the channel manager's outbox makes it exactly-once per
+``dedupe_key``), audits refusals, records what was delivered in the chat's
+history, and puts anything that could not be delivered into the inbox, so a
+result is never lost silently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.channels.owner import channel_sections, enabled_channels, owner_chat_for, owner_of
+from vikingbot.clock import Clock, SystemClock
+from vikingbot.config.schema import Config
+from vikingbot.delivery.inbox import Inbox
+from vikingbot.delivery.targets import DEFAULT_SLOT, Target, parse_target
+from vikingbot.delivery.types import DeliveryReport, Destination, Resolution
+from vikingbot.errors import DeliveryError, SessionError, StoreError
+from vikingbot.replies import strip_tokens
+from vikingbot.session.types import Message, SessionMeta
+
+if TYPE_CHECKING:
+    from vikingbot.session.store import SessionStore
+    from vikingbot.store.db import StateStore
+
+MAX_KEY_CHARS = 200
+
+
+def destination_for_session(meta: SessionMeta) -> Destination:
+    """The chat a session lives in. A ``chat_id`` of ``CHAT:THREAD`` is a thread."""
+    chat, _, thread = meta.key.chat_id.partition(":")
+    return Destination.chat(
+        meta.key.type, chat, thread or None, channel_id=meta.key.channel_id, session=meta.key
+    )
+
+
+def dedupe_key_for(base: str, dest: Destination, *, several: bool) -> str:
+    """The outbox key of one destination of a run (the run's key when it is the only one)."""
+    if len(base) > MAX_KEY_CHARS - 24:
+        base = "h:" + hashlib.sha256(base.encode()).hexdigest()[:48]
+    if not several:
+        return base
+    return f"{base}>{hashlib.sha256(str(dest).encode()).hexdigest()[:16]}"
+
+
+class DeliveryService:
+    def __init__(
+        self,
+        config: Config,
+        *,
+        store: StateStore,
+        sessions: SessionStore,
+        bus: MessageBus,
+        clock: Clock | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.sessions = sessions
+        self.bus = bus
+        self.clock: Clock = clock or SystemClock()
+        self.inbox = Inbox(store, self.clock)
+
+    # ---- resolving (no I/O) ---------------------------------------------
+
+    def owner(self) -> Destination | None:
+        owner = owner_of(self.config)
+        return Destination.chat(owner.channel, owner.chat_id, owner.thread) if owner else None
+
+    def _eligible(self, sessions: Sequence[SessionMeta]) -> list[SessionMeta]:
+        enabled = set(enabled_channels(self.config))
+        return [s for s in sessions if s.key.type in enabled]
+
+    def _last(self, sessions: Sequence[SessionMeta]) -> Destination | None:
+        active = [s for s in self._eligible(sessions) if s.last_user_at is not None]
+        if not active:
+            return None
+        newest = max(active, key=lambda s: (s.last_user_at, str(s.key)))
+        return destination_for_session(newest)
+
+    def _owner_or_last(self, res: Resolution, sessions: Sequence[SessionMeta]) -> Resolution:
+        """The owner; else the most recently active session; else the inbox (warned)."""
+        owner = self.owner()
+        if owner is not None:
+            res.destinations = [owner]
+            return res
+        last = self._last(sessions)
+        if last is not None:
+            res.destinations = [last]
+            res.note = "no owner configured: sent to the most recently active chat"
+            return res
+        res.destinations = [Destination.inbox(DEFAULT_SLOT)]
+        res.note = "no owner configured and no active chat: kept in the inbox"
+        logger.warning("delivery: {} (target {!r})", res.note, res.target)
+        return res
+
+    def _refuse(self, res: Resolution, reason: str, sessions: Sequence[SessionMeta]) -> Resolution:
+        res.refused = reason
+        return self._owner_or_last(res, sessions)
+
+    def resolve(self, target: str | None, *, sessions: Sequence[SessionMeta] = ()) -> Resolution:
+        """Concrete destinations for ``target`` (None: ``bot.heartbeat.target``).
+
+        ``sessions`` are the eligible sessions ``last`` and ``all`` choose from.
+        """
+        text = self.config.bot.heartbeat.target if target is None else target
+        res = Resolution(target=text if isinstance(text, str) else repr(text))
+        try:
+            parsed = parse_target(text, known_channels=channel_sections(self.config))
+        except DeliveryError as exc:
+            return self._refuse(res, f"malformed target: {exc}", sessions)
+
+        if parsed.kind == "none":
+            return res
+        if parsed.kind == "dashboard":
+            res.destinations = [Destination.inbox(parsed.slot or DEFAULT_SLOT)]
+            return res
+        if parsed.kind == "prompt":
+            res.destinations = [Destination.prompt(parsed.slot or DEFAULT_SLOT)]
+            return res
+        if parsed.kind == "owner":
+            return self._owner_or_last(res, sessions)
+        if parsed.kind == "last":
+            last = self._last(sessions)
+            if last is not None:
+                res.destinations = [last]
+                return res
+            res.note = "no active chat for 'last'"
+            return self._owner_or_last(res, sessions)
+        if parsed.kind == "all":
+            res.destinations = [destination_for_session(s) for s in self._eligible(sessions)]
+            if not res.destinations:
+                res.note = "no eligible chat for 'all'"
+                return self._owner_or_last(res, sessions)
+            return res
+        return self._resolve_channel(res, parsed, sessions)
+
+    def _resolve_channel(
+        self, res: Resolution, parsed: Target, sessions: Sequence[SessionMeta]
+    ) -> Resolution:
+        channel = parsed.channel or ""
+        section = channel_sections(self.config)[channel]
+        if not section.enabled:
+            return self._refuse(res, f"channel {channel!r} is not enabled", sessions)
+        owner_chat = owner_chat_for(self.config, channel)
+        if parsed.chat_id is None:
+            if owner_chat is None:
+                res.note = f"no owner chat on {channel!r}"
+                return self._owner_or_last(res, sessions)
+            owner = self.owner()
+            thread = owner.thread if owner and owner.channel == channel else None
+            res.destinations = [Destination.chat(channel, owner_chat, thread)]
+            return res
+        if parsed.chat_id != owner_chat and parsed.chat_id not in section.allow_from:
+            reason = (
+                f"chat {parsed.chat_id!r} is not on {channel}.allow_from and is not the owner's"
+            )
+            return self._refuse(res, reason, sessions)
+        res.destinations = [Destination.chat(channel, parsed.chat_id, parsed.thread)]
+        return res
+
+    # ---- delivering -----------------------------------------------------
+
+    async def deliver(
+        self,
+        text: str | None,
+        target: str | None,
+        *,
+        sessions: Sequence[SessionMeta] = (),
+        dedupe_key: str,
+        source: str,
+    ) -> DeliveryReport:
+        """Deliver one result; see the module docstring. Never raises for a bad target."""
+        clean = strip_tokens(text or "")
+        res = self.resolve(target, sessions=sessions)
+        report = DeliveryReport(target=res.target, text=clean, refused=res.refused)
+        if not clean:
+            report.skipped = "empty"
+            return report
+        if res.refused:
+            self._audit_refusal(res, source)
+        if res.silent:
+            report.skipped = "silent"
+            logger.info("delivery: {} result not sent (target {!r})", source, res.target)
+            return report
+        several = len(res.destinations) > 1
+        for dest in res.destinations:
+            if dest.kind == "chat":
+                await self._to_chat(
+                    dest, clean, source, dedupe_key_for(dedupe_key, dest, several=several), report
+                )
+            else:
+                self.inbox.add(
+                    dest.slot or DEFAULT_SLOT,
+                    clean,
+                    source=source,
+                    kind="prompt" if dest.kind == "prompt" else "message",
+                )
+                report.delivered.append(str(dest))
+                report.inboxed.append(str(dest))
+        return report
+
+    async def _to_chat(
+        self, dest: Destination, text: str, source: str, key: str, report: DeliveryReport
+    ) -> None:
+        assert dest.channel is not None and dest.chat_id is not None
+        msg = OutboundMessage(
+            channel=dest.channel,
+            chat_id=dest.chat_id,
+            text=text,
+            thread=dest.thread,
+            channel_id=dest.channel_id,
+            dedupe_key=key,
+            metadata={"source": source},
+        )
+        if await self.bus.send(msg):
+            report.delivered.append(str(dest))
+            await self._record(dest, text, source)
+            return
+        report.failed.append(str(dest))
+        logger.warning("delivery: {} could not be sent to {}; kept in the inbox", source, dest)
+        try:
+            self.inbox.add(DEFAULT_SLOT, text, source=f"{source} (not delivered to {dest})")
+            report.inboxed.append(f"dashboard:{DEFAULT_SLOT}")
+        except StoreError:
+            logger.exception("delivery: the undelivered result from {} could not be kept", source)
+
+    async def _record(self, dest: Destination, text: str, source: str) -> None:
+        """Write the delivered text into the chat's history (bookkeeping: not fresh)."""
+        key = dest.session_key
+        if key is None:
+            return
+        message = Message(
+            role="assistant",
+            content=text,
+            timestamp=self.clock.now(),
+            metadata={"delivered_from": source, "bookkeeping": True},
+        )
+        try:
+            await asyncio.to_thread(self.sessions.append, key, message)
+        except SessionError as exc:
+            logger.warning("delivery: delivered, but not recorded in {}: {}", key, exc)
+
+    def _audit_refusal(self, res: Resolution, source: str) -> None:
+        fallback = [str(d) for d in res.destinations]
+        logger.warning(
+            "delivery: target {!r} refused ({}); sending to {}", res.target, res.refused, fallback
+        )
+        try:
+            self.store.audit(
+                source,
+                "delivery.refuse",
+                res.target,
+                "refused",
+                reason=res.refused,
+                details={"fallback": fallback},
+            )
+        except StoreError:
+            logger.exception("delivery: could not audit the refused target {!r}", res.target)

@@ -1,0 +1,93 @@
+"""Delivery data types: a concrete destination, a resolution, a report."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from vikingbot.session.types import SessionKey
+
+DestinationKind = Literal["chat", "inbox", "prompt"]
+
+
+@dataclass(frozen=True)
+class Destination:
+    """One place a result goes: a chat on a channel, an inbox slot, or a prompt slot.
+
+    ``session`` is the chat's session when the destination came from one
+    (``last`` / ``all``); the delivered text is recorded there.
+    """
+
+    kind: DestinationKind
+    channel: str | None = None
+    chat_id: str | None = None
+    thread: str | None = None
+    channel_id: str = "default"
+    slot: str | None = None
+    session: SessionKey | None = None
+
+    @classmethod
+    def chat(
+        cls,
+        channel: str,
+        chat_id: str,
+        thread: str | None = None,
+        *,
+        channel_id: str = "default",
+        session: SessionKey | None = None,
+    ) -> Destination:
+        return cls("chat", channel, chat_id, thread, channel_id, session=session)
+
+    @classmethod
+    def inbox(cls, slot: str) -> Destination:
+        return cls("inbox", slot=slot)
+
+    @classmethod
+    def prompt(cls, slot: str) -> Destination:
+        return cls("prompt", slot=slot)
+
+    @property
+    def session_key(self) -> SessionKey | None:
+        """The session whose history records a chat delivery."""
+        if self.kind != "chat" or self.channel is None or self.chat_id is None:
+            return None
+        return self.session or SessionKey(self.channel, self.channel_id, self.chat_id)
+
+    def __str__(self) -> str:
+        if self.kind == "chat":
+            text = f"{self.channel}:{self.chat_id}"
+            return f"{text}:{self.thread}" if self.thread else text
+        if self.kind == "inbox":
+            return f"dashboard:{self.slot}"
+        return f"prompt:dashboard:{self.slot}"
+
+
+@dataclass
+class Resolution:
+    """Where a target resolves to now. No destinations and not refused means silent."""
+
+    target: str
+    destinations: list[Destination] = field(default_factory=list)
+    refused: str | None = None  # why the asked-for target was refused (then: owner)
+    note: str | None = None  # a fallback that is not a refusal (e.g. "no owner: inbox")
+
+    @property
+    def silent(self) -> bool:
+        return not self.destinations
+
+
+@dataclass
+class DeliveryReport:
+    """What became of one result."""
+
+    target: str
+    text: str  # the text as delivered (tokens stripped)
+    delivered: list[str] = field(default_factory=list)  # destinations that took it
+    failed: list[str] = field(default_factory=list)  # chat destinations that did not
+    inboxed: list[str] = field(default_factory=list)  # inbox / prompt slots written
+    refused: str | None = None
+    skipped: str | None = None  # "empty" (nothing left after stripping) or "silent"
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed

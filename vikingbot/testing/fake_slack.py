@@ -1,0 +1,264 @@
+"""A fake Slack API on loopback, for driving the real ``slack_sdk`` code paths in tests.
+
+It implements ``auth.test``, ``apps.connections.open`` (returning a
+``ws://127.0.0.1:<port>/socket`` URL), the Socket Mode websocket (it sends
+``hello``, then every scripted envelope, and records the acks) and
+``chat.postMessage`` (recorded; a scripted error can be answered instead)::
+
+    fake = FakeSlack()
+    with fake.serve() as api_base:          # "http://127.0.0.1:PORT/api/"
+        ...SlackConfig(api_base=api_base, bot_token=fake.bot_token, app_token=fake.app_token)
+        fake.push_message(user="U1", channel="D1", text="hi")
+        posts = await fake.wait_posts(1)
+
+The server runs in another thread; every method here is thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.websockets import WebSocket
+
+WAIT_TIMEOUT_S = 10.0
+
+
+class FakeSlack:
+    def __init__(
+        self,
+        *,
+        bot_token: str = "xoxb-fake-bot-token",
+        app_token: str = "xapp-fake-app-token",
+        bot_user_id: str = "UBOT",
+        team_id: str = "T0FAKE",
+    ) -> None:
+        self.bot_token = bot_token
+        self.app_token = app_token
+        self.bot_user_id = bot_user_id
+        self.team_id = team_id
+        self.posts: list[dict[str, Any]] = []
+        self.acks: list[str] = []
+        self.connections = 0
+        self.post_errors: list[tuple[int, str]] = []  # (HTTP status, Slack error) for next posts
+        self._cond = threading.Condition()
+        self._backlog: list[dict[str, Any]] = []
+        self._sinks: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] = []
+        self._ids = itertools.count(1)
+        self.base_url = ""
+
+    # ---- scripting (test side) ------------------------------------------
+
+    def push_envelope(self, envelope: dict[str, Any]) -> None:
+        """Send a raw Socket Mode envelope on the live connection (or the next one)."""
+        with self._cond:
+            if self._sinks:
+                loop, queue = self._sinks[-1]
+                loop.call_soon_threadsafe(queue.put_nowait, envelope)
+            else:
+                self._backlog.append(envelope)
+
+    def push_message(
+        self,
+        *,
+        user: str,
+        channel: str,
+        text: str,
+        thread_ts: str | None = None,
+        channel_type: str = "im",
+        **extra: Any,
+    ) -> str:
+        """Script an ``events_api`` envelope carrying a ``message`` event; its envelope id."""
+        n = next(self._ids)
+        event: dict[str, Any] = {
+            "type": "message",
+            "user": user,
+            "channel": channel,
+            "text": text,
+            "ts": f"1700000000.{n:06d}",
+            "channel_type": channel_type,
+            **extra,
+        }
+        if thread_ts is not None:
+            event["thread_ts"] = thread_ts
+        envelope_id = f"env-{n}"
+        self.push_envelope(
+            {
+                "type": "events_api",
+                "envelope_id": envelope_id,
+                "accepts_response_payload": False,
+                "retry_attempt": 0,
+                "payload": {
+                    "type": "event_callback",
+                    "team_id": self.team_id,
+                    "event_id": f"Ev{n:06d}",
+                    "event": event,
+                },
+            }
+        )
+        return envelope_id
+
+    def fail_next_post(self, error: str = "ratelimited", status: int | None = None) -> None:
+        """Answer the next ``chat.postMessage`` with a Slack error instead of taking it."""
+        with self._cond:
+            self.post_errors.append((status or (429 if error == "ratelimited" else 200), error))
+
+    def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not ready():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("fake Slack: timed out waiting")
+                self._cond.wait(left)
+
+    def wait_for_posts(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
+        self._wait(lambda: len(self.posts) >= n, timeout)
+        with self._cond:
+            return list(self.posts)
+
+    async def wait_posts(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.wait_for_posts, n, timeout)
+
+    async def wait_acks(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[str]:
+        await asyncio.to_thread(self._wait, lambda: len(self.acks) >= n, timeout)
+        with self._cond:
+            return list(self.acks)
+
+    async def wait_connected(self, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: bool(self._sinks), timeout)
+
+    # ---- the server -----------------------------------------------------
+
+    def _auth(self, request: Request, token: str) -> bool:
+        return request.headers.get("authorization", "") == f"Bearer {token}"
+
+    @staticmethod
+    def _error(error: str, status: int = 200) -> Response:
+        from starlette.responses import JSONResponse
+
+        headers = {"Retry-After": "0"} if error == "ratelimited" else None
+        return JSONResponse({"ok": False, "error": error}, status_code=status, headers=headers)
+
+    async def _auth_test(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        if not self._auth(request, self.bot_token):
+            return self._error("invalid_auth")
+        return JSONResponse(
+            {
+                "ok": True,
+                "url": "https://fake.slack.test/",
+                "team": "Fake",
+                "user": "vikingbot",
+                "team_id": self.team_id,
+                "user_id": self.bot_user_id,
+                "bot_id": "BFAKE",
+            }
+        )
+
+    async def _connections_open(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        if not self._auth(request, self.app_token):
+            return self._error("invalid_auth")
+        ws_base = self.base_url.replace("http://", "ws://", 1)
+        return JSONResponse({"ok": True, "url": f"{ws_base}/socket?ticket=fake"})
+
+    async def _post_message(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        if not self._auth(request, self.bot_token):
+            return self._error("invalid_auth")
+        body = await request.body()
+        ctype = request.headers.get("content-type", "")
+        if ctype.startswith("application/json"):
+            data = json.loads(body or b"{}")
+        else:
+            from urllib.parse import parse_qsl
+
+            data = dict(parse_qsl(body.decode()))
+        channel, text = data.get("channel"), data.get("text")
+        if not channel:
+            return self._error("channel_not_found")
+        if not text:
+            return self._error("no_text")
+        with self._cond:
+            if self.post_errors:
+                status, error = self.post_errors.pop(0)
+                return self._error(error, status)
+            ts = f"1700000001.{next(self._ids):06d}"
+            self.posts.append(
+                {"channel": channel, "text": text, "thread_ts": data.get("thread_ts"), "ts": ts}
+            )
+            self._cond.notify_all()
+        return JSONResponse({"ok": True, "channel": channel, "ts": ts})
+
+    async def _socket(self, websocket: WebSocket) -> None:
+        from starlette.websockets import WebSocketDisconnect
+
+        await websocket.accept()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        sink = (loop, queue)
+        with self._cond:
+            for envelope in self._backlog:
+                queue.put_nowait(envelope)
+            self._backlog.clear()
+            self._sinks.append(sink)
+            self.connections += 1
+            self._cond.notify_all()
+
+        async def pump() -> None:
+            await websocket.send_json(
+                {"type": "hello", "num_connections": 1, "connection_info": {"app_id": "AFAKE"}}
+            )
+            while True:
+                await websocket.send_json(await queue.get())
+
+        sender = asyncio.create_task(pump())
+        try:
+            while True:
+                data = json.loads(await websocket.receive_text())
+                if isinstance(data, dict) and "envelope_id" in data:
+                    with self._cond:
+                        self.acks.append(str(data["envelope_id"]))
+                        self._cond.notify_all()
+        except WebSocketDisconnect:
+            pass
+        finally:
+            sender.cancel()
+            with self._cond:
+                self._sinks.remove(sink)
+
+    def app(self) -> Starlette:
+        from starlette.applications import Starlette
+        from starlette.routing import Route, WebSocketRoute
+
+        return Starlette(
+            routes=[
+                Route("/api/auth.test", self._auth_test, methods=["POST"]),
+                Route("/api/apps.connections.open", self._connections_open, methods=["POST"]),
+                Route("/api/chat.postMessage", self._post_message, methods=["POST"]),
+                WebSocketRoute("/socket", self._socket),
+            ]
+        )
+
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """Run the fake on a free loopback port; yields the API base (``.../api/``)."""
+        from vikingbot.testing.server import serve_app
+
+        with serve_app(self.app(), ws="websockets-sansio") as base_url:
+            self.base_url = base_url
+            yield f"{base_url}/api/"

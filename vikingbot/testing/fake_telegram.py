@@ -1,0 +1,240 @@
+"""A fake Telegram Bot API on loopback, for driving python-telegram-bot in tests.
+
+Implements ``/bot<token>/getMe``, ``getUpdates`` (scripted updates, then a long
+poll that returns empty after at most ``max_poll_s``) and ``sendMessage``
+(recorded; a scripted error can be answered instead)::
+
+    fake = FakeTelegram()
+    with fake.serve() as api_base:        # "http://127.0.0.1:PORT"
+        ...TelegramConfig(api_base=api_base, token=fake.token)
+        fake.push_text(chat_id=42, user_id=42, text="hi")
+        sent = await fake.wait_sent(1)
+
+The server runs in another thread; every method here is thread-safe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+WAIT_TIMEOUT_S = 10.0
+DATE = 1_700_000_000
+
+
+class FakeTelegram:
+    def __init__(
+        self,
+        *,
+        token: str = "123456:FAKE-token",
+        username: str = "viking_fake_bot",
+        max_poll_s: float = 0.5,
+    ) -> None:
+        self.token = token
+        self.username = username
+        self.bot_id = int(token.split(":", 1)[0])
+        self.max_poll_s = max_poll_s
+        self.updates: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
+        self.polls = 0
+        self.send_errors: list[tuple[int, str, int | None]] = []  # (code, description, retry_after)
+        self._cond = threading.Condition()
+        self._next_update = 1
+        self._next_message = 1
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._changed: asyncio.Event | None = None
+
+    # ---- scripting (test side) ------------------------------------------
+
+    def push_text(
+        self,
+        *,
+        chat_id: int,
+        user_id: int,
+        text: str,
+        thread: int | None = None,
+        chat_type: str = "private",
+        is_bot: bool = False,
+    ) -> int:
+        """Script a text message from a person; returns its update id."""
+        with self._cond:
+            update_id = self._next_update
+            self._next_update += 1
+            message: dict[str, Any] = {
+                "message_id": 1000 + update_id,
+                "date": DATE + update_id,
+                "chat": {"id": chat_id, "type": chat_type},
+                "from": {"id": user_id, "is_bot": is_bot, "first_name": f"user{user_id}"},
+                "text": text,
+            }
+            if thread is not None:
+                message["message_thread_id"] = thread
+                message["is_topic_message"] = True
+                message["chat"]["is_forum"] = True
+            self.updates.append({"update_id": update_id, "message": message})
+            loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake)
+        return update_id
+
+    def fail_next_send(
+        self, code: int = 429, description: str = "Too Many Requests", retry_after: int | None = 0
+    ) -> None:
+        """Answer the next ``sendMessage`` with an API error instead of taking it."""
+        with self._cond:
+            self.send_errors.append((code, description, retry_after if code == 429 else None))
+
+    def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not ready():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError("fake Telegram: timed out waiting")
+                self._cond.wait(left)
+
+    def wait_for_sent(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
+        self._wait(lambda: len(self.sent) >= n, timeout)
+        with self._cond:
+            return list(self.sent)
+
+    async def wait_sent(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(self.wait_for_sent, n, timeout)
+
+    async def wait_polls(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: self.polls >= n, timeout)
+
+    # ---- the server -----------------------------------------------------
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+        self._changed = asyncio.Event()
+
+    @staticmethod
+    def _ok(result: Any) -> Response:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"ok": True, "result": result})
+
+    @staticmethod
+    def _fail(code: int, description: str, retry_after: int | None = None) -> Response:
+        from starlette.responses import JSONResponse
+
+        body: dict[str, Any] = {"ok": False, "error_code": code, "description": description}
+        if retry_after is not None:
+            body["parameters"] = {"retry_after": retry_after}
+        return JSONResponse(body, status_code=code)
+
+    @staticmethod
+    async def _params(request: Request) -> dict[str, Any]:
+        body = await request.body()
+        if request.headers.get("content-type", "").startswith("application/json"):
+            data = json.loads(body or b"{}")
+            return data if isinstance(data, dict) else {}
+        return dict(parse_qsl(body.decode()))
+
+    async def _method(self, request: Request) -> Response:
+        token = request.path_params["token"]
+        method = request.path_params["method"]
+        if token != self.token:
+            return self._fail(401, "Unauthorized")
+        params = await self._params(request)
+        if method == "getMe":
+            return self._ok(
+                {
+                    "id": self.bot_id,
+                    "is_bot": True,
+                    "first_name": "Viking",
+                    "username": self.username,
+                }
+            )
+        if method == "getUpdates":
+            return self._ok(await self._get_updates(params))
+        if method == "sendMessage":
+            return self._send_message(params)
+        if method in ("deleteWebhook", "close", "logOut"):
+            return self._ok(True)
+        return self._fail(404, "Not Found: method not found")
+
+    def _pending(self, offset: int) -> list[dict[str, Any]]:
+        with self._cond:
+            return [u for u in self.updates if u["update_id"] >= offset]
+
+    async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._changed = asyncio.Event()
+        with self._cond:
+            self.polls += 1
+            self._cond.notify_all()
+        offset = int(params.get("offset") or 0)
+        wait = min(float(params.get("timeout") or 0), self.max_poll_s)
+        deadline = time.monotonic() + wait
+        while True:
+            changed = self._changed
+            found = self._pending(offset)
+            left = deadline - time.monotonic()
+            if found or left <= 0 or changed is None:
+                return found
+            with suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), left)
+
+    def _send_message(self, params: dict[str, Any]) -> Response:
+        chat, text = params.get("chat_id"), params.get("text")
+        if not text:
+            return self._fail(400, "Bad Request: message text is empty")
+        if not chat:
+            return self._fail(400, "Bad Request: chat not found")
+        with self._cond:
+            if self.send_errors:
+                code, description, retry_after = self.send_errors.pop(0)
+                return self._fail(code, description, retry_after)
+            message_id = self._next_message
+            self._next_message += 1
+            thread = params.get("message_thread_id")
+            self.sent.append(
+                {
+                    "chat_id": str(chat),
+                    "text": text,
+                    "message_thread_id": str(thread) if thread else None,
+                }
+            )
+            self._cond.notify_all()
+        chat_id = int(chat) if str(chat).lstrip("-").isdigit() else 0
+        return self._ok(
+            {
+                "message_id": message_id,
+                "date": DATE,
+                "chat": {"id": chat_id, "type": "private"},
+                "from": {"id": self.bot_id, "is_bot": True, "first_name": "Viking"},
+                "text": text,
+            }
+        )
+
+    def app(self) -> Starlette:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(
+            routes=[Route("/bot{token}/{method}", self._method, methods=["GET", "POST"])]
+        )
+
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """Run the fake on a free loopback port; yields the API base for ``api_base``."""
+        from vikingbot.testing.server import serve_app
+
+        with serve_app(self.app()) as base_url:
+            yield base_url
