@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 
-_FORMAT = "{time:YYYY-MM-DD HH:mm:ss} | {level: <7} | {name}:{line} | {message} {extra}"
+_BASE = "{time:YYYY-MM-DD HH:mm:ss} | {level: <7} | {name}:{line} | "
+
+
+def _format(record: Any) -> str:
+    """Message first; bound context (workspace=, session=, entry=) after it, when any."""
+    extra = " ".join(f"{k}={{extra[{k}]}}" for k in record["extra"])
+    tail = f" [{extra}]" if extra else ""
+    return _BASE + "{message}" + tail + "\n{exception}"
 
 
 def setup_logging(
@@ -17,14 +25,14 @@ def setup_logging(
     logger.remove()
     if console:
         logger.add(
-            sys.stderr, level="DEBUG" if verbose else "INFO", format=_FORMAT, backtrace=False
+            sys.stderr, level="DEBUG" if verbose else "INFO", format=_format, backtrace=False
         )
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
         logger.add(
             logs_dir / "vikingbot.log",
             level="DEBUG",
-            format=_FORMAT,
+            format=_format,
             rotation="10 MB",
             retention=5,
             enqueue=True,
