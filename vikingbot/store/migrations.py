@@ -12,14 +12,16 @@ re-reads the version under a lock before running: ``BEGIN IMMEDIATE`` on SQLite
 advisory lock on PostgreSQL. A database newer than the newest step known here
 is refused rather than touched.
 
-Adding a migration (for example the full-text search index, version 2):
+Adding a migration (version N):
 
 1. change ``tables.py`` (new table or column);
-2. append ``Migration(2, "...", _fn)`` below. Migration 1 builds tables from the
-   current ``tables.py``, so on a fresh database a new column already exists when
-   step 2 runs: a step must be a no-op for a change that is already there
-   (``create_tables`` and ``add_column`` below check first);
-3. record the new schema in ``tests/store/test_migrations.py``.
+2. append ``Migration(N, "...", _fn)`` to ``MIGRATIONS``. Migration 1 builds tables
+   from the current ``tables.py``, so on a fresh database a new column already
+   exists when step N runs: a step must be a no-op for a change that is already
+   there (``create_tables`` and ``add_column`` below check first; raw DDL uses
+   ``IF NOT EXISTS``). Steps run inside a transaction, so nothing that refuses one
+   (PostgreSQL's ``CREATE INDEX CONCURRENTLY``);
+3. record the new schema in ``tests/store/test_store_migrations.py``.
 """
 
 from __future__ import annotations
