@@ -18,6 +18,7 @@ from vikingbot.heartbeat.checkers import parse_only_if
         ("repo-watch:octo/app", ("repo-watch", "octo/app")),
         ("inbox_2:me@example.org", ("inbox_2", "me@example.org")),
         ("feeds.v2:news+tech", ("feeds.v2", "news+tech")),
+        ("pr-watch:octo/app#12", ("pr-watch", "octo/app#12")),
     ],
 )
 def test_names_and_scopes_are_accepted(value: str, expected: tuple[str, str | None]) -> None:
@@ -46,6 +47,7 @@ HOSTILE = [
     "check:../../etc/passwd",
     "check:/etc/passwd",
     "check:-rf",
+    "check:#1",
     "sh -c id",
     "python3 -c 'import os'",
     "check\nid",

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from vikingbot.config.schema import CheckerConfig
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_SCOPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+/-]{0,199}")
+_SCOPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@+/#-]{0,199}")
 _COMMANDISH = re.compile(r"[\s`$;|&<>'\"()\\*?!{}\[\]]")
 _HINT = (
     "HEARTBEAT.md may only name a checker configured under bot.heartbeat.checkers "
@@ -55,7 +55,7 @@ def parse_only_if(value: str) -> tuple[str, str | None]:
     if not _SCOPE.fullmatch(scope) or ".." in scope:
         raise CheckerError(
             f"only-if: {value!r} has a malformed scope {scope!r} (letters, digits and "
-            f"_ . @ + / - only, no '..', not starting with a symbol); {_HINT}"
+            f"_ . @ + / # - only, no '..', not starting with a symbol); {_HINT}"
         )
     return name, scope
 
