@@ -100,6 +100,14 @@ async def test_env_references_reach_the_command_but_never_the_agent(run) -> None
     assert result.context == "using key ***"
 
 
+async def test_secret_looking_env_values_are_redacted_even_when_written_out(run) -> None:
+    # the config loader may already have expanded ${...}: the name still marks it secret
+    code = "import os; print(os.environ['MAIL_KEY'], os.environ['REPORT'])"
+    config = py(code, env={"MAIL_KEY": "s3cret-mail-key", "REPORT": "weekly"})
+    result = await run(config, environ=ENV)
+    assert result.context == "*** weekly"
+
+
 async def test_an_unset_env_reference_fails_open_naming_the_variable(run) -> None:
     config = py("print(1)", env={"MAIL_KEY": "${VIKINGBOT_TEST_MAIL_KEY}"})
     result = await run(config, environ=ENV)

@@ -31,6 +31,7 @@ CONTEXT_CAP = 4000
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CAMEL = re.compile(r"(?<!^)(?=[A-Z])")
 _MIN_SECRET_LEN = 4
+_SECRET_WORDS = ("authorization", "cookie", "token", "key", "secret", "password", "passwd")
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,12 @@ def redact(text: str | None, secrets: Iterable[str]) -> str | None:
         if len(secret) >= _MIN_SECRET_LEN:
             text = text.replace(secret, "***")
     return text
+
+
+def looks_secret(name: str) -> bool:
+    """Does a header or variable name suggest its value is a secret (``API_KEY``, ``Cookie``)?"""
+    lowered = name.lower()
+    return any(word in lowered for word in _SECRET_WORDS)
 
 
 @cache

@@ -1,7 +1,8 @@
 """The ``command`` checker: run a configured program; non-empty stdout is work.
 
 Options: ``command`` (argv list, run without a shell), optional ``cwd``,
-``env`` (values may use ``${NAME}``) and ``ok_exit_codes`` (default ``[0]``).
+``env`` (values may use ``${NAME}``; those, and values of variables named
+like secrets, are redacted from results) and ``ok_exit_codes`` (default ``[0]``).
 The scope is passed as ``VIKINGBOT_SCOPE`` and replaces ``{scope}`` in argv.
 On timeout the whole process group is killed.
 """
@@ -15,7 +16,13 @@ import signal
 from pathlib import Path
 
 from vikingbot.errors import CheckerError
-from vikingbot.heartbeat.checkers.base import Checker, CheckResult, signature_of, substitute_scope
+from vikingbot.heartbeat.checkers.base import (
+    Checker,
+    CheckResult,
+    looks_secret,
+    signature_of,
+    substitute_scope,
+)
 
 _STDERR_TAIL = 500
 
@@ -48,6 +55,8 @@ class CommandChecker(Checker):
         env = dict(self.environ)
         for key, value in self.opt_str_map("env").items():
             env[key] = self.resolve(value, what=f"env {key}")
+            if looks_secret(key):
+                self.secrets.add(env[key])
         if scope:
             env["VIKINGBOT_SCOPE"] = scope
         else:

@@ -13,13 +13,18 @@ from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from vikingbot.errors import CheckerError
-from vikingbot.heartbeat.checkers.base import Checker, CheckResult, signature_of, tls_context
+from vikingbot.heartbeat.checkers.base import (
+    Checker,
+    CheckResult,
+    looks_secret,
+    signature_of,
+    tls_context,
+)
 
 if TYPE_CHECKING:
     import httpx
 
 DEFAULT_MAX_BYTES = 1_000_000
-_SENSITIVE = ("authorization", "cookie", "token", "key", "secret", "password")
 _TEXT_TYPES = ("text/", "json", "xml", "yaml", "csv", "javascript")
 
 
@@ -44,7 +49,7 @@ class HttpChecker(Checker):
         headers = {"User-Agent": "vikingbot-checker"}
         for key, value in self.opt_str_map("headers").items():
             resolved = self.resolve(value, what=f"header {key}")
-            if any(word in key.lower() for word in _SENSITIVE):
+            if looks_secret(key):
                 self.secrets.add(resolved)
             headers[key] = resolved
         return headers
