@@ -131,29 +131,37 @@ def prune_rows(store: StateStore, cutoff: datetime) -> dict[str, int]:
 def prune(
     store: StateStore, sessions: SessionStore, cutoff: datetime, stats: PruneStats | None = None
 ) -> PruneStats:
-    """One full pass: database rows, then every session file. Errors are collected, not raised
-    (except for the database step, which the caller counts as a failure)."""
+    """One full pass: database rows, then every session file.
+
+    A failing step (the database, one file) is logged and collected in
+    ``errors``; the other steps still run.
+    """
+    from sqlalchemy.exc import SQLAlchemyError
+
     from vikingbot.housekeeping.index import forget_session, session_files, session_key_of
 
     stats = stats or PruneStats()
     stats.cutoff = cutoff
-    stats.rows = prune_rows(store, cutoff)
+    try:
+        stats.rows = prune_rows(store, cutoff)
+    except SQLAlchemyError as exc:
+        logger.error("prune: database rows left as they are: {}", exc)
+        stats.errors.append(f"state database: {exc}")
     for path in session_files(sessions.sessions_dir):
         try:
             removed = prune_session_file(sessions, path, cutoff)
-        except (OSError, SessionError) as exc:
-            logger.warning("prune: {} left as it is: {}", path.name, exc)
+            if not removed:
+                continue
+            stats.sessions_pruned += 1
+            stats.lines_removed += removed
+            with path.open("rb") as fh:
+                key = session_key_of(fh.readline())
+            if key is not None:
+                with store.engine.begin() as conn:
+                    forget_session(conn, key)
+        except (OSError, SessionError, SQLAlchemyError) as exc:
+            logger.warning("prune: {}: {}", path.name, exc)
             stats.errors.append(f"{path}: {exc}")
-            continue
-        if not removed:
-            continue
-        stats.sessions_pruned += 1
-        stats.lines_removed += removed
-        with path.open("rb") as fh:
-            key = session_key_of(fh.readline())
-        if key is not None:
-            with store.engine.begin() as conn:
-                forget_session(conn, key)
     logger.info(
         "prune: before {}: {} row(s) {}, {} line(s) from {} session(s), {} error(s)",
         cutoff,
