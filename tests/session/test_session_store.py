@@ -323,3 +323,29 @@ async def test_turn_lock_keeps_two_turns_on_one_session_apart(store: SessionStor
 def test_lone_surrogates_in_content_survive(store: SessionStore) -> None:
     store.append(KEY, msg("user", "broken \udc80 text"))
     assert store.read_messages(KEY)[0].content == "broken \udc80 text"
+
+
+def test_listing_sees_changes_made_by_another_process(tmp_path: Path) -> None:
+    gateway = SessionStore(tmp_path / "s", FakeClock(T0))
+    cli = SessionStore(tmp_path / "s", FakeClock(T0 + timedelta(hours=1)))
+    gateway.get_or_create(KEY)
+    first = gateway.list_sessions()
+    first[0].metadata["skip_heartbeat"] = "mutated by a caller"
+    assert gateway.list_sessions()[0].skip_heartbeat is False
+    cli.update_metadata(KEY, skip_heartbeat=True)
+    cli.append(SessionKey("cli", "default", "direct"), msg("user", "hi", 60))
+    listed = gateway.list_sessions()
+    assert [m.key for m in listed] == [SessionKey("cli", "default", "direct"), KEY]
+    assert listed[1].skip_heartbeat is True
+    cli.path_for(KEY).unlink()
+    assert [m.key for m in gateway.list_sessions()] == [SessionKey("cli", "default", "direct")]
+
+
+def test_locked_holds_the_same_lock_writers_use(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "s", FakeClock(T0), lock_timeout=0.05)
+    other = SessionStore(tmp_path / "s", FakeClock(T0), lock_timeout=0.05)
+    store.get_or_create(KEY)
+    with other.locked(KEY) as path:
+        assert path == store.path_for(KEY)
+        with pytest.raises(SessionError, match="locked"):
+            store.append(KEY, msg("user", "hi"))

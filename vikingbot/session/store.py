@@ -45,6 +45,7 @@ class SessionStore:
         self.lock_timeout = lock_timeout
         self._file_locks: dict[str, FileLock] = {}
         self._turn_locks: dict[SessionKey, asyncio.Lock] = {}
+        self._meta_cache: dict[str, tuple[tuple[int, int, int], SessionMeta]] = {}
 
     # ----------------------------------------------------------------- paths
 
@@ -74,6 +75,17 @@ class SessionStore:
         finally:
             lock.release()
 
+    @contextlib.contextmanager
+    def locked(self, session: KeyLike | Path) -> Iterator[Path]:
+        """Hold one session's file lock; yields the session file's path.
+
+        For code that rewrites a session file itself (pruning): write it with
+        temp file + fsync + ``os.replace`` while holding this lock.
+        """
+        path = session if isinstance(session, Path) else self.path_for(session)
+        with self._locked(path):
+            yield path
+
     def turn_lock(self, key: KeyLike) -> asyncio.Lock:
         """The one lock a turn on this session holds, so two turns never interleave."""
         import asyncio
@@ -90,12 +102,11 @@ class SessionStore:
         self, path: Path, expect: SessionKey | None = None
     ) -> tuple[dict[str, Any], SessionMeta] | None:
         try:
-            with path.open("rb") as fh:
-                first = fh.readline()
-        except FileNotFoundError:
-            return None
+            first = _first_line(str(path))
         except OSError as exc:
             raise SessionError(f"cannot read session file {path}: {exc}") from exc
+        if first is None:
+            return None
         where = f"{path}:1"
         if not first.strip():
             raise SessionError(f"{where}: the metadata line is empty")
@@ -114,28 +125,52 @@ class SessionStore:
     def list_sessions(self, errors: list[SessionError] | None = None) -> list[SessionMeta]:
         """Every session's metadata, most recently updated first.
 
-        Reads only the first line of each file. A file whose metadata line is
-        broken is left out, logged, and added to ``errors`` when given.
+        Reads only the first line of each file, and only for files that changed
+        since the last listing (inode, mtime and size are compared). A file whose
+        metadata line is broken is left out, logged, and added to ``errors``.
         """
         found: list[SessionMeta] = []
+        cache: dict[str, tuple[tuple[int, int, int], SessionMeta]] = {}
         try:
             entries = list(os.scandir(self.sessions_dir))
         except FileNotFoundError:
-            return []
+            entries = []
         for entry in entries:
             name = entry.name
             if name.startswith(".") or not name.endswith(codec.SUFFIX):
                 continue
             try:
-                result = self._read_meta_obj(Path(entry.path))
-            except SessionError as exc:
-                logger.warning("skipping session file: {}", exc)
-                if errors is not None:
-                    errors.append(exc)
+                st = entry.stat()
+            except FileNotFoundError:
                 continue
-            if result is not None:
-                found.append(result[1])
-        found.sort(key=lambda m: (-m.updated_at.timestamp(), str(m.key)))
+            sig = (st.st_ino, st.st_mtime_ns, st.st_size)
+            hit = self._meta_cache.get(name)
+            if hit is not None and hit[0] == sig:
+                meta = hit[1]
+            else:
+                try:
+                    result = self._read_meta_obj(Path(entry.path))
+                except SessionError as exc:
+                    logger.warning("skipping session file: {}", exc)
+                    if errors is not None:
+                        errors.append(exc)
+                    continue
+                if result is None:
+                    continue
+                meta = result[1]
+            cache[name] = (sig, meta)
+            found.append(
+                SessionMeta(
+                    meta.key,
+                    meta.created_at,
+                    meta.updated_at,
+                    meta.last_user_at,
+                    dict(meta.metadata),
+                )
+            )
+        self._meta_cache = cache
+        found.sort(key=lambda m: (m.key.type, m.key.channel_id, m.key.chat_id))
+        found.sort(key=lambda m: m.updated_at, reverse=True)
         return found
 
     def _read_lines(self, path: Path) -> list[bytes]:
@@ -282,6 +317,25 @@ class SessionStore:
             self._write(path, codec.dumps_line(codec.meta_to_obj(meta, base)), None, b"")
         logger.info("reset session {}", k)
         return meta
+
+
+def _first_line(path: str) -> bytes | None:
+    """The file's first line (with its newline), or ``None`` if the file is missing."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        return None
+    try:
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 16):
+            end = chunk.find(b"\n")
+            if end >= 0:
+                chunks.append(chunk[: end + 1])
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _copy_body(source: Path, out: IO[bytes]) -> None:
