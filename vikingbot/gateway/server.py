@@ -21,7 +21,7 @@ def build_app(
     token: str | None,
     extra_routes: Sequence[BaseRoute] = (),
     self_authenticating: Sequence[str] = ("/webhook/",),
-) -> Starlette:
+) -> Any:
     """`/health` is always open; everything else needs the gateway token when one is set.
 
     Paths under ``self_authenticating`` check their own credentials (the webhook
@@ -37,17 +37,28 @@ def build_app(
     app = Starlette(
         routes=[Route("/health", health_ep), Route("/metrics", metrics_ep), *extra_routes]
     )
+    if not token:
+        return app
+    return TokenGuard(app, token, open_prefixes=tuple(self_authenticating))
 
-    if token:
 
-        @app.middleware("http")
-        async def auth(request: Request, call_next: Any) -> Response:
-            path = request.url.path
-            if path in OPEN_PATHS or any(path.startswith(p) for p in self_authenticating):
-                return await call_next(request)
-            given = request.headers.get("authorization", "")
-            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
-                return JSONResponse({"error": "missing or wrong gateway token"}, status_code=401)
-            return await call_next(request)
+class TokenGuard:
+    """ASGI wrapper: requests need ``Authorization: Bearer <token>`` except open paths."""
 
-    return app
+    def __init__(self, app: Any, token: str, open_prefixes: tuple[str, ...] = ()) -> None:
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+        self._open = open_prefixes
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            path = scope.get("path", "")
+            if path not in OPEN_PATHS and not any(path.startswith(p) for p in self._open):
+                given = dict(scope.get("headers") or []).get(b"authorization", b"")
+                if not hmac.compare_digest(given, self._expected):
+                    response = JSONResponse(
+                        {"error": "missing or wrong gateway token"}, status_code=401
+                    )
+                    await response(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)

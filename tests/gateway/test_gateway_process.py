@@ -1,0 +1,116 @@
+"""The gateway as a real process: first start, /health, signals, bind rules, hot reload."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from vikingbot.testing.gateway_proc import GatewayProcess, free_port
+
+
+def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with GatewayProcess(home) as gw:
+        health = gw.get("/health")
+        assert health["status"] == "ok"
+        assert health["provider_configured"] is False
+        assert health["heartbeat"] == {"enabled": True, "interval_seconds": 600}
+        metrics = gw.get("/metrics")
+        assert "vikingbot_heartbeat_cycles_total" in metrics
+    assert gw.returncode == 0
+    out = gw.output
+    assert "✓ Heartbeat: every 600s" in out
+    assert "✗ Agent: no model provider configured: set bot.agents.provider" in out
+    # first start created the config and the workspace from the template
+    assert (home / "config.json").exists()
+    heartbeat_md = home / "data" / "workspace" / "shared" / "HEARTBEAT.md"
+    assert heartbeat_md.read_text().startswith("# Heartbeat Tasks")
+    assert (home / "data" / "state.db").exists()
+
+
+def test_sigint_also_exits_zero(tmp_path: Path) -> None:
+    gw = GatewayProcess(tmp_path / "home").start()
+    assert gw.stop(signal.SIGINT) == 0
+
+
+def test_disabled_heartbeat_is_reported(tmp_path: Path) -> None:
+    env = {"VIKINGBOT_BOT__HEARTBEAT__ENABLED": "false"}
+    with GatewayProcess(tmp_path / "home", env=env) as gw:
+        assert gw.get("/health")["heartbeat"]["enabled"] is False
+    assert "✗ Heartbeat: disabled" in gw.output
+
+
+def run_cli(
+    home: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    import os
+
+    full = {**os.environ, "VIKINGBOT_HOME": str(home), **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "vikingbot", *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
+    res = run_cli(tmp_path / "home", "gateway", "--host", "0.0.0.0", "--port", str(free_port()))
+    assert res.returncode == 1
+    assert "bot.gateway.token" in res.stderr
+
+
+def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
+    with GatewayProcess(tmp_path / "a") as gw:
+        res = run_cli(tmp_path / "b", "gateway", "--port", str(gw.port))
+    assert res.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{gw.port}" in res.stderr
+
+
+def test_broken_config_fails_with_key_path(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.json").write_text(json.dumps({"bot": {"heartbeat": {"interval_seconds": 0}}}))
+    res = run_cli(home, "gateway", "--port", str(free_port()))
+    assert res.returncode == 1
+    assert "bot.heartbeat.interval_seconds: must be at least 10, got 0" in res.stderr
+
+
+def test_heartbeat_toggle_applies_without_restart(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    with GatewayProcess(home) as gw:
+        assert gw.get("/health")["heartbeat"]["enabled"] is True
+        res = run_cli(home, "config", "set", "bot.heartbeat.enabled", "false")
+        assert res.returncode == 0, res.stderr
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and gw.get("/health")["heartbeat"]["enabled"]:
+            time.sleep(0.2)
+        assert gw.get("/health")["heartbeat"]["enabled"] is False
+        res = run_cli(home, "heartbeat", "enable")
+        assert res.returncode == 0, res.stderr
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not gw.get("/health")["heartbeat"]["enabled"]:
+            time.sleep(0.2)
+        assert gw.get("/health")["heartbeat"]["enabled"] is True
+    assert "↻ Heartbeat: disabled" in gw.output
+    assert "↻ Heartbeat: every 600s" in gw.output
+
+
+@pytest.mark.parametrize("path", ["/metrics"])
+def test_token_protects_everything_but_health(tmp_path: Path, path: str) -> None:
+    import urllib.error
+
+    env = {"VIKINGBOT_BOT__GATEWAY__TOKEN": "s3cret"}
+    with GatewayProcess(tmp_path / "home", env=env) as gw:
+        assert gw.get("/health")["status"] == "ok"
+        with pytest.raises(urllib.error.HTTPError) as exc:
+            gw.get(path)
+        assert exc.value.code == 401
+        exc.value.close()

@@ -1,0 +1,127 @@
+"""Run `vikingbot gateway` as a real child process (tests and benches).
+
+with GatewayProcess(home) as gw:      # waits until /health answers
+    gw.get("/health")
+gw.returncode                          # after a clean SIGTERM: 0
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class GatewayProcess:
+    def __init__(
+        self,
+        home: Path,
+        *,
+        port: int | None = None,
+        env: dict[str, str] | None = None,
+        args: list[str] | None = None,
+        start_timeout_s: float = 60.0,
+    ) -> None:
+        self.home = home
+        self.port = port or free_port()
+        self.env = {
+            **os.environ,
+            "VIKINGBOT_HOME": str(home),
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self.env.pop("VIKINGBOT_CONFIG", None)
+        self.args = args or []
+        self.start_timeout_s = start_timeout_s
+        self.proc: subprocess.Popen[str] | None = None
+        self.output = ""
+        self.returncode: int | None = None
+        self.started_in_s: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> GatewayProcess:
+        home_log = self.home / "gateway.out"
+        self.home.mkdir(parents=True, exist_ok=True)
+        self._log = home_log.open("w")
+        t0 = time.monotonic()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "vikingbot", "gateway", "--port", str(self.port), *self.args],
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = t0 + self.start_timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                self._finish()
+                raise RuntimeError(f"gateway exited with {self.returncode}:\n{self.output}")
+            try:
+                self.get("/health", timeout=0.5)
+            except OSError:
+                time.sleep(0.05)
+                continue
+            self.started_in_s = time.monotonic() - t0
+            return self
+        self.kill()
+        raise RuntimeError(
+            f"gateway did not answer /health in {self.start_timeout_s}s:\n{self.output}"
+        )
+
+    def get(self, path: str, timeout: float = 5.0) -> Any:
+        with urllib.request.urlopen(self.base_url + path, timeout=timeout) as resp:
+            body = resp.read().decode()
+            ctype = resp.headers.get("content-type", "")
+        return json.loads(body) if "json" in ctype else body
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._finish()
+        assert self.returncode is not None
+        return self.returncode
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._finish()
+
+    def _finish(self) -> None:
+        assert self.proc is not None
+        self.returncode = self.proc.returncode
+        if not self._log.closed:
+            self._log.close()
+        self.output = (self.home / "gateway.out").read_text(errors="replace")
+
+    def read_output(self) -> str:
+        return (self.home / "gateway.out").read_text(errors="replace")
+
+    def __enter__(self) -> GatewayProcess:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.stop()
