@@ -36,6 +36,7 @@ def setup_logging(
             rotation="10 MB",
             retention=5,
             enqueue=True,
+            diagnose=False,  # never print variable values (tokens) in tracebacks
             encoding="utf-8",
         )
 

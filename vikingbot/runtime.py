@@ -36,7 +36,12 @@ class Runtime:
         self.config = config
         self.paths = paths
         self.clock: Clock = clock or SystemClock()
-        self.environ: Mapping[str, str] = dict(os.environ if environ is None else environ)
+        if environ is None:
+            from vikingbot.config.loader import dotenv_values_for
+
+            # .env values (e.g. GITHUB_TOKEN for checkers), real variables win
+            environ = {**dotenv_values_for(paths.home), **os.environ}
+        self.environ: Mapping[str, str] = dict(environ)
         self._agent: AgentLoop | None = None
 
     @cached_property

@@ -191,3 +191,11 @@ def test_relative_data_dir_is_relative_to_the_config_file(home: Path, tmp_path: 
     _, paths = load_config(path, environ=env(home))
     assert paths.data_dir == tmp_path / "conf" / "mydata"
     assert paths.workspace_root == tmp_path / "conf" / "mydata" / "workspace"
+
+
+def test_checker_secrets_are_not_expanded_at_load(home: Path) -> None:
+    """A checker's missing secret must fail that checker open, not the whole config."""
+    data = {"bot": {"heartbeat": {"checkers": {"gh": {"kind": "github", "token": "${GH_TOKEN}"}}}}}
+    path = write(home / "config.json", data)
+    config, _ = load_config(path, environ=env(home))
+    assert config.bot.heartbeat.checkers["gh"].model_extra == {"token": "${GH_TOKEN}"}

@@ -32,6 +32,8 @@ from vikingbot.config.schema import BotConfig, Config, StorageConfig
 from vikingbot.errors import ConfigError
 
 ENV_PREFIX = "VIKINGBOT_"
+# Sections whose ${VAR} references are resolved at use time, not at load time.
+_EXPAND_LATER = frozenset({"bot.heartbeat.checkers"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -127,6 +129,8 @@ def _expand(value: Any, env: Mapping[str, str], loc: str) -> Any:
 
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
+        if loc in _EXPAND_LATER:
+            return value  # resolved by the checker itself, when it runs (a missing secret fails open)
         return {k: _expand(v, env, f"{loc}.{k}" if loc else k) for k, v in value.items()}
     if isinstance(value, list):
         return [_expand(v, env, f"{loc}[{i}]") for i, v in enumerate(value)]
@@ -275,6 +279,11 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
 
 
 # ---------------------------------------------------------------- public
+
+
+def dotenv_values_for(home: Path) -> dict[str, str]:
+    """Values from ``<home>/.env`` and ``./.env`` (the latter wins)."""
+    return _dotenv(home)
 
 
 def _dotenv(home: Path) -> dict[str, str]:
