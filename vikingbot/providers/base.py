@@ -97,6 +97,7 @@ class BaseProvider:
 
     kind: str = ""
     key_env: str | None = None  # environment variable holding this kind's API key
+    needs_model: bool = True  # False: bot.agents.model may be unset (e.g. command)
 
     def __init__(
         self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None

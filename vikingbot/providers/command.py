@@ -67,6 +67,7 @@ def render_prompt(messages: list[ChatMessage]) -> str:
 
 class CommandProvider(BaseProvider):
     kind = "command"
+    needs_model = False
 
     def __init__(
         self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None

@@ -44,6 +44,10 @@ class FakeAnthropic(FakeModelServer):
     base_path = ""
 
     def presented_key(self, headers: dict[str, str]) -> str | None:
+        # SDK 2.x sends "Authorization: Bearer <key>"; older clients send x-api-key.
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            return auth[7:]
         return headers.get("x-api-key")
 
     def render_reply(self, step: Step, request: RecordedRequest, n: int) -> dict[str, Any]:
