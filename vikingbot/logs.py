@@ -25,7 +25,11 @@ def setup_logging(
     logger.remove()
     if console:
         logger.add(
-            sys.stderr, level="DEBUG" if verbose else "INFO", format=_format, backtrace=False
+            sys.stderr,
+            level="DEBUG" if verbose else "INFO",
+            format=_format,
+            backtrace=False,
+            diagnose=False,
         )
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
