@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,7 +69,17 @@ class CronRig:
 
 
 @pytest.fixture
-def rig(store: StateStore, tmp_path: Path) -> CronRig:
+def sqlite_store(tmp_path: Path) -> Iterator[StateStore]:
+    """SQLite only, for tests whose logic does not depend on the backend (the SQL they
+    run is covered on both backends by the tests that use ``store``)."""
+    st = StateStore.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield st
+    st.close()
+
+
+@pytest.fixture
+def rig(sqlite_store: StateStore, tmp_path: Path) -> CronRig:
+    store = sqlite_store
     clock = FakeClock(START)
     store.clock = clock
     sessions = SessionStore(tmp_path / "sessions", clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -39,7 +40,15 @@ class Housekeeping:
 
 
 @pytest.fixture
-def hk(store: StateStore, tmp_path: Path) -> Housekeeping:
+def sqlite_store(tmp_path: Path) -> Iterator[StateStore]:
+    """SQLite only, for tests whose logic does not depend on the backend (the SQL they
+    run is covered on both backends by the tests that use ``store``)."""
+    st = StateStore.open(f"sqlite:///{tmp_path / 'state.db'}")
+    yield st
+    st.close()
+
+
+def _rig(store: StateStore, tmp_path: Path) -> Housekeeping:
     clock = FakeClock(NOW)
     store.clock = clock
     sessions = SessionStore(tmp_path / "sessions", clock)
@@ -51,3 +60,15 @@ def hk(store: StateStore, tmp_path: Path) -> Housekeeping:
         config, store=store, sessions=sessions, workspaces=workspaces, clock=clock
     )
     return Housekeeping(service, sessions, workspaces, store, clock)
+
+
+@pytest.fixture
+def hk(sqlite_store: StateStore, tmp_path: Path) -> Housekeeping:
+    """Housekeeping on SQLite."""
+    return _rig(sqlite_store, tmp_path)
+
+
+@pytest.fixture
+def hk_db(store: StateStore, tmp_path: Path) -> Housekeeping:
+    """Housekeeping on each backend (SQLite and PostgreSQL), for the SQL that differs."""
+    return _rig(store, tmp_path)

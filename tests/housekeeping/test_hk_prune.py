@@ -33,7 +33,8 @@ def _count(hk: Housekeeping, table: sa.Table) -> int:
         return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar() or 0)
 
 
-async def test_prune_removes_only_old_rows(hk: Housekeeping) -> None:
+async def test_prune_removes_only_old_rows(hk_db: Housekeeping) -> None:
+    hk = hk_db
     with hk.store.engine.begin() as conn:
         conn.execute(
             sa.insert(heartbeat_runs),
@@ -56,7 +57,8 @@ async def test_prune_removes_only_old_rows(hk: Housekeeping) -> None:
     assert hk.service.metrics["prune_failures_total"] == 0
 
 
-async def test_prune_trims_old_lines_from_session_files(hk: Housekeeping) -> None:
+async def test_prune_trims_old_lines_from_session_files(hk_db: Housekeeping) -> None:
+    hk = hk_db
     m = hk.msg
     call = [{"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}]
     hk.sessions.append(TG, m("user", "ancient question about llamas", 60))
@@ -108,8 +110,9 @@ async def test_a_failed_prune_is_counted_and_the_rest_goes_on(hk: Housekeeping) 
 
 
 async def test_a_database_failure_is_counted_and_files_are_still_pruned(
-    hk: Housekeeping,
+    hk_db: Housekeeping,
 ) -> None:
+    hk = hk_db
     hk.sessions.append(TG, hk.msg("user", "old words", 60))
     with hk.store.engine.begin() as conn:
         conn.execute(sa.insert(heartbeat_runs), [_ledger_row(hk, 45, "old")])

@@ -17,7 +17,8 @@ TG = "telegram:default:42"
 SL = "slack:T1:C9"
 
 
-def test_a_phrase_from_history_is_found(hk: Housekeeping) -> None:
+def test_a_phrase_from_history_is_found(hk_db: Housekeeping) -> None:
+    hk = hk_db
     hk.sessions.append(
         TG, hk.msg("user", "Remind me to renew the passport before the Lisbon trip", 2)
     )
@@ -37,7 +38,8 @@ def test_a_phrase_from_history_is_found(hk: Housekeeping) -> None:
     assert search(hk.store, "kangaroo") == []
 
 
-def test_indexing_is_incremental_and_follows_resets(hk: Housekeeping) -> None:
+def test_indexing_is_incremental_and_follows_resets(hk_db: Housekeeping) -> None:
+    hk = hk_db
     hk.sessions.append(TG, hk.msg("user", "first topic: gardening tomatoes", 3))
     assert index_sessions(hk.store, hk.sessions.sessions_dir).docs_added == 1
     assert index_sessions(hk.store, hk.sessions.sessions_dir).docs_added == 0  # nothing new
@@ -55,7 +57,8 @@ def test_indexing_is_incremental_and_follows_resets(hk: Housekeeping) -> None:
     assert [h.snippet for h in search(hk.store, "bicycle")] == ["third topic: **bicycle** repair"]
 
 
-def test_queries_with_search_syntax_are_taken_literally(hk: Housekeeping) -> None:
+def test_queries_with_search_syntax_are_taken_literally(hk_db: Housekeeping) -> None:
+    hk = hk_db
     hk.sessions.append(TG, hk.msg("user", "The C++ build (release) failed: error NEAR line 42", 0))
     index_sessions(hk.store, hk.sessions.sessions_dir)
     for query in ['"unbalanced', "NEAR(", "AND OR NOT", "release) *", "-", "line:42"]:
