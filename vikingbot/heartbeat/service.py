@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -170,6 +171,13 @@ class HeartbeatService:
                 groups[name].append(meta)
         if only is not None and only not in groups:
             groups[only] = []
+        if only is None:  # workspaces nobody talks to: shown as no-sessions, never read
+            root = self.rt.paths.workspace_root
+            if root.is_dir():
+                with os.scandir(root) as it:
+                    for d in it:
+                        if d.is_dir() and not d.name.startswith(".") and d.name not in groups:
+                            groups[d.name] = []
         now = self.now()
         ws_states = self.state.all_workspaces()
         need_entries = []
