@@ -355,4 +355,5 @@ class UnitRunner:
 
 
 def _delivered(report: Any) -> bool:
-    return bool(getattr(report, "delivered", False))
+    """Accepted by a destination, or deliberately kept silent (target none/silent)."""
+    return bool(report.delivered) or report.skipped == "silent"
