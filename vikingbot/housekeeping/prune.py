@@ -84,12 +84,11 @@ def cut_point(lines: list[bytes], cutoff: datetime) -> int:
 def prune_session_file(sessions: SessionStore, path: Path, cutoff: datetime) -> int:
     """Remove old messages from one session file; returns how many lines went.
 
-    Uses the session store's lock for the file (the store has no public
-    "prune before" call yet).
+    Holds the session store's lock for the file (``SessionStore.locked``).
     """
     from vikingbot.fsutil import atomic_write_bytes
 
-    with sessions._locked(path):
+    with sessions.locked(path):
         try:
             data = path.read_bytes()
         except FileNotFoundError:
