@@ -77,3 +77,21 @@ def test_fill_from_another_template_folder(tmp_path: Path) -> None:
     (custom / "__pycache__" / "x.pyc").write_bytes(b"\0")
     created = fill(tmp_path / "ws", custom)
     assert created == [tmp_path / "ws" / "sub" / "a.md"]
+
+
+def test_template_heartbeat_counts_as_empty_for_the_heartbeat_parser() -> None:
+    from vikingbot.heartbeat.parser import read_heartbeat
+
+    result = read_heartbeat(template_dir() / "HEARTBEAT.md")
+    assert result.entries == () and result.errors == ()
+
+
+def test_the_examples_tools_md_teaches_are_valid_heartbeat_entries() -> None:
+    from vikingbot.heartbeat.parser import parse_heartbeat
+
+    text = (template_dir() / "TOOLS.md").read_text("utf-8")
+    example = text.split("## Heartbeat", 1)[1].split("```\n")[1]
+    result = parse_heartbeat(example)
+    assert result.errors == ()
+    assert len(result.tasks) == 1
+    assert len(result.scheduled) == 5
