@@ -1,7 +1,246 @@
-"""`vikingbot cron ...`"""
+"""`vikingbot cron ...`: add, list, remove, enable, disable and run scheduled agent jobs."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
 
+from vikingbot.cli.common import fail, get_config, print_json
+
+if TYPE_CHECKING:
+    from vikingbot.cron.jobs import CronJobs
+    from vikingbot.cron.types import CronJob
+    from vikingbot.runtime import Runtime
+
 app = typer.Typer(no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")]
+NameArg = Annotated[str, typer.Argument(help="Job name, e.g. daily-digest.")]
+
+
+def _runtime(ctx: typer.Context) -> Runtime:
+    from vikingbot.runtime import Runtime
+
+    config, paths = get_config(ctx)
+    return Runtime(config, paths)
+
+
+def _jobs(rt: Runtime) -> CronJobs:
+    from vikingbot.cron.jobs import CronJobs
+    from vikingbot.errors import StoreError
+
+    try:
+        return CronJobs(rt.store, rt.clock)
+    except StoreError as exc:
+        fail(str(exc))
+
+
+def _when(value: Any) -> str:
+    return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+
+
+def _print_jobs(jobs: list[CronJob]) -> None:
+    from vikingbot.cron.schedule import describe
+    from vikingbot.cron.types import status_of
+
+    if not jobs:
+        typer.echo("No cron jobs. Add one with `vikingbot cron add NAME --every 1h --prompt ...`.")
+        return
+    table = [("NAME", "SCHEDULE", "STATUS", "NEXT (UTC)", "LAST (UTC)", "LAST OUTCOME", "TARGET")]
+    for job in jobs:
+        table.append(
+            (
+                job.name,
+                describe(job),
+                status_of(job),
+                _when(job.next_run_at),
+                _when(job.last_run_at),
+                job.last_outcome or "-",
+                job.target or "(default)",
+            )
+        )
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    for r in table:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    for job in jobs:
+        if job.last_error:
+            typer.echo(f"{job.name}: {job.last_outcome}: {job.last_error}", err=True)
+
+
+@app.command("add")
+def add_cmd(
+    ctx: typer.Context,
+    name: NameArg,
+    prompt: Annotated[str, typer.Option("--prompt", "-p", help="What the agent should do.")],
+    every: Annotated[
+        str | None, typer.Option("--every", help="Interval: 90s, 30m, 2h, 1d.")
+    ] = None,
+    at: Annotated[
+        str | None, typer.Option("--at", help="One shot at an ISO time, e.g. 2026-03-01T09:00.")
+    ] = None,
+    cron: Annotated[
+        str | None, typer.Option("--cron", help="5-field cron expression, e.g. '0 9 * * 1-5'.")
+    ] = None,
+    tz: Annotated[
+        str, typer.Option("--tz", help="IANA timezone for --cron and a plain --at time.")
+    ] = "UTC",
+    target: Annotated[
+        str | None,
+        typer.Option("--target", help="Where replies go (default: bot.heartbeat.target)."),
+    ] = None,
+    workspace: Annotated[
+        str | None, typer.Option("--workspace", help="Workspace folder name to run in.")
+    ] = None,
+    timeout: Annotated[
+        str | None, typer.Option("--timeout", help="Longest a run may take, e.g. 10m.")
+    ] = None,
+    json: JsonOpt = False,
+) -> None:
+    """Add a job: exactly one of --every, --at or --cron."""
+    from vikingbot.config.schema import parse_duration
+    from vikingbot.errors import CronError
+
+    given = [(k, v) for k, v in (("every", every), ("at", at), ("cron", cron)) if v is not None]
+    if len(given) != 1:
+        fail("give exactly one of --every, --at or --cron", code=2)
+    kind, expr = given[0]
+    timeout_s = None
+    if timeout is not None:
+        try:
+            timeout_s = parse_duration(timeout)
+        except ValueError as exc:
+            fail(f"--timeout: {exc}", code=2)
+    rt = _runtime(ctx)
+    try:
+        job = _jobs(rt).add(
+            name,
+            kind,
+            expr,
+            prompt,
+            timezone=tz,
+            target=target,
+            workspace=workspace,
+            timeout_s=timeout_s,
+        )
+    except CronError as exc:
+        fail(str(exc))
+    finally:
+        rt.close()
+    if json:
+        print_json(job.to_dict())
+    else:
+        typer.echo(f"Added {job.name}: first run {_when(job.next_run_at)} UTC.")
+
+
+@app.command("list")
+def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
+    """List jobs with their next run and last outcome (invalid jobs included)."""
+    from vikingbot.cron.schedule import problem
+
+    rt = _runtime(ctx)
+    try:
+        jobs = _jobs(rt).list()
+    finally:
+        rt.close()
+    # a job broken in the database shows as invalid here even before the gateway saw it
+    from dataclasses import replace
+
+    jobs = [
+        replace(j, last_outcome="invalid", last_error=reason)
+        if (reason := problem(j)) is not None
+        else j
+        for j in jobs
+    ]
+    if json:
+        print_json({"jobs": [j.to_dict() for j in jobs]})
+    else:
+        _print_jobs(jobs)
+
+
+@app.command("remove")
+def remove_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
+    """Delete a job."""
+    from vikingbot.errors import CronError
+
+    rt = _runtime(ctx)
+    try:
+        job = _jobs(rt).remove(name)
+    except CronError as exc:
+        fail(str(exc))
+    finally:
+        rt.close()
+    if json:
+        print_json({"removed": job.to_dict()})
+    else:
+        typer.echo(f"Removed {name}.")
+
+
+def _set_enabled(ctx: typer.Context, name: str, enabled: bool, json: bool) -> None:
+    from vikingbot.errors import CronError
+
+    rt = _runtime(ctx)
+    try:
+        job = _jobs(rt).set_enabled(name, enabled)
+    except CronError as exc:
+        fail(str(exc))
+    finally:
+        rt.close()
+    if json:
+        print_json(job.to_dict())
+    elif enabled:
+        typer.echo(f"Enabled {name}: next run {_when(job.next_run_at)} UTC.")
+    else:
+        typer.echo(f"Disabled {name}.")
+
+
+@app.command("enable")
+def enable_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
+    """Enable a job (its next run is planned from now)."""
+    _set_enabled(ctx, name, True, json)
+
+
+@app.command("disable")
+def disable_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
+    """Disable a job (kept, not run)."""
+    _set_enabled(ctx, name, False, json)
+
+
+@app.command("run")
+def run_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
+    """Run a job once now through the configured agent, and deliver its reply."""
+    import asyncio
+
+    from vikingbot.cron.service import CronService
+    from vikingbot.errors import VikingbotError
+
+    rt = _runtime(ctx)
+    try:
+        _jobs(rt).require(name)
+        missing = rt.provider_problem()
+        if missing:
+            fail(f"cannot run {name!r}: {missing}")
+        service = CronService(
+            rt.config,
+            store=rt.store,
+            agent=rt.agent(),
+            delivery=rt.delivery,
+            sessions=rt.sessions,
+            workspaces=rt.workspaces,
+            clock=rt.clock,
+        )
+        run = asyncio.run(service.run_now(name))
+    except VikingbotError as exc:
+        fail(str(exc))
+    finally:
+        rt.close()
+    if json:
+        print_json(run.to_dict())
+    else:
+        typer.echo(f"{name}: {run.outcome} in {run.duration_s:.1f}s")
+        if run.reply and run.outcome in ("delivered", "noop"):
+            typer.echo(run.reply)
+        if run.error:
+            typer.echo(f"error: {run.error}", err=True)
+    if run.outcome in ("error", "timeout"):
+        raise typer.Exit(1)

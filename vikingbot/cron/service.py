@@ -372,8 +372,11 @@ class CronService:
         if not tasks:
             return
         logger.info("cron: waiting up to {}s for {} running job(s)", grace_s, len(tasks))
-        _done, pending = await asyncio.wait(tasks, timeout=grace_s)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
+        try:
+            await asyncio.wait(tasks, timeout=grace_s)
+        finally:  # also when the gateway cancels us first: never leave a run behind
+            pending = [t for t in tasks if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)

@@ -55,6 +55,7 @@ class HousekeepingService:
         self.workspaces = workspaces
         self.clock: Clock = clock or SystemClock()
         self.sessions_dir = Path(sessions_dir or sessions.sessions_dir)
+        # Counters for /metrics (every key ends in _total).
         self.metrics: dict[str, float] = {
             "index_runs_total": 0,
             "index_failures_total": 0,
@@ -66,10 +67,9 @@ class HousekeepingService:
             "consolidate_runs_total": 0,
             "consolidate_failures_total": 0,
             "consolidated_sessions_total": 0,
-            "last_index_timestamp": 0,
-            "last_prune_timestamp": 0,
-            "last_consolidate_timestamp": 0,
         }
+        # When each job last finished without failing (for status displays).
+        self.last_ok: dict[str, datetime] = {}
         self._last: dict[str, datetime] = {}
 
     # ---------------------------------------------------------------- jobs
@@ -118,7 +118,7 @@ class HousekeepingService:
             self.metrics[f"{job}_failures_total"] += 1
             logger.exception("housekeeping: {} failed; will try again next time", job)
             return None
-        self.metrics[f"last_{job}_timestamp"] = self.clock.now().timestamp()
+        self.last_ok[job] = self.clock.now()
         return result
 
     # ------------------------------------------------------------- schedule
