@@ -85,6 +85,7 @@ class TelegramChannel(Channel):
         try:
             await bot.initialize()
         except TelegramError as exc:
+            await bot.shutdown()
             raise _convert(exc, "getMe") from exc
         self._bot = bot
         self.bot_username = bot.username

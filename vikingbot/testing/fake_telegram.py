@@ -54,6 +54,7 @@ class FakeTelegram:
         self._next_message = 1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
+        self._closing = False
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -186,7 +187,7 @@ class FakeTelegram:
             changed = self._changed
             found = self._pending(offset)
             left = deadline - time.monotonic()
-            if found or left <= 0 or changed is None:
+            if found or left <= 0 or changed is None or self._closing:
                 return found
             with suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), left)
@@ -236,5 +237,12 @@ class FakeTelegram:
         """Run the fake on a free loopback port; yields the API base for ``api_base``."""
         from vikingbot.testing.server import serve_app
 
+        self._closing = False
+        self._loop = self._changed = None
         with serve_app(self.app()) as base_url:
-            yield base_url
+            try:
+                yield base_url
+            finally:
+                self._closing = True  # end open long polls so the server stops at once
+                if self._loop is not None:
+                    self._loop.call_soon_threadsafe(self._wake)

@@ -1,0 +1,78 @@
+"""Shared pieces for channel tests: a bus, an echoing test agent, a config builder."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.config.schema import Config
+
+
+def channels_config(owner: str | None = None, send_retries: int = 2, **channels: Any) -> Config:
+    """A config with only the given channels (``cli`` off unless given)."""
+    section: dict[str, Any] = {"cli": {"enabled": False}, "sendRetries": send_retries}
+    section.update(channels)
+    bot: dict[str, Any] = {"channels": section}
+    if owner is not None:
+        bot["owner"] = owner
+    return Config.model_validate({"bot": bot})
+
+
+@pytest.fixture
+def make_config() -> Callable[..., Config]:
+    return channels_config
+
+
+@pytest.fixture
+def bus() -> MessageBus:
+    return MessageBus()
+
+
+class EchoAgent:
+    """A tiny agent: answers every inbound message with ``echo: <text>`` on the bus."""
+
+    def __init__(self, bus: MessageBus) -> None:
+        self.bus = bus
+        self.seen: list[InboundMessage] = []
+        self.results: list[bool] = []
+
+    async def run(self) -> None:
+        while True:
+            msg = await self.bus.next_inbound()
+            self.seen.append(msg)
+            reply = OutboundMessage(
+                channel=msg.channel,
+                chat_id=msg.chat_id,
+                thread=msg.thread,
+                text=f"echo: {msg.text}",
+                dedupe_key=f"reply:{msg.channel}:{msg.chat_id}:{len(self.seen)}",
+            )
+            self.results.append(await self.bus.send(reply))
+
+
+@pytest.fixture
+async def echo(bus: MessageBus) -> AsyncIterator[EchoAgent]:
+    agent = EchoAgent(bus)
+    task = asyncio.create_task(agent.run())
+    yield agent
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.01)
+
+
+@pytest.fixture
+def eventually() -> Callable[..., Awaitable[None]]:
+    """Wait (polling I/O results, never a schedule) until a condition holds."""
+    return _eventually
