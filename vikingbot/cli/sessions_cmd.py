@@ -155,3 +155,36 @@ def import_openviking_cmd(
             if o.status == "failed":
                 console.print(f"[yellow]Skipped:[/] {o.reason}", highlight=False)
         raise typer.Exit(1)
+
+
+@app.command("search")
+def search_cmd(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help='Words to find; "a phrase" in quotes.')],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=200, help="At most N.")] = 20,
+    json: JsonOpt = False,
+) -> None:
+    """Full-text search over session history (brings the index up to date first)."""
+    from vikingbot.errors import StoreError
+    from vikingbot.housekeeping.index import index_sessions
+    from vikingbot.housekeeping.search import search
+    from vikingbot.store.db import StateStore
+
+    _, paths = get_config(ctx)
+    try:
+        db = StateStore.open(paths.database_url)
+    except StoreError as exc:
+        fail(str(exc))
+    try:
+        index_sessions(db, paths.sessions_dir)
+        hits = search(db, query, limit)
+    finally:
+        db.close()
+    if json:
+        print_json({"query": query, "hits": [h.to_dict() for h in hits]})
+        return
+    if not hits:
+        typer.echo(f"No matches for {query!r}.")
+        return
+    for h in hits:
+        typer.echo(f"{h.at:%Y-%m-%d %H:%M}  {h.session_key}  {h.role}: {h.snippet}")
