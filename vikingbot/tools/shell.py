@@ -26,6 +26,7 @@ from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside
 
 _RM_TARGET = r"(?:/|/\*|~|~/|~/\*|\$HOME|\$\{HOME\}|\*|\.|\./\*|\.\.|/[a-z]+)"
+_CMD = r"(?:^|[;&|(`]\s*|\$\(\s*|\bsudo\s+|\bexec\s+)"  # a word in command position
 DEFAULT_DENY: dict[str, str] = {
     "recursive delete of /, ~, * or a system folder": (
         r"\brm\s+(?:-[^\s]*\s+)*(?:-[a-z]*r[a-z]*|--recursive)\s+(?:-[^\s]*\s+)*"
@@ -38,7 +39,10 @@ DEFAULT_DENY: dict[str, str] = {
     "wiping a disk": r"\b(?:wipefs|shred|blkdiscard)\b",
     "partitioning a disk": r"\b(?:fdisk|sfdisk|parted|gdisk|diskpart)\b",
     "a fork bomb": r":\s*\(\s*\)\s*\{[^}]*:\s*\|\s*:",
-    "shutting down or rebooting": r"\b(?:shutdown|reboot|poweroff|halt)\b|\binit\s+[06]\b",
+    "shutting down or rebooting": (
+        rf"{_CMD}(?:shutdown|reboot|poweroff|halt)\b|{_CMD}init\s+[06]\b|"
+        r"\bsystemctl\s+(?:poweroff|reboot|halt)\b"
+    ),
     "recursive chmod/chown of /": r"\bch(?:mod|own)\s+(?:-[^\s]*\s+)*-[a-z]*R[a-z]*\s+\S+\s+/(?:\s|$)",
     "formatting a drive": r"\bformat\s+[a-z]:",
 }
@@ -89,6 +93,15 @@ async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, i
     return bytes(kept), dropped
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """Wait for the shell itself to exit (``proc.wait()`` would also wait for its pipes)."""
+    delay = 0.001
+    while proc.returncode is None:
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
+    return proc.returncode
+
+
 class ExecTool(Tool):
     name = "exec"
     description = (
@@ -131,17 +144,17 @@ class ExecTool(Tool):
         reader = asyncio.ensure_future(_read_capped(proc.stdout, cap * 4))
         timed_out = False
         try:
-            await asyncio.wait_for(proc.wait(), timeout)
+            await asyncio.wait_for(_exited(proc), timeout)
         except TimeoutError:
             timed_out = True
         finally:
             # Kill the whole group: a timed-out command, and anything it left running.
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
         try:
             data, dropped = await asyncio.wait_for(reader, 5)
-        except TimeoutError:  # a background child kept the pipe open
+            await asyncio.wait_for(proc.wait(), 5)
+        except TimeoutError:  # something outside the group kept the pipe open
             reader.cancel()
             data, dropped = b"", 0
         out = data.decode(errors="replace")
