@@ -1,4 +1,4 @@
-"""Cron test parts: a scripted agent loop, a recording delivery, and a wired service."""
+"""Cron test parts: a scripted agent loop, real delivery onto a recording bus, a wired service."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 
 from vikingbot.agent.types import TurnResult
+from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
+from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import SessionKey
 from vikingbot.store.db import StateStore
@@ -44,25 +46,32 @@ class ScriptedAgent:
 
 
 @dataclass
-class RecordingDelivery:
-    sent: list[dict[str, Any]] = field(default_factory=list)
+class Sent:
+    """The platform side of the bus: records what delivery sent (or refuses it)."""
+
+    messages: list[OutboundMessage] = field(default_factory=list)
     fail: bool = False
 
-    async def deliver(
-        self, text: str, target: str, *, sessions: Any, dedupe_key: str, source: str
-    ) -> None:
+    async def __call__(self, msg: OutboundMessage) -> bool:
         if self.fail:
-            raise RuntimeError("platform down")
-        self.sent.append(
-            {"text": text, "target": target, "dedupe_key": dedupe_key, "source": source}
-        )
+            return False
+        self.messages.append(msg)
+        return True
+
+    @property
+    def chats(self) -> list[tuple[str, str, str]]:
+        """(channel:chat, text, source) of every message sent."""
+        return [
+            (f"{m.channel}:{m.chat_id}", m.text, str(m.metadata.get("source")))
+            for m in self.messages
+        ]
 
 
 @dataclass
 class CronRig:
     service: CronService
     agent: ScriptedAgent
-    delivery: RecordingDelivery
+    sent: Sent
     clock: FakeClock
     sessions: SessionStore
     store: StateStore
@@ -85,8 +94,19 @@ def rig(sqlite_store: StateStore, tmp_path: Path) -> CronRig:
     sessions = SessionStore(tmp_path / "sessions", clock)
     workspaces = WorkspaceManager(tmp_path / "workspace")
     agent = ScriptedAgent()
-    delivery = RecordingDelivery()
-    config = Config.model_validate({"bot": {"heartbeat": {"taskTimeoutS": 5}}})
+    config = Config.model_validate(
+        {
+            "bot": {
+                "owner": "telegram:42",
+                "heartbeat": {"taskTimeoutS": 5},
+                "channels": {"telegram": {"enabled": True, "allowFrom": ["7"]}},
+            }
+        }
+    )
+    sent = Sent()
+    bus = MessageBus()
+    bus.set_outbound_handler(sent)
+    delivery = DeliveryService(config, store=store, sessions=sessions, bus=bus, clock=clock)
     service = CronService(
         config,
         store=store,
@@ -96,4 +116,4 @@ def rig(sqlite_store: StateStore, tmp_path: Path) -> CronRig:
         workspaces=workspaces,
         clock=clock,
     )
-    return CronRig(service, agent, delivery, clock, sessions, store)
+    return CronRig(service, agent, sent, clock, sessions, store)

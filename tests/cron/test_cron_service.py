@@ -17,7 +17,7 @@ START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)  # the rig's clock starts here
 
 
 async def test_every_job_runs_when_due_and_delivers_the_reply(rig: CronRig) -> None:
-    rig.service.jobs.add("mail", "every", "30m", "Check my mail", target="telegram:42")
+    rig.service.jobs.add("mail", "every", "30m", "Check my mail", target="telegram:7")
     assert await rig.service.tick() == []  # not due yet
     rig.clock.advance(minutes=29)
     assert await rig.service.tick() == []
@@ -29,14 +29,10 @@ async def test_every_job_runs_when_due_and_delivers_the_reply(rig: CronRig) -> N
     assert str(key) == "cron:default:mail"
     assert meta["unattended"] is True and meta["cron"] == "mail"
     assert meta["run_id"] == run.run_id and meta["workspace"].endswith("shared")
-    assert rig.delivery.sent == [
-        {
-            "text": "Done: 3 new mails.",
-            "target": "telegram:42",
-            "dedupe_key": run.run_id,
-            "source": "cron:mail",
-        }
-    ]
+    assert rig.sent.chats == [("telegram:7", "Done: 3 new mails.", "cron:mail")]
+    assert rig.sent.messages[0].dedupe_key == run.run_id  # one outbox row per run
+    [recorded] = rig.sessions.read_messages("telegram:default:7")  # the chat has context
+    assert recorded.content == "Done: 3 new mails." and recorded.role == "assistant"
     meta_row = rig.sessions.get_meta(key)
     assert meta_row is not None and meta_row.skip_heartbeat
     job = rig.service.jobs.require("mail")
@@ -52,7 +48,7 @@ async def test_at_job_runs_once_then_is_disabled(rig: CronRig) -> None:
     rig.clock.advance(minutes=1)  # 13:00 UTC = 14:00 Berlin
     [run] = await rig.service.tick()
     assert run.outcome == "delivered"
-    assert rig.delivery.sent[0]["target"] == "owner"  # bot.heartbeat.target by default
+    assert rig.sent.chats[0][0] == "telegram:42"  # bot.heartbeat.target "owner" by default
     job = rig.service.jobs.require("once")
     assert not job.enabled and job.next_run_at is None
     assert job.to_dict()["status"] == "done"
@@ -90,7 +86,7 @@ async def test_noop_reply_is_not_delivered(rig: CronRig) -> None:
     rig.clock.advance(hours=1)
     [run] = await rig.service.tick()
     assert run.outcome == "noop"
-    assert rig.delivery.sent == []
+    assert rig.sent.messages == []
 
 
 async def test_timeout_is_recorded_and_the_session_reset(rig: CronRig) -> None:
@@ -100,7 +96,7 @@ async def test_timeout_is_recorded_and_the_session_reset(rig: CronRig) -> None:
     rig.clock.advance(hours=1)
     [run] = await rig.service.tick()
     assert run.outcome == "timeout" and "0.05s" in (run.error or "")
-    assert rig.delivery.sent == []
+    assert rig.sent.messages == []
     job = rig.service.jobs.require("slow")
     assert job.last_outcome == "timeout"
     assert job.next_run_at == START + timedelta(hours=2)
@@ -118,12 +114,38 @@ async def test_agent_failure_is_recorded_and_audited(rig: CronRig) -> None:
     assert rig.service.metrics["runs_error_total"] == 1
 
 
-async def test_failed_delivery_counts_as_an_error(rig: CronRig) -> None:
-    rig.delivery.fail = True
+async def test_failed_send_counts_as_an_error_and_the_result_is_kept(rig: CronRig) -> None:
+    rig.sent.fail = True
     rig.service.jobs.add("x", "every", "1h", "Try")
     rig.clock.advance(hours=1)
     [run] = await rig.service.tick()
-    assert run.outcome == "error" and "delivery" in (run.error or "")
+    assert run.outcome == "error" and "kept in the inbox" in (run.error or "")
+    [kept] = rig.service.delivery.inbox.items()  # not lost: in the local inbox
+    assert kept.text == "Done: 3 new mails." and "cron:x" in (kept.source or "")
+
+
+async def test_a_target_not_on_the_allowlist_goes_to_the_owner(rig: CronRig) -> None:
+    rig.service.jobs.add("leak", "every", "1h", "Post it", target="telegram:666")
+    rig.clock.advance(hours=1)
+    [run] = await rig.service.tick()
+    assert run.outcome == "delivered"
+    assert rig.sent.chats == [("telegram:42", "Done: 3 new mails.", "cron:leak")]
+    [event] = rig.store.audit_events(action="delivery.refuse")
+    assert event["subject"] == "telegram:666" and event["actor"] == "cron:leak"
+
+
+async def test_target_last_picks_the_latest_chat_of_the_job_workspace(rig: CronRig) -> None:
+    from vikingbot.session.types import Message
+
+    for chat, minutes in (("7", 5), ("42", 50)):
+        rig.sessions.append(
+            f"telegram:default:{chat}",
+            Message("user", "hi", rig.clock.now() - timedelta(minutes=minutes)),
+        )
+    rig.service.jobs.add("followup", "every", "1h", "Follow up", target="last")
+    rig.clock.advance(hours=1)
+    await rig.service.tick()
+    assert [c[0] for c in rig.sent.chats] == ["telegram:7"]
 
 
 async def test_job_broken_in_the_database_is_reported_not_dropped(rig: CronRig) -> None:
@@ -143,12 +165,12 @@ async def test_job_broken_in_the_database_is_reported_not_dropped(rig: CronRig) 
     assert job.to_dict()["status"] == "invalid"
     [event] = rig.store.audit_events(action="cron.invalid")
     assert event["subject"] == "broken"
-    told = [d for d in rig.delivery.sent if d["source"] == "cron:broken"]
-    assert len(told) == 1 and told[0]["target"] == "owner"
-    assert "Europe/Atlantis" in told[0]["text"]
+    told = [c for c in rig.sent.chats if c[2] == "cron:broken"]
+    assert len(told) == 1 and told[0][0] == "telegram:42"  # the owner
+    assert "Europe/Atlantis" in told[0][1]
     await rig.service.tick()  # reported once, not on every tick
     assert len(rig.store.audit_events(action="cron.invalid")) == 1
-    assert len([d for d in rig.delivery.sent if d["source"] == "cron:broken"]) == 1
+    assert len([c for c in rig.sent.chats if c[2] == "cron:broken"]) == 1
 
 
 async def test_run_now_runs_a_job_off_schedule(rig: CronRig) -> None:

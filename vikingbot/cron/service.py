@@ -277,7 +277,7 @@ class CronService:
                 await asyncio.to_thread(self.sessions.reset, key)
             else:
                 reply = result.text
-                outcome, error = await self._finish(job, result, run_id)
+                outcome, error = await self._finish(job, result, run_id, workspace)
         except asyncio.CancelledError:
             outcome, error = "interrupted", "the bot stopped during the run"
             await asyncio.shield(self._record(job, outcome, error, run_id, manual, t0))
@@ -301,7 +301,7 @@ class CronService:
         )
 
     async def _finish(
-        self, job: CronJob, result: TurnResult, run_id: str
+        self, job: CronJob, result: TurnResult, run_id: str, workspace: Path
     ) -> tuple[str, str | None]:
         if result.ended == "timeout":
             return "timeout", result.error or "the agent turn timed out"
@@ -313,23 +313,52 @@ class CronService:
             return "noop", None
         target = job.target or self.config.bot.heartbeat.target
         text = strip_tokens(result.text or "")
-        if not await self._deliver(text, target, run_id, job.name):
+        report = await self._deliver(text, target, run_id, job.name, workspace)
+        if report is None:
             return "error", f"delivery to {target!r} failed (see the log)"
+        failed = list(getattr(report, "failed", []) or [])
+        if failed and not getattr(report, "delivered", None):
+            return "error", f"could not send to {', '.join(failed)}; kept in the inbox"
+        if getattr(report, "skipped", None) == "silent":
+            return "ok", None
         return "delivered", None
 
-    async def _deliver(self, text: str, target: str, dedupe_key: str, job_name: str) -> bool:
+    def _chats_of(self, workspace: Path | None) -> list[Any]:
+        """The chat sessions sharing ``workspace`` (what ``last`` and ``all`` choose from)."""
+        if workspace is None:
+            return []
+        chats = []
+        for meta in self.sessions.list_sessions():
+            if meta.key.type in ("cron", "heartbeat"):
+                continue
+            try:
+                if Path(self.workspaces.path_for(meta.key)) == workspace:
+                    chats.append(meta)
+            except VikingbotError:
+                continue
+        return chats
+
+    async def _deliver(
+        self,
+        text: str,
+        target: str,
+        dedupe_key: str,
+        job_name: str,
+        workspace: Path | None = None,
+    ) -> Any:
+        """Hand a result to delivery; its report, or ``None`` when delivery itself failed."""
         try:
-            await self.delivery.deliver(
+            chats = await asyncio.to_thread(self._chats_of, workspace)
+            return await self.delivery.deliver(
                 text,
                 target,
-                sessions=self.sessions,
+                sessions=chats,
                 dedupe_key=dedupe_key,
                 source=f"cron:{job_name}",
             )
         except Exception:
             logger.exception("cron: delivering {} to {} failed", dedupe_key, target)
-            return False
-        return True
+            return None
 
     async def _record(
         self, job: CronJob, outcome: str, error: str | None, run_id: str, manual: bool, t0: float
