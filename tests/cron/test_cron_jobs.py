@@ -35,6 +35,8 @@ def test_add_stores_the_job_with_its_first_run(jobs: CronJobs) -> None:
         ({"kind": "at", "expr": "2025-12-31T23:00"}, "is in the past"),
         ({"kind": "every", "expr": "30m", "prompt": "  "}, "needs a prompt"),
         ({"kind": "every", "expr": "30m", "timeout_s": 0}, "timeout must be positive"),
+        ({"kind": "every", "expr": "30m", "target": "myspace:123"}, "unknown channel 'myspace'"),
+        ({"kind": "every", "expr": "30m", "target": "slack:a b"}, "bad target"),
     ],
 )
 def test_add_refuses_invalid_jobs(jobs: CronJobs, kwargs: dict[str, object], message: str) -> None:

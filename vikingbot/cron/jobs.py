@@ -112,6 +112,17 @@ class CronJobs:
             raise CronError(f"cron job {name!r}: timeout must be positive, got {timeout_s!r}")
         if target is not None and not target.strip():
             target = None
+        if target is not None:
+            from vikingbot.delivery.targets import parse_target
+            from vikingbot.errors import DeliveryError
+
+            try:
+                parse_target(target)
+            except DeliveryError as exc:
+                raise CronError(
+                    f"cron job {name!r}: bad target {target!r}: {exc} "
+                    "(e.g. owner, last, telegram:12345, slack:C0123, dashboard)"
+                ) from exc
         now = self.clock.now()
         job = CronJob(
             name=name,
