@@ -1,0 +1,150 @@
+"""What the model sees: the system prompt from the workspace, and the history window.
+
+The system prompt is a short preamble (who and where the agent is, the time,
+whether anyone is present), then each workspace file that exists, in order:
+``SOUL.md``, ``USER.md``, ``AGENTS.md``, ``TOOLS.md``, ``memory/MEMORY.md``
+(each capped at ``MAX_FILE_CHARS``). History comes from the session: the last
+``bot.agents.history_window`` messages, repaired so a provider accepts them
+(it starts at a user message; every tool call has a result; no orphan results).
+Everything here is pure except ``read_context_files``.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from vikingbot.providers.base import ChatMessage, ToolCall
+from vikingbot.session.types import Message, SessionKey
+
+CONTEXT_FILES = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md", "memory/MEMORY.md")
+MAX_FILE_CHARS = 32_000
+MISSING_RESULT = "(no result was recorded for this tool call)"
+
+
+def read_context_files(workspace: Path) -> list[tuple[str, str]]:
+    """(name, text) of each context file that exists and is readable, in order."""
+    found: list[tuple[str, str]] = []
+    for name in CONTEXT_FILES:
+        path = workspace / name
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace").strip()
+        except OSError:
+            continue
+        if not text:
+            continue
+        if len(text) > MAX_FILE_CHARS:
+            text = text[:MAX_FILE_CHARS] + f"\n[... {name} truncated; read the rest with read_file]"
+        found.append((name, text))
+    return found
+
+
+def system_prompt(
+    workspace: Path,
+    files: list[tuple[str, str]],
+    *,
+    now: datetime,
+    timezone: str | None,
+    session_key: SessionKey,
+    metadata: dict[str, Any],
+) -> str:
+    tz = ZoneInfo(timezone) if timezone else None
+    local = now.astimezone(tz) if tz else now
+    lines = [
+        "You are vikingbot, a personal AI agent. You act for your user through tools.",
+        f"Your workspace is {workspace}; file tools and commands work inside it.",
+        f"Current time: {local:%Y-%m-%d %H:%M %Z} ({local:%A}).",
+    ]
+    if metadata.get("unattended") or metadata.get("heartbeat"):
+        lines.append(
+            "Nobody is watching this turn (it was started by a schedule): only the tools "
+            "allowed for unattended turns will run. Use the `message` tool to tell the user "
+            "anything they should see."
+        )
+    else:
+        lines.append(f"You are talking with the user in {session_key.type} chat {session_key}.")
+    lines.append(
+        "The files below say who you are (SOUL.md), who your user is (USER.md), how to work "
+        "(AGENTS.md), notes on tools (TOOLS.md) and what you remember (memory/MEMORY.md). "
+        "Update them with the file tools when you learn something that should last."
+    )
+    parts = ["\n".join(lines)]
+    for name, text in files:
+        parts.append(f"## {name}\n\n{text}")
+    return "\n\n".join(parts)
+
+
+def _calls(raw: list[dict[str, Any]] | None) -> list[ToolCall]:
+    calls: list[ToolCall] = []
+    for i, c in enumerate(raw or []):
+        args = c.get("arguments")
+        calls.append(
+            ToolCall(
+                str(c.get("id") or f"call_{i}"),
+                str(c.get("name", "")),
+                args if isinstance(args, dict) else {},
+            )
+        )
+    return calls
+
+
+def history_messages(history: list[Message]) -> list[ChatMessage]:
+    """Session messages -> chat messages a provider accepts. Pure.
+
+    Drops system messages and everything before the first user message, drops
+    tool results whose call is not in the window, and adds a placeholder result
+    for a call whose result is missing.
+    """
+    out: list[ChatMessage] = []
+    started = False
+    pending: list[ToolCall] = []
+
+    def flush() -> None:
+        for c in pending:
+            out.append(ChatMessage("tool", MISSING_RESULT, tool_call_id=c.id, name=c.name))
+        pending.clear()
+
+    for m in history:
+        if m.role == "user":
+            started = True
+        if not started or m.role == "system":
+            continue
+        if m.role == "tool":
+            match = next((c for c in pending if c.id == m.tool_call_id), None)
+            if match is None:
+                continue
+            pending.remove(match)
+            out.append(ChatMessage("tool", m.content, tool_call_id=match.id, name=match.name))
+            continue
+        flush()
+        if m.role == "assistant":
+            calls = _calls(m.tool_calls)
+            out.append(ChatMessage("assistant", m.content, tool_calls=calls))
+            pending.extend(calls)
+        elif m.role == "user":
+            out.append(ChatMessage("user", m.content))
+    flush()
+    return out
+
+
+def to_session(
+    msg: ChatMessage,
+    when: datetime,
+    *,
+    usage: dict[str, int] | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> Message:
+    """A chat message of this turn -> the session's ``Message`` record."""
+    return Message(
+        role=msg.role,
+        content=msg.content,
+        timestamp=when,
+        tool_calls=[{"id": c.id, "name": c.name, "arguments": c.arguments} for c in msg.tool_calls]
+        or None,
+        tool_call_id=msg.tool_call_id,
+        name=msg.name,
+        usage=usage,
+        metadata=dict(metadata or {}),
+    )

@@ -1,0 +1,382 @@
+"""The built-in agent loop: prompt -> model -> tools -> model ... -> reply.
+
+``BuiltinLoop.run_turn`` holds the session's turn lock for the whole turn, so a
+user turn and a background turn never interleave on one session. It builds the
+context (``context``), calls the provider with every registered tool, runs the
+tool calls the approval policy allows (``approval``), and repeats up to
+``bot.agents.max_tool_iterations`` times; then one last call with tools
+switched off ends the turn as ``turn-limit``. A tool failure goes back to the
+model as text. A provider failure ends the turn as ``error`` (nothing raised),
+except ``NotConfiguredError``, which is raised.
+
+History: the turn's messages are appended to the session in one write at the
+end. A heartbeat turn is written only when it ends with a reply that is not a
+no-op (``vikingbot.replies.is_noop``), so ``HEARTBEAT_OK`` turns leave no
+trace; background prompts carry ``{"heartbeat": true}`` so they never make a
+session fresh. An interactive turn that fails, times out or is cancelled keeps
+its prompt and the tool steps that completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from vikingbot.agent.approval import Approver
+from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
+from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, TurnResult
+from vikingbot.errors import NotConfiguredError, ToolError, VikingbotError, WorkspaceError
+from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
+from vikingbot.replies import is_noop
+from vikingbot.session.types import Message, SessionKey
+from vikingbot.tools.base import Tool, ToolContext
+
+if TYPE_CHECKING:
+    from loguru import Logger
+
+    from vikingbot.bus.bus import MessageBus
+    from vikingbot.clock import Clock
+    from vikingbot.config.schema import Config
+    from vikingbot.providers.base import Provider, ProviderResponse
+    from vikingbot.session.store import SessionStore
+    from vikingbot.workspace.manager import WorkspaceManager
+
+MAX_RESULT_CHARS = 100_000
+LIMIT_NOTE = (
+    "You have reached the tool-call limit for this turn ({n} rounds). Do not call any more "
+    "tools: answer now with what you have, and say what is left undone."
+)
+ToolObserver = Callable[[ToolCallRecord], None]
+
+
+@dataclass
+class _Turn:
+    key: SessionKey
+    metadata: dict[str, Any]
+    ctx: ToolContext
+    turn_id: str
+    log: Logger
+    result: TurnResult = field(default_factory=lambda: TurnResult(text=None))
+    writes: list[Message] = field(default_factory=list)
+    final: list[Message] = field(default_factory=list)
+
+    @property
+    def background(self) -> bool:
+        return bool(self.metadata.get("heartbeat") or self.metadata.get("unattended"))
+
+
+class BuiltinLoop:
+    """The agent loop vikingbot ships (registered as ``builtin`` in ``vikingbot.loops``)."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        sessions: SessionStore,
+        store: Any = None,
+        bus: MessageBus | None = None,
+        workspaces: WorkspaceManager | None = None,
+        provider: Provider | None = None,
+        approval_callback: ApprovalCallback | None = None,
+        clock: Clock | None = None,
+        tools: dict[str, Tool] | None = None,
+        on_tool_call: ToolObserver | None = None,
+    ) -> None:
+        from vikingbot.clock import SystemClock
+
+        self.config = config
+        self.sessions = sessions
+        self.store = store
+        self.bus = bus
+        self.workspaces = workspaces
+        self._provider = provider
+        self.approval_callback = approval_callback
+        self.clock: Clock = clock or SystemClock()
+        self._tools = tools
+        self.on_tool_call = on_tool_call
+
+    # ------------------------------------------------------------- plumbing
+
+    @property
+    def provider(self) -> Provider:
+        """The provider, created from config on first use (``NotConfiguredError`` if none)."""
+        if self._provider is None:
+            from vikingbot.providers.factory import create_provider
+
+            self._provider = create_provider(self.config)
+        return self._provider
+
+    @property
+    def tools(self) -> dict[str, Tool]:
+        if self._tools is None:
+            from vikingbot.tools.registry import load_tools
+
+            self._tools = load_tools()
+        return self._tools
+
+    def _model(self, provider: Provider) -> str:
+        model = self.config.bot.agents.model
+        if not model and getattr(provider, "needs_model", True):
+            raise NotConfiguredError(
+                "no model configured: set bot.agents.model, e.g. "
+                "vikingbot config set bot.agents.model gpt-4o-mini"
+            )
+        return model or ""
+
+    def _workspace(self, key: SessionKey, metadata: dict[str, Any]) -> Path:
+        if metadata.get("workspace"):
+            path = Path(str(metadata["workspace"]))
+        elif self.workspaces is not None:
+            path = self.workspaces.workspace_for(key)
+        else:
+            raise WorkspaceError(
+                f"no workspace for session {key}: pass metadata['workspace'] or a WorkspaceManager"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    async def aclose(self) -> None:
+        if self._provider is not None:
+            await self._provider.aclose()
+
+    # ----------------------------------------------------------------- turn
+
+    async def run_turn(
+        self, prompt: str, session_key: SessionKey | str, metadata: dict[str, Any] | None = None
+    ) -> TurnResult:
+        key = session_key if isinstance(session_key, SessionKey) else SessionKey.parse(session_key)
+        meta = dict(metadata or {})
+        provider = self.provider
+        model = self._model(provider)
+        log = logger.bind(session=str(key))
+        async with self.sessions.turn_lock(key):
+            self.sessions.get_or_create(key)
+            ctx = ToolContext(
+                workspace=self._workspace(key, meta),
+                session_key=key,
+                config=self.config,
+                bus=self.bus,
+                metadata=meta,
+                store=self.store,
+                sessions=self.sessions,
+            )
+            turn = _Turn(key, meta, ctx, uuid.uuid4().hex[:12], log)
+            log.info(
+                "turn {} started ({})", turn.turn_id, "background" if turn.background else "chat"
+            )
+            timeout = meta.get("timeout_s")
+            try:
+                async with asyncio.timeout(float(timeout) if timeout else None):
+                    await self._run(turn, provider, model, prompt)
+            except TimeoutError:
+                if not timeout:
+                    raise
+                turn.result.ended = "timeout"
+                turn.result.error = f"the turn did not finish within {float(timeout):g}s"
+                turn.result.text = None
+                log.warning("turn {} timed out after {}s", turn.turn_id, timeout)
+            except asyncio.CancelledError:
+                log.info("turn {} cancelled", turn.turn_id)
+                self._finish(turn, cancelled=True)
+                raise
+            self._finish(turn)
+        r = turn.result
+        log.info(
+            "turn {} ended {}: {} model calls, {} tools, {}+{} tokens",
+            turn.turn_id,
+            r.ended,
+            r.model_calls,
+            len(r.tool_calls),
+            r.tokens_in,
+            r.tokens_out,
+        )
+        return r
+
+    async def _run(self, turn: _Turn, provider: Provider, model: str, prompt: str) -> None:
+        agents = self.config.bot.agents
+        now = self.clock.now()
+        files = read_context_files(turn.ctx.workspace)
+        system = system_prompt(
+            turn.ctx.workspace,
+            files,
+            now=now,
+            timezone=self.config.bot.heartbeat.timezone,
+            session_key=turn.key,
+            metadata=turn.metadata,
+        )
+        history = (
+            self.sessions.read_messages(turn.key, limit=agents.history_window)
+            if agents.history_window
+            else []
+        )
+        user = ChatMessage("user", prompt)
+        messages = [ChatMessage("system", system), *history_messages(history), user]
+        turn.writes.append(to_session(user, now, metadata=self._message_meta(turn)))
+        schemas = [t.schema() for t in self.tools.values()]
+        request = ChatRequest(
+            model=model,
+            messages=messages,
+            tools=schemas,
+            max_tokens=agents.max_tokens,
+            temperature=agents.temperature,
+        )
+        for _ in range(agents.max_tool_iterations):
+            resp = await self._complete(turn, provider, request)
+            if resp is None:
+                return
+            if not resp.tool_calls:
+                self._reply(turn, resp.text, resp)
+                return
+            assistant = ChatMessage("assistant", resp.text, tool_calls=list(resp.tool_calls))
+            results = [await self._tool(turn, call) for call in resp.tool_calls]
+            request.messages += [assistant, *results]
+            usage = {"input": resp.tokens_in, "output": resp.tokens_out}
+            when = self.clock.now()
+            meta = self._message_meta(turn)
+            turn.writes.append(to_session(assistant, when, usage=usage, metadata=meta))
+            turn.writes.extend(to_session(r, when, metadata=meta) for r in results)
+        note = ChatMessage("user", LIMIT_NOTE.format(n=agents.max_tool_iterations))
+        last = ChatRequest(
+            model=model,
+            messages=[*request.messages, note],
+            tools=schemas,
+            tool_choice="none",
+            max_tokens=agents.max_tokens,
+            temperature=agents.temperature,
+        )
+        resp = await self._complete(turn, provider, last)
+        if resp is not None:
+            turn.result.ended = "turn-limit"
+            self._reply(turn, resp.text, resp)
+            turn.log.warning("turn {} hit the tool-call limit", turn.turn_id)
+
+    async def _complete(
+        self, turn: _Turn, provider: Provider, request: ChatRequest
+    ) -> ProviderResponse | None:
+        result = turn.result
+        result.model_calls += 1
+        try:
+            resp = await provider.complete(request)
+        except NotConfiguredError:
+            raise
+        except VikingbotError as exc:
+            result.ended = "error"
+            result.error = str(exc)
+            result.text = None
+            turn.log.error("turn {}: {}", turn.turn_id, exc)
+            return None
+        result.tokens_in += resp.tokens_in
+        result.tokens_out += resp.tokens_out
+        result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out)
+        return resp
+
+    def _reply(self, turn: _Turn, text: str, resp: ProviderResponse) -> None:
+        turn.result.text = text
+        usage = {"input": resp.tokens_in, "output": resp.tokens_out}
+        msg = ChatMessage("assistant", text)
+        turn.final.append(
+            to_session(msg, self.clock.now(), usage=usage, metadata=self._message_meta(turn))
+        )
+
+    async def _tool(self, turn: _Turn, call: ToolCall) -> ChatMessage:
+        text = await self._tool_text(turn, call)
+        if len(text) > MAX_RESULT_CHARS:
+            text = text[:MAX_RESULT_CHARS] + "\n[... result truncated]"
+        return ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
+
+    async def _tool_text(self, turn: _Turn, call: ToolCall) -> str:
+        _, name, args = call
+        result = turn.result
+        tool = self.tools.get(name)
+
+        def record(text: str, *, approved: bool, error: bool) -> str:
+            rec = ToolCallRecord(
+                name=name,
+                arguments=args,
+                result=text,
+                read_only=bool(tool.read_only) if tool else False,
+                approved=approved,
+                error=error,
+            )
+            result.tool_calls.append(rec)
+            if self.on_tool_call is not None:
+                self.on_tool_call(rec)
+            return text
+
+        if tool is None:
+            known = ", ".join(sorted(self.tools)) or "none"
+            return record(
+                f"Error: there is no tool {name!r} (tools: {known})", approved=False, error=True
+            )
+        if INVALID_ARGUMENTS in args:
+            return record(
+                f"Error: the arguments for {name} were not valid JSON; send a JSON object",
+                approved=False,
+                error=True,
+            )
+        try:
+            checked = tool.check_args(args)
+        except ToolError as exc:
+            return record(f"Error: {exc}", approved=False, error=True)
+        approver = Approver(self.config, store=self.store, callback=self.approval_callback)
+        decision = await approver.check(
+            name,
+            checked,
+            read_only=bool(tool.read_only),
+            session=str(turn.key),
+            metadata=turn.metadata,
+            turn_id=turn.turn_id,
+        )
+        if not decision.approved:
+            return record(
+                f"Tool call refused: {decision.reason}. Do not retry it; carry on without it "
+                "or tell the user what you need.",
+                approved=False,
+                error=False,
+            )
+        sent_before = turn.ctx.messages_sent
+        try:
+            text = await tool.run(checked, turn.ctx)
+        except ToolError as exc:
+            return record(f"Error: {exc}", approved=True, error=True)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a tool plugin's bug must not end the turn
+            turn.log.exception("tool {} crashed", name)
+            return record(
+                f"Error: {name} failed: {type(exc).__name__}: {exc}", approved=True, error=True
+            )
+        if not tool.read_only or turn.ctx.messages_sent > sent_before:
+            result.wrote = True
+        return record(str(text), approved=True, error=False)
+
+    # -------------------------------------------------------------- history
+
+    def _message_meta(self, turn: _Turn) -> dict[str, Any]:
+        meta: dict[str, Any] = {}
+        if turn.background:
+            meta["heartbeat"] = True
+        for k in ("run_id", "entry"):
+            if turn.metadata.get(k):
+                meta[k] = turn.metadata[k]
+        return meta
+
+    def _finish(self, turn: _Turn, *, cancelled: bool = False) -> None:
+        result = turn.result
+        result.messages_sent = turn.ctx.messages_sent
+        if result.messages_sent:
+            result.wrote = True
+        completed = not cancelled and result.ended in ("final", "turn-limit")
+        if turn.metadata.get("heartbeat") or turn.background:
+            ack = self.config.bot.heartbeat.ack_max_chars
+            if not completed or (turn.metadata.get("heartbeat") and is_noop(result.text, ack)):
+                turn.log.debug("turn {}: nothing written to history", turn.turn_id)
+                return
+        messages = turn.writes + (turn.final if completed else [])
+        self.sessions.append(turn.key, *messages)
