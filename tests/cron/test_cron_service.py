@@ -114,12 +114,12 @@ async def test_agent_failure_is_recorded_and_audited(rig: CronRig) -> None:
     assert rig.service.metrics["runs_error_total"] == 1
 
 
-async def test_failed_send_counts_as_an_error_and_the_result_is_kept(rig: CronRig) -> None:
+async def test_a_failed_send_is_kept_in_the_inbox(rig: CronRig) -> None:
     rig.sent.fail = True
     rig.service.jobs.add("x", "every", "1h", "Try")
     rig.clock.advance(hours=1)
     [run] = await rig.service.tick()
-    assert run.outcome == "error" and "kept in the inbox" in (run.error or "")
+    assert run.outcome == "inboxed" and "kept in the inbox" in (run.error or "")
     [kept] = rig.service.delivery.inbox.items()  # not lost: in the local inbox
     assert kept.text == "Done: 3 new mails." and "cron:x" in (kept.source or "")
 

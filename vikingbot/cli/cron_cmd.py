@@ -238,9 +238,15 @@ def run_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
         print_json(run.to_dict())
     else:
         typer.echo(f"{name}: {run.outcome} in {run.duration_s:.1f}s")
-        if run.reply and run.outcome in ("delivered", "noop"):
+        if run.reply and run.outcome in ("delivered", "inboxed", "noop", "ok"):
             typer.echo(run.reply)
-        if run.error:
+        if run.outcome == "inboxed":
+            typer.echo(
+                f"note: {run.error} (chat channels send from a running gateway; "
+                "see `vikingbot inbox`)",
+                err=True,
+            )
+        elif run.error:
             typer.echo(f"error: {run.error}", err=True)
     if run.outcome in ("error", "timeout"):
         raise typer.Exit(1)

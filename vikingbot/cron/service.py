@@ -318,7 +318,7 @@ class CronService:
             return "error", f"delivery to {target!r} failed (see the log)"
         failed = list(getattr(report, "failed", []) or [])
         if failed and not getattr(report, "delivered", None):
-            return "error", f"could not send to {', '.join(failed)}; kept in the inbox"
+            return "inboxed", f"could not send to {', '.join(failed)}; kept in the inbox"
         if getattr(report, "skipped", None) == "silent":
             return "ok", None
         return "delivered", None

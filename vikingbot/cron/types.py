@@ -11,7 +11,7 @@ KINDS: tuple[JobKind, ...] = ("at", "every", "cron")
 
 # last_outcome values: a finished run, a run in progress, or a job that cannot run.
 RunOutcome = Literal[
-    "running", "ok", "noop", "delivered", "error", "timeout", "interrupted", "invalid"
+    "running", "ok", "noop", "delivered", "inboxed", "error", "timeout", "interrupted", "invalid"
 ]
 
 
@@ -86,7 +86,7 @@ class CronRun:
     job: str
     run_id: str
     started_at: datetime
-    outcome: str  # ok | noop | delivered | error | timeout | invalid
+    outcome: str  # ok | noop | delivered | inboxed | error | timeout | interrupted
     reply: str | None = None
     error: str | None = None
     duration_s: float = 0.0
