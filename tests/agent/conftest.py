@@ -47,7 +47,8 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
-def agent_config(base_url: str, kind: str = "openai", **agents: Any) -> Config:
+def make_agent_config(base_url: str, kind: str = "openai", **agents: Any) -> Config:
+    """Config selecting ``kind`` pointed at a fake server, with ``bot.agents`` overrides."""
     return Config.model_validate(
         {
             "bot": {
@@ -59,6 +60,12 @@ def agent_config(base_url: str, kind: str = "openai", **agents: Any) -> Config:
 
 
 LoopFactory = Callable[..., BuiltinLoop]
+
+
+@pytest.fixture
+def agent_config() -> Callable[..., Config]:
+    """``agent_config(base_url, kind="openai", **agents)`` (see ``make_agent_config``)."""
+    return make_agent_config
 
 
 @pytest.fixture

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import LoopFactory, agent_config
-
+from vikingbot.agent.loop import BuiltinLoop
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.clock import FakeClock
+from vikingbot.config.schema import Config
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store.db import StateStore
@@ -32,7 +33,8 @@ def seed(sessions: SessionStore, clock: FakeClock) -> bytes:
 
 async def test_heartbeat_noop_leaves_history_untouched(
     fake_openai: FakeOpenAI,
-    make_loop: LoopFactory,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
     sessions: SessionStore,
     clock: FakeClock,
     workspace: Path,
@@ -51,7 +53,8 @@ async def test_heartbeat_noop_leaves_history_untouched(
 
 async def test_heartbeat_with_news_is_written_but_never_makes_the_session_fresh(
     fake_openai: FakeOpenAI,
-    make_loop: LoopFactory,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
     sessions: SessionStore,
     clock: FakeClock,
     workspace: Path,
@@ -75,7 +78,8 @@ async def test_heartbeat_with_news_is_written_but_never_makes_the_session_fresh(
 
 async def test_unattended_tools_follow_the_allowlist_and_are_audited(
     fake_openai: FakeOpenAI,
-    make_loop: LoopFactory,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
     workspace: Path,
     store: StateStore,
 ) -> None:
@@ -112,7 +116,10 @@ async def test_unattended_tools_follow_the_allowlist_and_are_audited(
 
 
 async def test_message_tool_in_a_background_turn(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     out: list[OutboundMessage] = []
 
@@ -143,7 +150,8 @@ async def test_message_tool_in_a_background_turn(
 
 async def test_user_turn_and_background_turn_never_interleave(
     fake_openai: FakeOpenAI,
-    make_loop: LoopFactory,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
     sessions: SessionStore,
     workspace: Path,
 ) -> None:

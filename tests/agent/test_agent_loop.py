@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import LoopFactory, agent_config
 
+from vikingbot.agent.loop import BuiltinLoop
 from vikingbot.config.schema import Config
 from vikingbot.errors import NotConfiguredError
 from vikingbot.session.store import SessionStore
@@ -32,7 +33,8 @@ async def test_multi_step_tool_turn(
     kind: str,
     fake_openai: FakeOpenAI,
     fake_anthropic: FakeAnthropic,
-    make_loop: LoopFactory,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
     sessions: SessionStore,
     workspace: Path,
 ) -> None:
@@ -78,7 +80,10 @@ async def test_multi_step_tool_turn(
 
 
 async def test_history_window_is_sent_on_the_next_turn(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     fake_openai.script([tool_call("list_dir", {}), reply("Two files."), reply("Yes.")])
     loop = make_loop(agent_config(fake_openai.base_url, history_window=10))
@@ -89,7 +94,10 @@ async def test_history_window_is_sent_on_the_next_turn(
 
 
 async def test_turn_limit_ends_with_one_call_without_tools(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     fake_openai.script(
         [tool_call("list_dir", {}), tool_call("list_dir", {}), reply("Stopping here.")]
@@ -107,7 +115,10 @@ async def test_turn_limit_ends_with_one_call_without_tools(
 
 
 async def test_tool_failures_go_back_to_the_model(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     fake_openai.script(
         [
@@ -133,7 +144,10 @@ async def test_tool_failures_go_back_to_the_model(
 
 
 async def test_a_crashing_plugin_tool_does_not_end_the_turn(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     from vikingbot.tools.base import Tool, ToolContext
 
@@ -153,7 +167,10 @@ async def test_a_crashing_plugin_tool_does_not_end_the_turn(
 
 
 async def test_interactive_writes_need_approval(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     asked: list[str] = []
 
@@ -172,7 +189,11 @@ async def test_interactive_writes_need_approval(
 
 
 async def test_provider_errors_end_the_turn_without_raising(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, sessions: SessionStore, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    sessions: SessionStore,
+    workspace: Path,
 ) -> None:
     fake_openai.script([error(401)])
     loop = make_loop(agent_config(fake_openai.base_url))
@@ -186,14 +207,19 @@ async def test_provider_errors_end_the_turn_without_raising(
     assert [(m.role, m.content) for m in sessions.read_messages(KEY)] == [("user", "hello?")]
 
 
-async def test_no_provider_configured_raises(make_loop: LoopFactory, workspace: Path) -> None:
+async def test_no_provider_configured_raises(
+    make_loop: Callable[..., BuiltinLoop], agent_config: Callable[..., Config], workspace: Path
+) -> None:
     loop = make_loop(Config())
     with pytest.raises(NotConfiguredError, match=r"set bot\.agents\.provider"):
         await loop.run_turn("hi", KEY, meta(workspace))
 
 
 async def test_turn_timeout(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
 ) -> None:
     fake_openai.script([reply("too late", delay_s=1.0)])
     loop = make_loop(agent_config(fake_openai.base_url))
@@ -203,7 +229,11 @@ async def test_turn_timeout(
 
 
 async def test_cancelled_turn_releases_the_session(
-    fake_openai: FakeOpenAI, make_loop: LoopFactory, sessions: SessionStore, workspace: Path
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    sessions: SessionStore,
+    workspace: Path,
 ) -> None:
     fake_openai.script([reply("slow", delay_s=1.0), reply("second")])
     loop = make_loop(agent_config(fake_openai.base_url))
