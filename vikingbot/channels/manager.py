@@ -161,7 +161,10 @@ class ChannelManager:
     async def resend_pending(self) -> int:
         """Send every pending outbox row (left by a crash); how many went out."""
         sent = 0
+        ours = channel_sections(self.config)
         for row in self.outbox.pending():
+            if row.channel not in ours:  # e.g. inbox bookkeeping rows of the delivery service
+                continue
             async with self._key_lock(row.dedupe_key):
                 current = self.outbox.get(row.dedupe_key)
                 if current is None or current.status != "pending":

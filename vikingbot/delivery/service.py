@@ -24,7 +24,8 @@ from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.owner import channel_sections, enabled_channels, owner_chat_for, owner_of
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
-from vikingbot.delivery.inbox import Inbox
+from vikingbot.delivery.inbox import Inbox, InboxKind
+from vikingbot.delivery.outbox import SENT, Outbox
 from vikingbot.delivery.targets import DEFAULT_SLOT, Target, parse_target
 from vikingbot.delivery.types import DeliveryReport, Destination, Resolution
 from vikingbot.errors import DeliveryError, SessionError, StoreError
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 MAX_KEY_CHARS = 200
+INBOX_CHANNEL = "dashboard"  # outbox rows that record inbox deliveries (never re-sent)
 
 
 def destination_for_session(meta: SessionMeta) -> Destination:
@@ -71,6 +73,7 @@ class DeliveryService:
         self.bus = bus
         self.clock: Clock = clock or SystemClock()
         self.inbox = Inbox(store, self.clock)
+        self.outbox = Outbox(store, self.clock)
 
     # ---- resolving (no I/O) ---------------------------------------------
 
@@ -196,20 +199,29 @@ class DeliveryService:
             return report
         several = len(res.destinations) > 1
         for dest in res.destinations:
-            if dest.kind == "chat":
-                await self._to_chat(
-                    dest, clean, source, dedupe_key_for(dedupe_key, dest, several=several), report
-                )
+            key = dedupe_key_for(dedupe_key, dest, several=several)
+            if self._already_sent(key):
+                logger.debug("delivery: {} already went to {}; not again", key, dest)
+                report.delivered.append(str(dest))
+            elif dest.kind == "chat":
+                await self._to_chat(dest, clean, source, key, report)
             else:
-                self.inbox.add(
-                    dest.slot or DEFAULT_SLOT,
-                    clean,
-                    source=source,
-                    kind="prompt" if dest.kind == "prompt" else "message",
-                )
+                self._to_inbox(dest, clean, source, key)
                 report.delivered.append(str(dest))
                 report.inboxed.append(str(dest))
         return report
+
+    def _already_sent(self, key: str) -> bool:
+        row = self.outbox.get(key)
+        return row is not None and row.status == SENT
+
+    def _to_inbox(self, dest: Destination, text: str, source: str, key: str) -> None:
+        """Put a dashboard/prompt result in the inbox, once per key (tracked in the outbox)."""
+        slot = dest.slot or DEFAULT_SLOT
+        kind: InboxKind = "prompt" if dest.kind == "prompt" else "message"
+        self.outbox.claim(OutboundMessage(INBOX_CHANNEL, slot, text, metadata={"kind": kind}), key)
+        self.inbox.add(slot, text, source=source, kind=kind)
+        self.outbox.mark_sent(key)
 
     async def _to_chat(
         self, dest: Destination, text: str, source: str, key: str, report: DeliveryReport
