@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 DEFAULT_POLL_S = 20.0
+TIMEOUT_GRACE_S = 5.0
 
 
 def session_key(job_name: str) -> SessionKey:
@@ -262,22 +263,27 @@ class CronService:
             metadata = {
                 "unattended": True,
                 "cron": job.name,
+                "actor": f"cron:{job.name}",
                 "run_id": run_id,
                 "workspace": str(workspace),
+                "timeout_s": timeout,
             }
             try:
+                # the loop ends the turn itself at timeout_s; this is the backstop
                 result: TurnResult = await asyncio.wait_for(
-                    self.agent.run_turn(cron_prompt(job), key, metadata), timeout
+                    self.agent.run_turn(cron_prompt(job), key, metadata),
+                    timeout + min(TIMEOUT_GRACE_S, timeout / 10),
                 )
             except TimeoutError:
                 outcome, error = "timeout", f"the run took longer than {timeout:g}s"
+            else:
+                reply = result.text
+                outcome, error = await self._finish(job, result, run_id, workspace)
+            if outcome == "timeout":
                 log.warning(
                     "cron: {} timed out after {}s; resetting its session", job.name, timeout
                 )
                 await asyncio.to_thread(self.sessions.reset, key)
-            else:
-                reply = result.text
-                outcome, error = await self._finish(job, result, run_id, workspace)
         except asyncio.CancelledError:
             outcome, error = "interrupted", "the bot stopped during the run"
             await asyncio.shield(self._record(job, outcome, error, run_id, manual, t0))
