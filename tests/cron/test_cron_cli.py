@@ -101,3 +101,35 @@ def test_run_without_a_provider_says_what_to_configure(cli) -> None:  # type: ig
     assert code == 1 and "no model provider configured" in err
     code, _, err = cli("cron", "run", "missing")
     assert code == 1 and "no cron job named 'missing'" in err
+
+
+def test_run_goes_through_the_configured_model(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    from vikingbot.testing.fake_openai import FakeOpenAI, reply
+
+    home = tmp_path / "home"
+    with FakeOpenAI.start() as fake:
+        home.mkdir(parents=True)
+        (home / "config.json").write_text(
+            json.dumps(
+                {
+                    "bot": {
+                        "owner": "telegram:42",
+                        "channels": {"telegram": {"enabled": True}},
+                        "agents": {"provider": "openai", "model": "gpt-test"},
+                        "providers": {"openai": {"apiBase": fake.base_url, "apiKey": "sk-test"}},
+                    }
+                }
+            )
+        )
+        fake.script([reply("Two invoices are due this week.")])
+        assert cli("cron", "add", "bills", "--every", "1d", "--prompt", "Any bills due?")[0] == 0
+        code, out, err = cli("cron", "run", "bills", "--json")
+        assert code == 0, err
+        run = json.loads(out)
+        assert run["outcome"] == "inboxed"  # no gateway here to send to Telegram: kept
+        assert run["reply"] == "Two invoices are due this week." and run["manual"] is True
+        assert "Any bills due?" in fake.requests[0].last_user_text
+    code, out, _ = cli("inbox", "--json")
+    assert code == 0 and "Two invoices are due this week." in out

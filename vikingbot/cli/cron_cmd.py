@@ -10,7 +10,7 @@ from vikingbot.cli.common import fail, get_config, print_json
 
 if TYPE_CHECKING:
     from vikingbot.cron.jobs import CronJobs
-    from vikingbot.cron.types import CronJob
+    from vikingbot.cron.types import CronJob, CronRun
     from vikingbot.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=True)
@@ -220,16 +220,26 @@ def run_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
         missing = rt.provider_problem()
         if missing:
             fail(f"cannot run {name!r}: {missing}")
+        agent = rt.agent()
         service = CronService(
             rt.config,
             store=rt.store,
-            agent=rt.agent(),
+            agent=agent,
             delivery=rt.delivery,
             sessions=rt.sessions,
             workspaces=rt.workspaces,
             clock=rt.clock,
         )
-        run = asyncio.run(service.run_now(name))
+
+        async def once() -> CronRun:
+            try:
+                return await service.run_now(name)
+            finally:
+                close = getattr(agent, "aclose", None)
+                if close is not None:
+                    await close()
+
+        run = asyncio.run(once())
     except VikingbotError as exc:
         fail(str(exc))
     finally:
