@@ -7,6 +7,9 @@ and delivers; the tool reports whether the message was accepted. With a
 ``run_id`` in the turn's metadata, the n-th message of the turn gets the dedupe
 key ``"<run_id>:<n>"`` (n from 1), so a repeated run never sends it twice.
 ``HEARTBEAT_OK``/``HEARTBEAT_KEEP`` tokens are stripped before sending.
+
+A turn whose metadata carries a ``deliver`` callable (the heartbeat's) sends
+through it instead of the bus: ``await deliver(text, target_or_None) -> bool``.
 """
 
 from __future__ import annotations
@@ -76,6 +79,16 @@ class MessageTool(Tool):
         text = strip_tokens(str(args["text"]))
         if not text:
             raise ToolError("message: nothing to send (empty text)")
+        deliver = ctx.metadata.get("deliver")
+        if callable(deliver):
+            # Background turns (heartbeat) route through the delivery service: the target
+            # (the entry's tag or bot.heartbeat.target, or this call's own) is validated
+            # there as untrusted input and refused targets fall back to the owner.
+            ctx.message_attempts += 1
+            if not await deliver(text, args.get("target") or None):
+                raise ToolError("message: the result could not be delivered")
+            ctx.messages_sent += 1
+            return "message delivered"
         if ctx.bus is None:
             raise ToolError("message: no way to send messages here; answer in your reply instead")
         target = resolve_target(args.get("target"), ctx)
