@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -87,6 +87,7 @@ class BuiltinLoop:
         clock: Clock | None = None,
         tools: dict[str, Tool] | None = None,
         on_tool_call: ToolObserver | None = None,
+        environ: Mapping[str, str] | None = None,
     ) -> None:
         from vikingbot.clock import SystemClock
 
@@ -100,6 +101,9 @@ class BuiltinLoop:
         self.clock: Clock = clock or SystemClock()
         self._tools = tools
         self.on_tool_call = on_tool_call
+        self.environ = environ
+        self._retired: list[Provider] = []
+        self._injected = provider is not None  # a given provider is kept across reconfigure
 
     # ------------------------------------------------------------- plumbing
 
@@ -109,7 +113,7 @@ class BuiltinLoop:
         if self._provider is None:
             from vikingbot.providers.factory import create_provider
 
-            self._provider = create_provider(self.config)
+            self._provider = create_provider(self.config, environ=self.environ)
         return self._provider
 
     @property
@@ -141,9 +145,24 @@ class BuiltinLoop:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
+    def reconfigure(self, config: Config) -> None:
+        """Use a reloaded config from the next turn on (a changed provider is rebuilt)."""
+        old = self.config
+        self.config = config
+        agents_changed = (old.bot.agents.provider, old.bot.agents.model) != (
+            config.bot.agents.provider,
+            config.bot.agents.model,
+        )
+        changed = agents_changed or old.bot.providers != config.bot.providers
+        if changed and self._provider is not None and not self._injected:
+            self._retired.append(self._provider)
+            self._provider = None
+
     async def aclose(self) -> None:
-        if self._provider is not None:
-            await self._provider.aclose()
+        for p in [*self._retired, *([self._provider] if self._provider else [])]:
+            await p.aclose()
+        self._retired.clear()
+        self._provider = None
 
     # ----------------------------------------------------------------- turn
 
@@ -152,6 +171,8 @@ class BuiltinLoop:
     ) -> TurnResult:
         key = session_key if isinstance(session_key, SessionKey) else SessionKey.parse(session_key)
         meta = dict(metadata or {})
+        while self._retired:
+            await self._retired.pop().aclose()
         provider = self.provider
         model = self._model(provider)
         log = logger.bind(session=str(key))

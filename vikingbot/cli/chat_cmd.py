@@ -1,9 +1,298 @@
-"""chat command(s)."""
+"""`vikingbot chat`: talk to the agent in the terminal, or send one message (`-m`).
+
+Interactive mode keeps the conversation in a session (default
+``cli:default:local``, created with ``skip_heartbeat``), renders replies as
+Markdown, shows each tool call, and asks ``Allow exec(...)? [y/N]`` before a
+tool that changes things runs. Ctrl-C cancels the current turn (or an approval
+prompt), not the program; Ctrl-D or ``/exit`` quits. ``-m`` sends one message
+and prints the reply (``--json`` for scripts); it asks for approval only when
+stdin is a terminal, otherwise such tools are refused (see ``bot.tools.auto_approve``).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+
+from vikingbot.cli.common import fail, get_config, print_json, state
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, TurnResult
+    from vikingbot.bus import OutboundMessage
+    from vikingbot.runtime import Runtime
+    from vikingbot.session.types import SessionKey
+
+DEFAULT_SESSION = "cli:default:local"
+HELP = "/exit quits (or Ctrl-D) · /reset clears this session's history · Ctrl-C cancels a turn"
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("chat")(chat)
+
+
+def chat(
+    ctx: typer.Context,
+    message: Annotated[
+        str | None, typer.Option("--message", "-m", help="Send one message, print the reply.")
+    ] = None,
+    session: Annotated[
+        str, typer.Option("--session", "-s", help="Session key (type:channel:chat).")
+    ] = DEFAULT_SESSION,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With -m: print the turn as JSON.")
+    ] = False,
+) -> None:
+    """Chat with your agent (interactive), or send one message with -m."""
+    from vikingbot.errors import SessionError
+    from vikingbot.session.types import SessionKey
+
+    if as_json and message is None:
+        fail("--json needs -m/--message", 2)
+    try:
+        key = SessionKey.parse(session)
+    except SessionError as exc:
+        fail(str(exc), 2)
+    rt = _runtime(ctx, key)
+    try:
+        if message is not None:
+            _one_shot(rt, key, message, as_json)
+        else:
+            _interactive(rt, key)
+    finally:
+        rt.close()
+
+
+def _runtime(ctx: typer.Context, key: SessionKey) -> Runtime:
+    from vikingbot.errors import VikingbotError
+    from vikingbot.logs import quiet, setup_logging
+    from vikingbot.runtime import Runtime
+
+    verbose = state(ctx).verbose
+    config, paths = get_config(ctx)
+    if verbose:
+        setup_logging(verbose=True)
+    else:
+        quiet()
+    rt = Runtime(config, paths)
+    try:
+        rt.sessions.get_or_create(key, skip_heartbeat=True)
+    except VikingbotError as exc:
+        fail(str(exc))
+    return rt
+
+
+def _loop(rt: Runtime, approve: ApprovalCallback | None, console: Console | None) -> Any:
+    """The configured loop; exits 1 with the fix when no provider is configured."""
+    from vikingbot import registry
+    from vikingbot.errors import NotConfiguredError
+    from vikingbot.providers.factory import create_provider
+
+    config = rt.config
+    kwargs: dict[str, Any] = {
+        "sessions": rt.sessions,
+        "store": rt.store,
+        "bus": rt.bus,
+        "workspaces": rt.workspaces,
+        "clock": rt.clock,
+        "approval_callback": approve,
+    }
+    try:
+        loop_cls = registry.load("loops", config.bot.agents.loop)
+        if config.bot.agents.loop == "builtin":
+            kwargs["provider"] = create_provider(config, environ=rt.environ)
+            if console is not None:
+                kwargs["on_tool_call"] = lambda rec: _show_tool(console, rec)
+        return loop_cls(config, **kwargs)
+    except NotConfiguredError as exc:
+        fail(str(exc))
+
+
+def _deliver_to(console: Console) -> Any:
+    """Outbound handler: ``message`` tool output for this terminal is printed here."""
+
+    async def handler(msg: OutboundMessage) -> bool:
+        if msg.channel != "cli":
+            console.print(
+                f"[yellow]message for {msg.channel}:{msg.chat_id} not sent: chat has no "
+                "connection to other channels (the gateway sends those)[/]"
+            )
+            return False
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+
+        console.print(Panel(Markdown(msg.text), title="message", border_style="cyan"))
+        return True
+
+    return handler
+
+
+def call_summary(name: str, args: dict[str, Any], width: int = 80) -> str:
+    """``exec(command='ls -la')``: a tool call as one short line."""
+    parts = []
+    for k, v in args.items():
+        text = repr(v)
+        if len(text) > width:
+            text = text[: width - 3] + "..."
+        parts.append(f"{k}={text}")
+    return f"{name}({', '.join(parts)})"
+
+
+def _show_tool(console: Console, rec: ToolCallRecord) -> None:
+    from rich.text import Text
+
+    line = Text("  ⚙ ", style="dim")
+    line.append(call_summary(rec.name, rec.arguments, 60), style="bold" if rec.approved else "dim")
+    if not rec.approved:
+        line.append("  refused", style="yellow")
+    elif rec.error:
+        first = rec.result.splitlines()[0] if rec.result else "error"
+        line.append(f"  {first[:100]}", style="red")
+    else:
+        line.append("  ✓", style="green")
+    console.print(line)
+
+
+def _ask(console: Console) -> ApprovalCallback:
+    async def approve(name: str, args: dict[str, Any]) -> bool:
+        prompt = f"[bold yellow]Allow[/] {_escape(call_summary(name, args))}? \\[y/N] "
+        main = threading.current_thread() is threading.main_thread()
+        old = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
+        try:
+            answer = console.input(prompt)
+        except (KeyboardInterrupt, EOFError):
+            console.print()
+            raise asyncio.CancelledError from None  # Ctrl-C at the prompt cancels the turn
+        finally:
+            if old is not None:
+                signal.signal(signal.SIGINT, old)
+        return answer.strip().lower() in ("y", "yes")
+
+    return approve
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
+    return {
+        "session": str(key),
+        "reply": r.text,
+        "ended": r.ended,
+        "error": r.error,
+        "tool_calls": [
+            {
+                "name": c.name,
+                "arguments": c.arguments,
+                "approved": c.approved,
+                "error": c.error,
+                "result": c.result[:1000],
+            }
+            for c in r.tool_calls
+        ],
+        "messages_sent": r.messages_sent,
+        "model_calls": r.model_calls,
+        "tokens_in": r.tokens_in,
+        "tokens_out": r.tokens_out,
+        "cost_usd": round(r.cost_usd, 6),
+    }
+
+
+def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None:
+    from rich.console import Console
+
+    err = Console(stderr=True)
+    approve = _ask(err) if sys.stdin.isatty() else None
+    loop = _loop(rt, approve, None if as_json else err)
+    rt.bus.set_outbound_handler(_deliver_to(err))
+
+    async def run() -> TurnResult:
+        try:
+            result: TurnResult = await loop.run_turn(message, key, {})
+            return result
+        finally:
+            if hasattr(loop, "aclose"):
+                await loop.aclose()
+
+    try:
+        result = asyncio.run(run())
+    except KeyboardInterrupt:
+        fail("cancelled", 130)
+    if as_json:
+        print_json(_turn_json(key, result))
+        if result.ended == "error":
+            raise typer.Exit(1)
+        return
+    if result.ended == "error":
+        fail(result.error or "the turn failed")
+    if result.ended == "turn-limit":
+        err.print("[yellow]stopped at the tool-call limit (bot.agents.max_tool_iterations)[/]")
+    if result.ended == "timeout":
+        fail(result.error or "the turn timed out")
+    typer.echo(result.text or "")
+
+
+def _interactive(rt: Runtime, key: SessionKey) -> None:
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console()
+    loop = _loop(rt, _ask(console), console)
+    rt.bus.set_outbound_handler(_deliver_to(console))
+    model = rt.config.bot.agents.model or rt.config.bot.agents.provider
+    console.print(f"[bold]vikingbot chat[/] · session {key} · {model}")
+    console.print(f"[dim]{HELP}[/]")
+    with asyncio.Runner() as runner:
+        try:
+            while True:
+                try:
+                    line = console.input("[bold cyan]you›[/] ")
+                except EOFError:
+                    console.print()
+                    break
+                except KeyboardInterrupt:
+                    console.print("\n[dim](Ctrl-D or /exit quits)[/]")
+                    continue
+                text = line.strip()
+                if not text:
+                    continue
+                if text in ("/exit", "/quit"):
+                    break
+                if text == "/help":
+                    console.print(f"[dim]{HELP}[/]")
+                    continue
+                if text == "/reset":
+                    rt.sessions.reset(key)
+                    console.print("[dim]history cleared[/]")
+                    continue
+                try:
+                    result = runner.run(loop.run_turn(text, key, {}))
+                except (KeyboardInterrupt, asyncio.CancelledError):
+                    console.print("[yellow]turn cancelled[/]")
+                    continue
+                _show_result(console, result, Markdown)
+        finally:
+            if hasattr(loop, "aclose"):
+                runner.run(loop.aclose())
+
+
+def _show_result(console: Console, r: TurnResult, markdown: Any) -> None:
+    if r.ended in ("error", "timeout"):
+        console.print(f"[bold red]Error:[/] {_escape(r.error or r.ended)}")
+        return
+    if r.text:
+        console.print(markdown(r.text))
+    if r.ended == "turn-limit":
+        console.print("[yellow]stopped at the tool-call limit (bot.agents.max_tool_iterations)[/]")
+    tokens = r.tokens_in + r.tokens_out
+    cost = f" · ${r.cost_usd:.4f}" if r.cost_usd else ""
+    console.print(f"[dim]{r.model_calls} model call(s) · {tokens} tokens{cost}[/]")
