@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import time
 import uuid
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -149,35 +150,47 @@ class CronService:
         for job in jobs:
             if job.name in self._running:
                 continue
-            decision = schedule.decide(job, now)
-            if decision == "invalid":
-                await self._report_invalid(job, schedule.problem(job) or "invalid")
+            try:
+                task = await self._plan(job, now)
+            except VikingbotError as exc:  # e.g. removed a moment ago
+                logger.warning("cron: {} skipped this tick: {}", job.name, exc)
                 continue
-            if job.last_outcome == "invalid":  # fixed in the database since
-                job = await asyncio.to_thread(
-                    self.jobs.update, job.name, last_outcome=None, last_error=None
-                )
-            if decision == "schedule":
-                nxt = schedule.next_run(job, now)
-                await asyncio.to_thread(self.jobs.update, job.name, next_run_at=nxt)
-                logger.info("cron: {} scheduled for {}", job.name, nxt)
-            elif decision == "run":
-                await self._claim(job, now)
-                task = asyncio.ensure_future(self._run(job, manual=False))
-                self._running[job.name] = task
-                task.add_done_callback(self._forget_task)
+            if task is not None:
                 started.append(task)
         return started
+
+    async def _plan(self, job: CronJob, now: datetime) -> asyncio.Task[CronRun] | None:
+        """Report, schedule or start one job; the run's task when it started."""
+        decision = schedule.decide(job, now)
+        if decision == "invalid":
+            await self._report_invalid(job, schedule.problem(job) or "invalid")
+            return None
+        if job.last_outcome == "invalid":  # fixed in the database since
+            job = await asyncio.to_thread(
+                self.jobs.update, job.name, last_outcome=None, last_error=None
+            )
+        if decision == "schedule":
+            nxt = schedule.next_run(job, now)
+            await asyncio.to_thread(self.jobs.update, job.name, next_run_at=nxt)
+            logger.info("cron: {} scheduled for {}", job.name, nxt)
+        if decision != "run":
+            return None
+        await self._claim(job, now)
+        task = asyncio.ensure_future(self._run(job, manual=False))
+        self._running[job.name] = task
+        task.add_done_callback(self._forget_task)
+        return task
 
     def _forget_task(self, task: asyncio.Task[CronRun]) -> None:
         for name, running in list(self._running.items()):
             if running is task:
                 del self._running[name]
 
-    async def _claim(self, job: CronJob, now: Any) -> None:
+    async def _claim(self, job: CronJob, now: datetime) -> None:
         """Move the job past this run before it starts (the catch-up rule)."""
         nxt = schedule.next_run(job, now)
-        if job.next_run_at is not None and now - job.next_run_at > self._slack():
+        late = timedelta(seconds=max(self.poll_s * 3, 60))
+        if job.next_run_at is not None and now - job.next_run_at > late:
             logger.info(
                 "cron: {} was due at {}; running once now to catch up", job.name, job.next_run_at
             )
@@ -198,11 +211,6 @@ class CronService:
                 last_run_at=now,
                 last_outcome="running",
             )
-
-    def _slack(self) -> Any:
-        from datetime import timedelta
-
-        return timedelta(seconds=max(self.poll_s * 3, 60))
 
     async def _recover(self, job: CronJob) -> CronJob:
         """A job left ``running`` by a bot that died mid-run is marked ``interrupted``."""
