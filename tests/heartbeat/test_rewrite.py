@@ -158,6 +158,19 @@ def test_entry_changed_by_the_user_is_not_moved() -> None:
     assert report.skipped and not report.applied
 
 
+def test_expected_lines_guard_against_a_changed_entry() -> None:
+    seen = parse_heartbeat(FILE).find(INBOX)
+    assert seen is not None
+    edited = FILE.replace(
+        "  and answer what is urgent\n", "  and answer what is urgent\n  <!-- ask Anna -->\n"
+    )
+    new, report = apply_moves_to_text(edited, [Delete(INBOX, expect=seen.raw)])
+    assert new == edited
+    assert report.skipped[0][1] == "the entry was changed since the cycle read it"
+    new, report = apply_moves_to_text(FILE, [Delete(INBOX, expect=seen.raw)])
+    assert report.applied and INBOX.split()[0] not in new.split("## Completed")[0]
+
+
 def test_only_the_first_of_two_identical_entries_moves() -> None:
     text = "- same\n- same\n"
     new, _ = apply_moves_to_text(text, [Delete("same")])

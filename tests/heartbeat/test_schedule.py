@@ -27,7 +27,7 @@ DAILY_9 = Schedule("daily", daily="09:00")
 
 
 def berlin(*args: int, fold: int = 0) -> datetime:
-    return datetime(*args, tzinfo=BERLIN, fold=fold)  # type: ignore[misc]
+    return datetime(*args, tzinfo=BERLIN, fold=fold)  # type: ignore[arg-type,misc]
 
 
 def run_ticks(

@@ -36,15 +36,24 @@ _PARK_TAG = re.compile(r"[ \t]?<!--\s*parked:.*?-->", re.IGNORECASE)
 
 @dataclass(frozen=True, slots=True)
 class Complete:
-    """Move the entry to ``## Completed`` as ``- [x] <text> (done YYYY-MM-DD)``."""
+    """Move the entry to ``## Completed`` as ``- [x] <text> (done YYYY-MM-DD)``.
+
+    ``expect``: the entry's ``raw`` lines as the cycle saw them. When given,
+    the move only happens if the entry is still exactly that (a user who added
+    a note or a tag to it meanwhile keeps the entry where it is).
+    """
 
     key: str
     when: date
+    expect: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Delete:
+    """Remove the entry's lines. ``expect`` as for ``Complete``."""
+
     key: str
+    expect: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,6 +166,9 @@ def _apply(doc: _Doc, move: Move) -> str | None:
     entry = doc.parse().find(move.key)
     if entry is None:
         return "no entry with this key outside ## Completed (removed or changed meanwhile)"
+    expect = move.expect if isinstance(move, Complete | Delete) else None
+    if expect is not None and entry.raw != tuple(expect):
+        return "the entry was changed since the cycle read it"
     start, stop = entry.line - 1, entry.end_line
     open_at_end = doc.ends_in_comment(start, stop)
     if doc.comment_open_before(start) or open_at_end[-1]:
@@ -320,7 +332,7 @@ def _edit_file(
         )
     lock = FileLock(str(lock_path(path)), timeout=lock_timeout)
     try:
-        with lock:
+        with lock.acquire(poll_interval=0.01):
             return _edit_locked(path, edit, create)
     except Timeout as exc:
         raise HeartbeatError(
