@@ -86,3 +86,18 @@ async def test_search_history_tool(hk: Housekeeping) -> None:
     out = await tool.run({"query": "dentist"}, ctx)
     assert SL in out and "**dentist**" in out and "2026-02-28" in out
     assert await tool.run({"query": "volcano"}, ctx) == "No matches in session history."
+
+
+async def test_two_indexers_at_once_index_each_line_once(hk_db: Housekeeping) -> None:
+    import asyncio
+
+    hk = hk_db
+    for n in range(20):
+        hk.sessions.append(f"telegram:default:{n}", hk.msg("user", f"note number {n} zebra", 1))
+    a, b = await asyncio.gather(
+        asyncio.to_thread(index_sessions, hk.store, hk.sessions.sessions_dir),
+        asyncio.to_thread(index_sessions, hk.store, hk.sessions.sessions_dir),
+    )
+    assert a.errors == [] and b.errors == []
+    assert a.docs_added + b.docs_added == 20
+    assert len(search(hk.store, "zebra", limit=100)) == 20

@@ -164,6 +164,12 @@ def _index_file(store: StateStore, path: Path, stats: IndexStats) -> None:
         return
     stats.sessions_seen += 1
     with store.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            # two indexers (the gateway, `sessions search`) take turns per session;
+            # on SQLite every transaction already begins IMMEDIATE (one writer)
+            conn.execute(
+                sa.text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": f"history:{key}"}
+            )
         cur = conn.execute(
             sa.select(history_cursor.c.lines_indexed, history_cursor.c.mtime).where(
                 history_cursor.c.session_key == key
