@@ -212,6 +212,13 @@ VALID = [
         ("github", "owner/repo#12"),
     ),
     (
+        "every: 1h only-if: work.gitlab:a+b@c title: Dotted",
+        Schedule("every", every_s=3600),
+        "Dotted",
+        None,
+        ("work.gitlab", "a+b@c"),
+    ),
+    (
         "title: Ask task: Ping https://example.com:8443/health: is it up? every: 5m",
         Schedule("every", every_s=300),
         "Ask",
@@ -324,6 +331,9 @@ ERRORS = [
     ("only-if: a|b every: 1h title: X", "never a command"),
     ("only-if: /usr/bin/check every: 1h title: X", "never a command"),
     ("only-if: gitlab:mr:extra every: 1h title: X", "never a command"),
+    ("only-if: gh:../../etc every: 1h title: X", "never a command"),
+    ("only-if: -x every: 1h title: X", "never a command"),
+    ("only-if: gh:-x every: 1h title: X", "never a command"),
     ("nur-wenn: rm -rf / alle: 1h titel: X", "nur-wenn: must name a checker"),
 ]
 

@@ -57,7 +57,11 @@ _KEY = re.compile(r"(?<!\S)(" + "|".join(sorted(_KEYS, key=len, reverse=True)) +
 _DURATION = re.compile(r"(\d{1,9})\s*([smhd])", re.I)
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _HHMM = re.compile(r"(\d{1,2}):(\d{2})")
-_CHECKER = re.compile(r"([A-Za-z0-9_-]+)(?::([A-Za-z0-9_./@#-]+))?")
+# The same rules the checker runner applies (docs/checkers.md): a name, then an
+# optional scope; both start with a letter or digit, neither can hold a command.
+_CHECKER = re.compile(
+    r"([A-Za-z0-9][A-Za-z0-9_.-]{0,63})(?::([A-Za-z0-9][A-Za-z0-9_.@+/#-]{0,199}))?"
+)
 
 
 def read_heartbeat(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
@@ -317,7 +321,7 @@ def _scheduled(entry: Entry, problems: list[str]) -> Entry:
     if "only-if" in values:
         word, value = values["only-if"]
         checker = _CHECKER.fullmatch(value)
-        if checker:
+        if checker and ".." not in value:
             only_if = (checker.group(1), checker.group(2))
         else:
             problems.append(
