@@ -108,6 +108,14 @@ class Runtime:
         """Apply a reloaded config to the parts that read it at run time."""
         self.config = config
 
+    async def aclose(self) -> None:
+        """Close the agent's provider connections, then the store."""
+        agent, self._agent = self._agent, None
+        closer = getattr(agent, "aclose", None)
+        if closer is not None:
+            await closer()
+        self.close()
+
     def close(self) -> None:
         if "store" in self.__dict__:
             self.store.close()

@@ -151,7 +151,7 @@ class Gateway:
         if self._server_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(self._server_task, timeout=5)
-        await asyncio.to_thread(self.rt.close)
+        await self.rt.aclose()
 
     # ------------------------------------------------------------ services
 
