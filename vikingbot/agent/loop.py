@@ -177,7 +177,6 @@ class BuiltinLoop:
         model = self._model(provider)
         log = logger.bind(session=str(key))
         async with self.sessions.turn_lock(key):
-            self.sessions.get_or_create(key)
             ctx = ToolContext(
                 workspace=self._workspace(key, meta),
                 session_key=key,
