@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -163,6 +164,22 @@ def test_directory_is_unreadable(tmp_path: Path) -> None:
     (tmp_path / "HEARTBEAT.md").mkdir()
     result = read_heartbeat(tmp_path / "HEARTBEAT.md")
     assert result.unreadable == "is a directory, not a file"
+
+
+def test_symbolic_link_is_not_followed(tmp_path: Path) -> None:
+    secret = tmp_path / "secrets.txt"
+    secret.write_text("API_KEY=abc\n")
+    (tmp_path / "HEARTBEAT.md").symlink_to(secret)
+    result = read_heartbeat(tmp_path / "HEARTBEAT.md")
+    assert result.unreadable == "is a symbolic link; vikingbot reads only a plain file"
+    assert result.entries == ()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_named_pipe_does_not_hang_and_is_unreadable(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "HEARTBEAT.md")
+    result = read_heartbeat(tmp_path / "HEARTBEAT.md")
+    assert result.unreadable == "is not a regular file"
 
 
 def test_malformed_entry_makes_the_file_non_empty() -> None:

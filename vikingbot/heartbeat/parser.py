@@ -7,7 +7,10 @@ The rules users rely on are written out in ``docs/heartbeat-file.md``.
 
 from __future__ import annotations
 
+import errno
+import os
 import re
+import stat
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -68,23 +71,34 @@ def read_heartbeat(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResul
     """Read and parse one HEARTBEAT.md, never guessing at a file it cannot read.
 
     A missing file gives an empty result with ``missing=True``. A file over
-    ``max_bytes``, not valid UTF-8, or not readable gives ``unreadable`` with a
-    reason meant for the user. A UTF-8 BOM and CRLF line endings are fine.
+    ``max_bytes``, not valid UTF-8, not a regular file (a symbolic link, a
+    directory, a pipe) or not readable gives ``unreadable`` with a reason meant
+    for the user. A UTF-8 BOM and CRLF line endings are fine.
+
+    Symbolic links are refused because the agent can write the workspace: a
+    link must not turn another file into heartbeat tasks. The file is opened
+    without blocking, so a named pipe cannot hang a cycle.
     """
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
+        fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return ParseResult(missing=True)
-    except IsADirectoryError:
-        return ParseResult(unreadable="is a directory, not a file")
     except OSError as exc:
+        if exc.errno == errno.ELOOP or path.is_symlink():
+            return ParseResult(unreadable="is a symbolic link; vikingbot reads only a plain file")
+        if isinstance(exc, IsADirectoryError):
+            return ParseResult(unreadable="is a directory, not a file")
         return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})")
-    if len(data) > max_bytes:
-        try:
-            size = path.stat().st_size
-        except OSError:
-            size = len(data)
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "is a directory, not a file" if stat.S_ISDIR(st.st_mode) else None
+        return ParseResult(unreadable=kind or "is not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        data = b"" if st.st_size > max_bytes else fh.read(max_bytes + 1)
+    if st.st_size > max_bytes or len(data) > max_bytes:
+        size = max(st.st_size, len(data))
         return ParseResult(
             unreadable=(
                 f"file is {size} bytes, over the limit of {max_bytes} "
