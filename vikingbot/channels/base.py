@@ -9,6 +9,7 @@ vendor SDK error) when the platform did not take it.
 
 from __future__ import annotations
 
+import asyncio
 from abc import ABC, abstractmethod
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, ClassVar
@@ -18,7 +19,7 @@ from loguru import logger
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import ChannelBase
-from vikingbot.errors import ChannelError
+from vikingbot.errors import ChannelError, VikingbotError
 
 if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
@@ -95,14 +96,16 @@ class Channel(ABC):
     async def accept(self, msg: InboundMessage) -> bool:
         """Publish an inbound message if its sender is allowed; otherwise ignore and audit."""
         if not self.allowed(msg.sender_id, msg.chat_id):
-            self._refuse(msg)
+            if self._should_audit(msg):
+                await asyncio.to_thread(self._audit_refusal, msg)
             return False
         if self._bus is None:
             raise ChannelError(f"channel {self.name!r} received a message before start()")
         await self._bus.publish_inbound(msg)
         return True
 
-    def _refuse(self, msg: InboundMessage) -> None:
+    def _should_audit(self, msg: InboundMessage) -> bool:
+        """Log every refusal; audit one sender in one chat at most once per window."""
         logger.info(
             "channel {}: ignored a message from {} in chat {} (not in allow_from)",
             self.name,
@@ -113,10 +116,13 @@ class Channel(ABC):
         who = (msg.sender_id, msg.chat_id)
         last = self._strangers_seen.get(who)
         if last is not None and now - last < STRANGER_AUDIT_EVERY:
-            return
-        self._strangers_seen[who] = now
-        if len(self._strangers_seen) > 10_000:
+            return False
+        if len(self._strangers_seen) >= 10_000:
             self._strangers_seen.clear()
+        self._strangers_seen[who] = now
+        return self._store is not None
+
+    def _audit_refusal(self, msg: InboundMessage) -> None:
         if self._store is None:
             return
         try:
@@ -128,5 +134,5 @@ class Channel(ABC):
                 reason="sender not in allow_from",
                 details={"chat_id": msg.chat_id, "thread": msg.thread, "chars": len(msg.text)},
             )
-        except Exception:
+        except VikingbotError:
             logger.exception("channel {}: could not write the audit record", self.name)

@@ -152,7 +152,7 @@ class ChannelManager:
         """
         key = msg.dedupe_key or f"auto:{uuid.uuid4().hex}"
         async with self._key_lock(key):
-            row = self.outbox.claim(msg, key)
+            row = await asyncio.to_thread(self.outbox.claim, msg, key)
             if row.status == "sent":
                 logger.debug("outbox: {} was already sent; not sending again", key)
                 return True
@@ -162,11 +162,11 @@ class ChannelManager:
         """Send every pending outbox row (left by a crash); how many went out."""
         sent = 0
         ours = channel_sections(self.config)
-        for row in self.outbox.pending():
+        for row in await asyncio.to_thread(self.outbox.pending):
             if row.channel not in ours:  # e.g. inbox bookkeeping rows of the delivery service
                 continue
             async with self._key_lock(row.dedupe_key):
-                current = self.outbox.get(row.dedupe_key)
+                current = await asyncio.to_thread(self.outbox.get, row.dedupe_key)
                 if current is None or current.status != "pending":
                     continue
                 logger.info(
@@ -185,7 +185,7 @@ class ChannelManager:
             if recovering:
                 logger.warning("outbox: {} stays pending: {}", row.dedupe_key, down)
                 return False
-            self.outbox.mark_failed(row.dedupe_key, down)
+            await asyncio.to_thread(self.outbox.mark_failed, row.dedupe_key, down)
             logger.error(
                 "outbox: {} not sent to {}:{}: {}", row.dedupe_key, row.channel, row.chat_id, down
             )
@@ -201,8 +201,9 @@ class ChannelManager:
             attempts += tried
             if error is not None:
                 channel.last_error = str(error)
-                self.outbox.attempted(row.dedupe_key, attempts, str(error))
-                self.outbox.mark_failed(row.dedupe_key, str(error))
+                await asyncio.to_thread(
+                    self.outbox.mark_failed, row.dedupe_key, str(error), attempts
+                )
                 logger.error(
                     "outbox: {} not sent to {}:{}: {}",
                     row.dedupe_key,
@@ -212,9 +213,8 @@ class ChannelManager:
                 )
                 return False
             if total > 1:
-                self.outbox.part_sent(row, index + 1)
-        self.outbox.attempted(row.dedupe_key, attempts, None)
-        self.outbox.mark_sent(row.dedupe_key)
+                await asyncio.to_thread(self.outbox.part_sent, row, index + 1)
+        await asyncio.to_thread(self.outbox.mark_sent, row.dedupe_key, attempts)
         return True
 
     @property

@@ -172,14 +172,17 @@ class Outbox:
         details = {"parts_sent": parts_sent, "metadata": row.metadata or {}}
         self._update(row.dedupe_key, details=details)
 
-    def attempted(self, dedupe_key: str, attempts: int, error: str | None) -> None:
-        self._update(dedupe_key, attempts=attempts, last_error=error)
+    def mark_sent(self, dedupe_key: str, attempts: int | None = None) -> None:
+        values: dict[str, Any] = {"status": SENT, "sent_at": self._clock.now(), "last_error": None}
+        if attempts is not None:
+            values["attempts"] = attempts
+        self._update(dedupe_key, **values)
 
-    def mark_sent(self, dedupe_key: str) -> None:
-        self._update(dedupe_key, status=SENT, sent_at=self._clock.now(), last_error=None)
-
-    def mark_failed(self, dedupe_key: str, error: str) -> None:
-        self._update(dedupe_key, status=FAILED, last_error=error[:2000])
+    def mark_failed(self, dedupe_key: str, error: str, attempts: int | None = None) -> None:
+        values: dict[str, Any] = {"status": FAILED, "last_error": error[:2000]}
+        if attempts is not None:
+            values["attempts"] = attempts
+        self._update(dedupe_key, **values)
 
     def rows(self, status: str | None = None, limit: int = 1000) -> list[OutboxRow]:
         """Rows, oldest first, optionally only those with ``status``."""

@@ -192,7 +192,7 @@ class DeliveryService:
             report.skipped = "empty"
             return report
         if res.refused:
-            self._audit_refusal(res, source)
+            await asyncio.to_thread(self._audit_refusal, res, source)
         if res.silent:
             report.skipped = "silent"
             logger.info("delivery: {} result not sent (target {!r})", source, res.target)
@@ -200,13 +200,13 @@ class DeliveryService:
         several = len(res.destinations) > 1
         for dest in res.destinations:
             key = dedupe_key_for(dedupe_key, dest, several=several)
-            if self._already_sent(key):
+            if await asyncio.to_thread(self._already_sent, key):
                 logger.debug("delivery: {} already went to {}; not again", key, dest)
                 report.delivered.append(str(dest))
             elif dest.kind == "chat":
                 await self._to_chat(dest, clean, source, key, report)
             else:
-                self._to_inbox(dest, clean, source, key)
+                await asyncio.to_thread(self._to_inbox, dest, clean, source, key)
                 report.delivered.append(str(dest))
                 report.inboxed.append(str(dest))
         return report
@@ -243,7 +243,9 @@ class DeliveryService:
         report.failed.append(str(dest))
         logger.warning("delivery: {} could not be sent to {}; kept in the inbox", source, dest)
         try:
-            self.inbox.add(DEFAULT_SLOT, text, source=f"{source} (not delivered to {dest})")
+            await asyncio.to_thread(
+                self.inbox.add, DEFAULT_SLOT, text, source=f"{source} (not delivered to {dest})"
+            )
             report.inboxed.append(f"dashboard:{DEFAULT_SLOT}")
         except StoreError:
             logger.exception("delivery: the undelivered result from {} could not be kept", source)
