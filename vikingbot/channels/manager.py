@@ -24,7 +24,7 @@ from vikingbot.channels.owner import channel_sections, owner_chat_for
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
-from vikingbot.errors import ChannelError
+from vikingbot.errors import ChannelError, VikingbotError
 
 if TYPE_CHECKING:
     from vikingbot.delivery.outbox import OutboxRow
@@ -88,11 +88,18 @@ class ChannelManager:
                 logger.info("channel {} started", name)
             except Exception as exc:
                 self._errors[name] = str(exc) or type(exc).__name__
-                logger.opt(exception=not isinstance(exc, ChannelError)).error(
+                logger.opt(exception=not isinstance(exc, VikingbotError)).error(
                     "channel {} failed to start: {}", name, exc
                 )
         self.bus.set_outbound_handler(self.deliver_outbound)
-        self._recovery = asyncio.create_task(self.resend_pending(), name="outbox-recovery")
+        self._recovery = asyncio.create_task(self._recover(), name="outbox-recovery")
+
+    async def _recover(self) -> int:
+        try:
+            return await self.resend_pending()
+        except Exception:  # supervisor boundary: the gateway keeps running
+            logger.exception("outbox: re-sending pending messages failed")
+            return 0
 
     async def wait_recovered(self) -> int:
         """Wait until the start-up re-send of pending rows is done; how many were sent."""

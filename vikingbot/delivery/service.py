@@ -226,10 +226,9 @@ class DeliveryService:
     async def _to_chat(
         self, dest: Destination, text: str, source: str, key: str, report: DeliveryReport
     ) -> None:
-        assert dest.channel is not None and dest.chat_id is not None
         msg = OutboundMessage(
-            channel=dest.channel,
-            chat_id=dest.chat_id,
+            channel=dest.channel or "",
+            chat_id=dest.chat_id or "",
             text=text,
             thread=dest.thread,
             channel_id=dest.channel_id,
