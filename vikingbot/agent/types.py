@@ -53,6 +53,8 @@ class TurnResult:
 #   reply_to: str        - delivery target for the message tool (channel:chat[:thread])
 #   run_id: str          - ledger/outbox id; used to make delivery idempotent
 #   entry: str           - HEARTBEAT.md entry title, for logs and audit
+#   actor: str           - who the audit log names (default heartbeat / unattended / user)
+#   timeout_s: float     - bound the whole turn; past it the turn ends as "timeout"
 ApprovalCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
 
 
