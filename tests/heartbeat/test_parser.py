@@ -414,3 +414,31 @@ def test_parse_results_are_shared_for_identical_text() -> None:
     b = parse_heartbeat(str(FILE))
     assert a == b
     assert isinstance(a.entries[0], Entry)
+
+
+# --- reading files again -----------------------------------------------------
+
+
+def test_a_quick_same_size_rewrite_is_never_missed(tmp_path: Path) -> None:
+    path = tmp_path / "HEARTBEAT.md"
+    path.write_text("- water the plants\n")
+    assert [e.key for e in read_heartbeat(path).tasks] == ["water the plants"]
+    path.write_text("- call the dentist\n")  # same size, same inode, same second
+    assert [e.key for e in read_heartbeat(path).tasks] == ["call the dentist"]
+
+
+def test_an_unchanged_settled_file_is_not_read_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vikingbot.heartbeat import parser
+
+    monkeypatch.setattr(parser, "_SETTLED_NS", 0)  # treat every file as settled
+    path = tmp_path / "HEARTBEAT.md"
+    path.write_text("- water the plants\n")
+    first = read_heartbeat(path)
+    assert read_heartbeat(path) is first
+    assert read_heartbeat(path, max_bytes=1024) is not first  # another cap, read again
+    path.write_text("- water the plants and the garden\n")
+    assert [e.key for e in read_heartbeat(path).tasks] == ["water the plants and the garden"]
+    path.unlink()
+    assert read_heartbeat(path).missing

@@ -11,6 +11,7 @@ import errno
 import os
 import re
 import stat
+import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import lru_cache
@@ -67,6 +68,12 @@ _CHECKER = re.compile(
 )
 
 
+# path -> (file identity, max_bytes, result); see read_heartbeat.
+_FILE_CACHE: dict[str, tuple[tuple[int, ...], int, ParseResult]] = {}
+_FILE_CACHE_MAX = 50_000
+_SETTLED_NS = 2_000_000_000
+
+
 def read_heartbeat(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
     """Read and parse one HEARTBEAT.md, never guessing at a file it cannot read.
 
@@ -78,40 +85,99 @@ def read_heartbeat(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResul
     Symbolic links are refused because the agent can write the workspace: a
     link must not turn another file into heartbeat tasks. The file is opened
     without blocking, so a named pipe cannot hang a cycle.
+
+    A cycle looks at thousands of files that rarely change, so a file whose
+    device, inode, size, mtime and ctime are unchanged since it was last read
+    is not read again. Only files that had already been left alone for two
+    seconds when read are remembered, so a quick second write within the
+    filesystem's timestamp granularity is never missed (git's "racy clean" rule).
     """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ParseResult(missing=True)
+    except OSError as exc:
+        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})")
+    problem = _file_problem(st, max_bytes)
+    if problem:
+        return ParseResult(unreadable=problem)
+    name = str(path)
+    cached = _FILE_CACHE.get(name)
+    if cached and cached[0] == _identity(st) and cached[1] == max_bytes:
+        return cached[2]
+    result, read_st = _read_file(path, max_bytes)
+    if read_st is not None and time.time_ns() - max(read_st.st_mtime_ns, read_st.st_ctime_ns) > (
+        _SETTLED_NS
+    ):
+        if len(_FILE_CACHE) >= _FILE_CACHE_MAX:
+            del _FILE_CACHE[next(iter(_FILE_CACHE))]
+        _FILE_CACHE[name] = (_identity(read_st), max_bytes, result)
+    return result
+
+
+def _identity(st: os.stat_result) -> tuple[int, ...]:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _file_problem(st: os.stat_result, max_bytes: int) -> str | None:
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link; vikingbot reads only a plain file"
+    if stat.S_ISDIR(st.st_mode):
+        return "is a directory, not a file"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if st.st_size > max_bytes:
+        return _too_big(st.st_size, max_bytes)
+    return None
+
+
+def _too_big(size: int, max_bytes: int) -> str:
+    return f"file is {size} bytes, over the limit of {max_bytes} (bot.heartbeat.max_file_bytes)"
+
+
+def _read_file(path: Path, max_bytes: int) -> tuple[ParseResult, os.stat_result | None]:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return ParseResult(missing=True)
+        return ParseResult(missing=True), None
     except OSError as exc:
-        if exc.errno == errno.ELOOP or path.is_symlink():
-            return ParseResult(unreadable="is a symbolic link; vikingbot reads only a plain file")
-        if isinstance(exc, IsADirectoryError):
-            return ParseResult(unreadable="is a directory, not a file")
-        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})")
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode):
+        if exc.errno == errno.ELOOP:
+            return ParseResult(unreadable=_file_problem(os.lstat(path), max_bytes)), None
+        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
+    try:
+        st = os.fstat(fd)
+        problem = _file_problem(st, max_bytes)
+        if problem:
+            return ParseResult(unreadable=problem), None
+        data = _read_at_most(fd, st.st_size, max_bytes + 1)
+    except OSError as exc:
+        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
+    finally:
         os.close(fd)
-        kind = "is a directory, not a file" if stat.S_ISDIR(st.st_mode) else None
-        return ParseResult(unreadable=kind or "is not a regular file")
-    with os.fdopen(fd, "rb") as fh:
-        data = b"" if st.st_size > max_bytes else fh.read(max_bytes + 1)
-    if st.st_size > max_bytes or len(data) > max_bytes:
-        size = max(st.st_size, len(data))
-        return ParseResult(
-            unreadable=(
-                f"file is {size} bytes, over the limit of {max_bytes} "
-                "(bot.heartbeat.max_file_bytes)"
-            )
-        )
+    if len(data) > max_bytes:  # it grew while being read
+        return ParseResult(unreadable=_too_big(len(data), max_bytes)), None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return ParseResult(
-            unreadable=f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        )
-    return parse_heartbeat(text)
+        reason = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        return ParseResult(unreadable=reason), st
+    return parse_heartbeat(text), (st if len(data) == st.st_size else None)
+
+
+def _read_at_most(fd: int, expected: int, limit: int) -> bytes:
+    """Read to EOF or ``limit`` bytes; sized by ``expected`` so the common case is one call."""
+    chunks: list[bytes] = []
+    total = 0
+    want = min(expected + 1, limit)
+    while total < limit:
+        chunk = os.read(fd, want)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+        want = min(65536, limit - total)
+    return b"".join(chunks)
 
 
 def parse_heartbeat(text: str) -> ParseResult:
