@@ -223,10 +223,14 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
             if hasattr(loop, "aclose"):
                 await loop.aclose()
 
+    from vikingbot.errors import VikingbotError
+
     try:
         result = asyncio.run(run())
     except KeyboardInterrupt:
         fail("cancelled", 130)
+    except VikingbotError as exc:  # e.g. a plugin loop's NotConfiguredError
+        fail(str(exc))
     if as_json:
         print_json(_turn_json(key, result))
         if result.ended == "error":
@@ -244,6 +248,8 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
 def _interactive(rt: Runtime, key: SessionKey) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
+
+    from vikingbot.errors import VikingbotError
 
     console = Console()
     loop = _loop(rt, _ask(console), console)
@@ -278,6 +284,9 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
                     result = runner.run(loop.run_turn(text, key, {}))
                 except (KeyboardInterrupt, asyncio.CancelledError):
                     console.print("[yellow]turn cancelled[/]")
+                    continue
+                except VikingbotError as exc:
+                    console.print(f"[bold red]Error:[/] {_escape(str(exc))}")
                     continue
                 _show_result(console, result, Markdown)
         finally:
