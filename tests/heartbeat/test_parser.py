@@ -423,6 +423,9 @@ def test_a_quick_same_size_rewrite_is_never_missed(tmp_path: Path) -> None:
     path = tmp_path / "HEARTBEAT.md"
     path.write_text("- water the plants\n")
     assert [e.key for e in read_heartbeat(path).tasks] == ["water the plants"]
+    from vikingbot.heartbeat import parser
+
+    assert str(path) not in parser._FILE_CACHE  # too fresh to be trusted
     path.write_text("- call the dentist\n")  # same size, same inode, same second
     assert [e.key for e in read_heartbeat(path).tasks] == ["call the dentist"]
 
@@ -436,6 +439,7 @@ def test_an_unchanged_settled_file_is_not_read_again(
     path = tmp_path / "HEARTBEAT.md"
     path.write_text("- water the plants\n")
     first = read_heartbeat(path)
+    assert parser._FILE_CACHE[str(path)][2] is first  # remembered, so not opened again
     assert read_heartbeat(path) is first
     path.write_text("- water the plants and the garden\n")
     assert [e.key for e in read_heartbeat(path).tasks] == ["water the plants and the garden"]
