@@ -221,7 +221,7 @@ async def test_turn_timeout(
     agent_config: Callable[..., Config],
     workspace: Path,
 ) -> None:
-    fake_openai.script([reply("too late", delay_s=1.0)])
+    fake_openai.script([reply("too late", delay_s=0.6)])
     loop = make_loop(agent_config(fake_openai.base_url))
     result = await loop.run_turn("hi", KEY, meta(workspace, timeout_s=0.2))
     assert result.ended == "timeout"
@@ -235,7 +235,7 @@ async def test_cancelled_turn_releases_the_session(
     sessions: SessionStore,
     workspace: Path,
 ) -> None:
-    fake_openai.script([reply("slow", delay_s=1.0), reply("second")])
+    fake_openai.script([reply("slow", delay_s=0.6), reply("second")])
     loop = make_loop(agent_config(fake_openai.base_url))
     task = asyncio.create_task(loop.run_turn("first", KEY, meta(workspace)))
     while not fake_openai.requests:
@@ -246,3 +246,23 @@ async def test_cancelled_turn_releases_the_session(
     result = await asyncio.wait_for(loop.run_turn("again", KEY, meta(workspace)), 5)
     assert result.text == "second"
     assert [m.content for m in sessions.read_messages(KEY)] == ["first", "again", "second"]
+
+
+async def test_reconfigure_switches_provider_and_environ_supplies_the_key(
+    fake_openai: FakeOpenAI,
+    fake_anthropic: FakeAnthropic,
+    make_loop: Callable[..., BuiltinLoop],
+    agent_config: Callable[..., Config],
+    workspace: Path,
+) -> None:
+    cfg = agent_config(fake_openai.base_url)
+    cfg.bot.providers["openai"].api_key = None
+    fake_openai.require_key = "sk-from-dotenv"
+    loop = make_loop(cfg, environ={"OPENAI_API_KEY": "sk-from-dotenv"})
+    fake_openai.script([reply("from openai")])
+    assert (await loop.run_turn("one", KEY, meta(workspace))).text == "from openai"
+
+    fake_anthropic.script([reply("from anthropic")])
+    loop.reconfigure(agent_config(fake_anthropic.base_url, "anthropic"))
+    assert (await loop.run_turn("two", KEY, meta(workspace))).text == "from anthropic"
+    assert len(fake_openai.requests) == 1 and len(fake_anthropic.requests) == 1
