@@ -144,6 +144,15 @@ def test_park_marks_the_entry_and_unpark_removes_the_mark() -> None:
     assert apply_moves_to_text(FILE, [Unpark("Feed")])[1].skipped[0][1] == "not parked"
 
 
+def test_park_reason_can_never_close_the_comment_early() -> None:
+    text = "- Ping\n- Pong\n"
+    for reason in ("a ---> b", "--->", "x ------> y", "ends with -", "  ", "line\nbreak -->"):
+        parked, _ = apply_moves_to_text(text, [Park("Ping", reason)])
+        result = parse_heartbeat(parked)
+        assert [e.key for e in result.entries] == ["Ping", "Pong"], parked
+        assert result.entries[0].parked
+
+
 def test_park_keeps_other_tags() -> None:
     text = "- Ping <!-- deliver:owner -->\n"
     parked, _ = apply_moves_to_text(text, [Park("Ping", "failed")])
@@ -219,6 +228,8 @@ def test_add_entry_to_template_flat_file_and_crlf() -> None:
     assert add_entry("", "b") == "- b"
     with pytest.raises(HeartbeatError):
         add_entry("- a\n", "   ")
+    with pytest.raises(HeartbeatError, match="never closes"):
+        add_entry("- a\n- b\n", "Call Bob <!-- hides everything below")
 
 
 # --- files, locks ------------------------------------------------------------

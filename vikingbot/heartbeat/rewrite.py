@@ -251,6 +251,13 @@ def add_entry(text: str, entry_text: str) -> str:
     body = [line.strip() for line in entry_text.strip().split("\n") if line.strip()]
     if not body:
         raise HeartbeatError("a new HEARTBEAT.md entry needs some text")
+    open_ = False
+    for line in body:
+        open_ = strip_comments(line, open_)[1]
+    if open_:
+        raise HeartbeatError(
+            "a new HEARTBEAT.md entry opens an HTML comment (<!--) it never closes"
+        )
     new = [f"- {body[0]}"] + [f"  {line}" for line in body[1:]]
     doc = _Doc(text)
     heads = [h for h in doc.parse().headings if starts_section(h)]
@@ -276,8 +283,11 @@ def add_entry(text: str, entry_text: str) -> str:
 
 def _clean(reason: str) -> str:
     """A reason that cannot end the HTML comment early."""
-    flat = " ".join(reason.split()).replace("--", "-").strip("-")
-    return (flat[:200] or "parked").strip()
+    flat = " ".join(reason.split())
+    while "--" in flat:
+        flat = flat.replace("--", "-")
+    flat = flat[:200].strip(" -")
+    return flat or "parked"
 
 
 def apply_moves(path: Path, moves: Sequence[Move], *, lock_timeout: float = 10) -> RewriteReport:
