@@ -82,10 +82,14 @@ async def test_search_history_tool(hk: Housekeeping) -> None:
         session_key=SessionKey.parse(TG),
         config=Config(),
         store=hk.store,
+        sessions=hk.sessions,
     )
     out = await tool.run({"query": "dentist"}, ctx)
     assert SL in out and "**dentist**" in out and "2026-02-28" in out
     assert await tool.run({"query": "volcano"}, ctx) == "No matches in session history."
+    hk.sessions.append(TG, hk.msg("user", "a volcano erupted on the news", 0))
+    out = await tool.run({"query": "volcano"}, ctx)  # said a moment ago: found too
+    assert TG in out and "**volcano**" in out
 
 
 async def test_two_indexers_at_once_index_each_line_once(hk_db: Housekeeping) -> None:

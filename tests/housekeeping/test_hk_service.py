@@ -47,8 +47,7 @@ async def test_an_index_failure_is_counted_and_the_next_run_works(hk: Housekeepi
     hk.sessions.append("telegram:default:1", hk.msg("user", "before the outage", 1))
     with hk.store.engine.begin() as conn:
         history_cursor.drop(conn)  # the database breaks under the indexer
-    first = await hk.service.index_now()
-    assert first is not None and first.docs_added == 0 and len(first.errors) == 1
+    assert await hk.service.index_now() is None  # logged, counted, not raised
     assert hk.service.metrics["index_failures_total"] == 1
     with hk.store.engine.begin() as conn:
         history_cursor.create(conn)

@@ -145,24 +145,44 @@ def _cursor_ok(conn: Connection, key: str, lines: list[bytes], indexed: int) -> 
     return doc is not None and doc.content == content
 
 
-def _index_file(store: StateStore, path: Path, stats: IndexStats) -> None:
+def _cursor_mtimes(store: StateStore) -> dict[str, float | None]:
+    import sqlalchemy as sa
+
+    from vikingbot.store.tables import history_cursor
+
+    with store.engine.connect() as conn:
+        rows = conn.execute(sa.select(history_cursor.c.session_key, history_cursor.c.mtime))
+        return {r[0]: r[1] for r in rows}
+
+
+def _index_file(
+    store: StateStore, path: Path, stats: IndexStats, seen_mtimes: dict[str, float | None]
+) -> None:
     import sqlalchemy as sa
 
     from vikingbot.store.tables import history_cursor, history_docs
 
     try:
-        mtime = path.stat().st_mtime
-        data = path.read_bytes()
+        mtime = path.stat().st_mtime  # before reading: a later change is seen next time
+        with path.open("rb") as fh:
+            key = session_key_of(fh.readline())
     except FileNotFoundError:
         return  # removed since we listed it
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()  # the newline after the last line
-    key = session_key_of(lines[0]) if lines else None
     if key is None:
         stats.errors.append(f"{path}: no metadata line; not indexed")
         return
     stats.sessions_seen += 1
+    if key in seen_mtimes and seen_mtimes[key] == mtime:
+        return  # unchanged since the last run: not even read
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the newline after the last line
+    if not lines or session_key_of(lines[0]) != key:
+        return  # replaced by another session's file meanwhile; next run
     with store.engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             # two indexers (the gateway, `sessions search`) take turns per session;
@@ -221,9 +241,10 @@ def index_sessions(store: StateStore, sessions_dir: Path) -> IndexStats:
     from sqlalchemy.exc import SQLAlchemyError
 
     stats = IndexStats()
+    seen_mtimes = _cursor_mtimes(store)
     for path in session_files(Path(sessions_dir)):
         try:
-            _index_file(store, path, stats)
+            _index_file(store, path, stats, seen_mtimes)
         except (OSError, SQLAlchemyError) as exc:
             # e.g. another process indexed the same lines at the same moment
             logger.warning("history index: {} not indexed this time: {}", path.name, exc)

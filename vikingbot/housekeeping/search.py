@@ -135,7 +135,8 @@ class SearchHistoryTool(Tool):
 
     name: ClassVar[str] = "search_history"
     description: ClassVar[str] = (
-        "Full-text search over past conversations (all sessions). Returns matching "
+        "Full-text search over past conversations (all sessions, up to the current "
+        "turn). Returns matching "
         "messages with session, time (UTC), role and a snippet. Words match by prefix; "
         'put a phrase in double quotes, e.g. "quarterly report".'
     )
@@ -163,5 +164,15 @@ class SearchHistoryTool(Tool):
         limit = min(max(int(args.get("limit") or 10), 1), 50)
         if ctx.store is None:
             raise ToolError("search_history: no state database in this context")
-        hits = await asyncio.to_thread(search, ctx.store, query, limit)
+        sessions_dir = getattr(ctx.sessions, "sessions_dir", None)
+        hits = await asyncio.to_thread(_fresh_search, ctx.store, sessions_dir, query, limit)
         return format_hits(hits)
+
+
+def _fresh_search(store: StateStore, sessions_dir: Any, query: str, limit: int) -> list[SearchHit]:
+    """Index what is new (cheap: unchanged files are not read), then search."""
+    if sessions_dir is not None:
+        from vikingbot.housekeeping.index import index_sessions
+
+        index_sessions(store, sessions_dir)
+    return search(store, query, limit)
