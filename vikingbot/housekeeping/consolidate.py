@@ -130,6 +130,9 @@ def consolidate_idle(
     for meta in sessions.list_sessions():
         if meta.key.type in SKIP_TYPES or now - meta.updated_at < idle_after:
             continue
+        through = _through(meta.metadata.get(META_KEY))
+        if meta.last_user_at is None or (through is not None and meta.last_user_at <= through):
+            continue  # nothing from the user since the last section: not even read
         stats.sessions_seen += 1
         try:
             if consolidate_session(sessions, workspaces, meta.key, now):
