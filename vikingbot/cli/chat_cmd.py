@@ -11,10 +11,7 @@ stdin is a terminal, otherwise such tools are refused (see ``bot.tools.auto_appr
 
 from __future__ import annotations
 
-import asyncio
-import signal
 import sys
-import threading
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -161,6 +158,10 @@ def _show_tool(console: Console, rec: ToolCallRecord) -> None:
 
 def _ask(console: Console) -> ApprovalCallback:
     async def approve(name: str, args: dict[str, Any]) -> bool:
+        import asyncio
+        import signal
+        import threading
+
         prompt = f"[bold yellow]Allow[/] {_escape(call_summary(name, args))}? \\[y/N] "
         main = threading.current_thread() is threading.main_thread()
         old = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
@@ -223,6 +224,8 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
             if hasattr(loop, "aclose"):
                 await loop.aclose()
 
+    import asyncio
+
     from vikingbot.errors import VikingbotError
 
     try:
@@ -246,6 +249,8 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
 
 
 def _interactive(rt: Runtime, key: SessionKey) -> None:
+    import asyncio
+
     from rich.console import Console
     from rich.markdown import Markdown
 

@@ -5,7 +5,6 @@ The ``--json`` shapes are a contract scripts rely on (see docs/heartbeat.md).
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -85,6 +84,8 @@ def run_now_cmd(
     ] = False,
 ) -> None:
     """Run one cycle now and print each result."""
+    import asyncio
+
     rt, svc = _service(ctx)
     problem = rt.provider_problem()
 
@@ -248,6 +249,8 @@ def check_cmd(
     workspace: WorkspaceOpt = None,
 ) -> None:
     """Run an entry's `only-if:` checker now; print has-work, signature and context."""
+    import asyncio
+
     from vikingbot.heartbeat.checkers import run_check
 
     rt, svc = _service(ctx)
