@@ -1,0 +1,148 @@
+"""CLI cold start: wall time of `vikingbot --help` and `vikingbot status` in fresh processes.
+
+Each command runs ``--runs`` times (default 10) as ``python -m vikingbot ...``
+with ``VIKINGBOT_HOME`` set to a temporary folder whose config was created
+beforehand, so the runs measure the steady state a user sees, not first start.
+Byte-code is cached under a temporary ``PYTHONPYCACHEPREFIX`` and warmed by one
+unmeasured run, as an installed package would have it (``--no-bytecode-cache``
+measures with compilation on every start instead). The figures are the median
+and the minimum wall time, plus the median CPU time (user + system) of the
+child, which a busy machine inflates much less than wall time.
+
+For ``--help`` it then prints the ten modules with the largest cumulative
+import time (``python -X importtime``, best of three runs per module), so a
+heavy import that slipped into the CLI's start path is easy to spot.
+
+    uv run python bench/cli_cold_start.py [--runs 10] [--no-bytecode-cache]
+
+Target: median under 300 ms for each command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+TARGET_MS = 300.0
+COMMANDS = (["--help"], ["status"])
+
+
+def child_env(home: Path, pycache: Path | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
+    env["VIKINGBOT_HOME"] = str(home)
+    env.pop("PYTHONPROFILEIMPORTTIME", None)
+    if pycache is None:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env.pop("PYTHONPYCACHEPREFIX", None)
+    else:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    return env
+
+
+def run_once(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall ms, CPU ms) of one fresh ``python -m vikingbot <args>``; fails loudly on error."""
+    with tempfile.TemporaryFile() as errors:
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vikingbot", *args],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall_ms = (time.perf_counter() - started) * 1000
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            errors.seek(0)
+            text = errors.read().decode(errors="replace")
+            raise SystemExit(f"vikingbot {' '.join(args)} exited {code}:\n{text}")
+    return wall_ms, (usage.ru_utime + usage.ru_stime) * 1000
+
+
+def import_times(args: list[str], env: dict[str, str], cwd: Path) -> dict[str, tuple[int, int]]:
+    """module -> (self us, cumulative us) from one ``python -X importtime`` run."""
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "vikingbot", *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    out: dict[str, tuple[int, int]] = {}
+    for line in proc.stderr.splitlines():
+        if not line.startswith("import time:") or "self [us]" in line:
+            continue
+        self_us, cum_us, name = line.removeprefix("import time:").split("|", 2)
+        out[name.strip()] = (int(self_us), int(cum_us))
+    return out
+
+
+def top_imports(
+    args: list[str], env: dict[str, str], cwd: Path, *, repeats: int = 3, top: int = 10
+) -> list[tuple[str, int, int]]:
+    best: dict[str, tuple[int, int]] = {}
+    for _ in range(repeats):
+        for name, (self_us, cum_us) in import_times(args, env, cwd).items():
+            old = best.get(name)
+            best[name] = (self_us, cum_us) if old is None or cum_us < old[1] else old
+    ranked = sorted(best.items(), key=lambda item: item[1][1], reverse=True)
+    return [(name, s, c) for name, (s, c) in ranked[:top]]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="fresh processes per command")
+    parser.add_argument(
+        "--no-bytecode-cache",
+        action="store_true",
+        help="compile every module on every start (as with PYTHONDONTWRITEBYTECODE=1)",
+    )
+    opts = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="vikingbot-cold-") as tmp:
+        root = Path(tmp)
+        home = root / "home"
+        home.mkdir()
+        pycache = None if opts.no_bytecode_cache else root / "pycache"
+        env = child_env(home, pycache)
+        # creates the config and data folders, and warms the byte-code cache
+        for args in COMMANDS:
+            run_once(args, env, root)
+        assert (home / "config.json").is_file(), "status did not create the config"
+
+        cache = "off (compiled every start)" if pycache is None else "warm"
+        print(f"python {sys.version.split()[0]}, byte-code cache {cache}, {opts.runs} runs each")
+        misses = []
+        for args in COMMANDS:
+            samples = [run_once(args, env, root) for _ in range(opts.runs)]
+            walls = [w for w, _ in samples]
+            cpus = [c for _, c in samples]
+            median = statistics.median(walls)
+            name = "vikingbot " + " ".join(args)
+            print(
+                f"{name:<18} median {median:6.0f} ms  min {min(walls):6.0f} ms  "
+                f"(CPU median {statistics.median(cpus):5.0f} ms)  target < {TARGET_MS:.0f} ms"
+            )
+            if median >= TARGET_MS:
+                misses.append(name)
+
+        print("\nvikingbot --help: top 10 modules by cumulative import time (best of 3)")
+        print(f"{'cumulative':>12} {'self':>9}  module")
+        for module, self_us, cum_us in top_imports(["--help"], env, root):
+            print(f"{cum_us / 1000:9.1f} ms {self_us / 1000:6.1f} ms  {module}")
+        if misses:
+            print(f"\nover target: {', '.join(misses)}")
+
+
+if __name__ == "__main__":
+    main()
