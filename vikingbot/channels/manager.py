@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -38,7 +38,9 @@ class ChannelManager:
 
     ``retry_delay_s`` is the first backoff between send attempts; it doubles
     per attempt (capped at 30 s). The number of retries is
-    ``bot.channels.send_retries``.
+    ``bot.channels.send_retries``. ``on_resent`` is awaited with each message
+    that a previous run left pending and this one sent (the gateway records it
+    in the chat's history, as a delivery that did not crash would have).
     """
 
     def __init__(
@@ -49,6 +51,7 @@ class ChannelManager:
         store: StateStore,
         clock: Clock | None = None,
         retry_delay_s: float = 0.5,
+        on_resent: Callable[[OutboundMessage], Awaitable[None]] | None = None,
     ) -> None:
         from vikingbot.delivery.outbox import Outbox
 
@@ -57,6 +60,7 @@ class ChannelManager:
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self.retry_delay_s = retry_delay_s
+        self.on_resent = on_resent
         self.outbox = Outbox(store, self.clock)
         self._channels: dict[str, Channel] = {}
         self._errors: dict[str, str] = {}
@@ -181,6 +185,13 @@ class ChannelManager:
                 )
                 if await self._send_row(current, recovering=True):
                     sent += 1
+                    if self.on_resent is not None:
+                        try:
+                            await self.on_resent(current.message())
+                        except VikingbotError as exc:
+                            logger.warning(
+                                "outbox: re-sent {}; afterwards: {}", row.dedupe_key, exc
+                            )
         return sent
 
     async def _send_row(self, row: OutboxRow, *, recovering: bool = False) -> bool:

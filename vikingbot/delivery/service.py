@@ -30,7 +30,7 @@ from vikingbot.delivery.targets import DEFAULT_SLOT, Target, parse_target
 from vikingbot.delivery.types import DeliveryReport, Destination, Resolution
 from vikingbot.errors import DeliveryError, SessionError, StoreError
 from vikingbot.replies import strip_tokens
-from vikingbot.session.types import Message, SessionMeta
+from vikingbot.session.types import Message, SessionKey, SessionMeta
 
 if TYPE_CHECKING:
     from vikingbot.session.store import SessionStore
@@ -46,6 +46,16 @@ def destination_for_session(meta: SessionMeta) -> Destination:
     return Destination.chat(
         meta.key.type, chat, thread or None, channel_id=meta.key.channel_id, session=meta.key
     )
+
+
+def _history_metadata(source: str, dest: Destination) -> dict[str, str]:
+    """Outbound metadata: where the result came from and the session that records it.
+
+    Kept with the outbox row, so a message re-sent after a crash is still
+    recorded in the right chat's history (:meth:`DeliveryService.record_resent`).
+    """
+    key = dest.session_key
+    return {"source": source, "session": str(key)} if key is not None else {"source": source}
 
 
 def dedupe_key_for(base: str, dest: Destination, *, several: bool) -> str:
@@ -233,11 +243,11 @@ class DeliveryService:
             thread=dest.thread,
             channel_id=dest.channel_id,
             dedupe_key=key,
-            metadata={"source": source},
+            metadata=_history_metadata(source, dest),
         )
         if await self.bus.send(msg):
             report.delivered.append(str(dest))
-            await self._record(dest, text, source)
+            await self._record(dest.session_key, text, source)
             return
         report.failed.append(str(dest))
         logger.warning("delivery: {} could not be sent to {}; kept in the inbox", source, dest)
@@ -249,9 +259,28 @@ class DeliveryService:
         except StoreError:
             logger.exception("delivery: the undelivered result from {} could not be kept", source)
 
-    async def _record(self, dest: Destination, text: str, source: str) -> None:
+    async def record_resent(self, msg: OutboundMessage) -> None:
+        """Record a result the channel manager re-sent after a restart in its chat's history.
+
+        :meth:`deliver` records a result once the platform took it; when the
+        process died before that, the outbox re-sends the message on the next
+        start and this records it then (the session is in the message's
+        metadata). Messages that did not come from :meth:`deliver` (a chat
+        reply the agent already wrote into history) carry no session and are
+        left alone.
+        """
+        source, session = msg.metadata.get("source"), msg.metadata.get("session")
+        if not isinstance(source, str) or not isinstance(session, str):
+            return
+        try:
+            key = SessionKey.parse(session)
+        except SessionError as exc:
+            logger.warning("delivery: re-sent {}, but not recorded: {}", msg.dedupe_key, exc)
+            return
+        await self._record(key, msg.text, source)
+
+    async def _record(self, key: SessionKey | None, text: str, source: str) -> None:
         """Write the delivered text into the chat's history (bookkeeping: not fresh)."""
-        key = dest.session_key
         if key is None:
             return
         message = Message(

@@ -180,7 +180,11 @@ class Gateway:
             from vikingbot.channels.manager import ChannelManager
 
             self.channels = ChannelManager(
-                cfg, bus=self.rt.bus, store=self.rt.store, clock=self.rt.clock
+                cfg,
+                bus=self.rt.bus,
+                store=self.rt.store,
+                clock=self.rt.clock,
+                on_resent=self.rt.delivery.record_resent,
             )
             await self.channels.start()
             for row in self.channels.status():
