@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.e2e.conftest import HB_KEY, OWNER_ID, TEMPLATE_HEAD, Home, poll, with_tasks
+from tests.e2e.conftest import HB_KEY, OWNER_ID, OWNER_KEY, TEMPLATE_HEAD, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import reply, tool_call
 from vikingbot.testing.gateway_proc import GatewayProcess
 
@@ -44,6 +44,11 @@ def test_one_task_one_turn_and_its_message_reaches_the_owner_once(
     assert (run["workspace"], run["reason"], run["outcome"]) == ("shared", "due", "delivered")
     assert run["model_calls"] == 2
     assert [r for r in home.outbox() if r.status != "sent"] == []
+    # the owner's chat history records what was sent, so a reply to it has context
+    history = home.sessions().read_messages(OWNER_KEY)
+    assert [m.content for m in history if m.role == "assistant"] == [
+        "The nightly build is red since 02:10."
+    ]
 
 
 def test_heartbeat_ok_sends_nothing_and_leaves_history_unchanged(

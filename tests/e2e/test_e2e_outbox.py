@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 
-from tests.e2e.conftest import OWNER_ID, Home, poll, with_tasks
+from tests.e2e.conftest import OWNER_ID, OWNER_KEY, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import tool_call
 from vikingbot.testing.gateway_proc import GatewayProcess
 
@@ -53,3 +53,6 @@ def test_a_message_pending_at_a_crash_arrives_exactly_once_after_restart(
     assert home.telegram.sent == sent  # exactly once
     assert len(home.llm.requests) == 1  # the restart did not run the turn again
     assert "re-sending" in second.output
+    # delivered after the crash, and like any delivery recorded in the owner's chat
+    history = home.sessions().read_messages(OWNER_KEY)
+    assert [m.content for m in history if m.role == "assistant"] == [TEXT]
