@@ -56,7 +56,7 @@ SCHEMA: dict[str, set[str]] = {
         "budget_day", "cost_today", "hb_session_generation", "hb_session_prompts",
         "last_checklist_at", "last_cycle_at", "last_decision", "last_decision_at",
         "last_outcome", "last_reason", "last_run_at", "paused", "paused_at",
-        "paused_reason", "skip_count", "tokens_today", "workspace",
+        "paused_reason", "tokens_today", "workspace",
     },
     "history_cursor": {"lines_indexed", "mtime", "session_key"},
     "history_docs": {"at", "content", "id", "line_no", "role", "session_key"},

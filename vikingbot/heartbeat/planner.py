@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from vikingbot.config.schema import HeartbeatConfig
@@ -61,6 +61,7 @@ class WorkspaceInput:
     state: WorkspaceState
     entries: Mapping[str, EntryState] = field(default_factory=dict)
     busy: bool = False
+    memo_key: Any = None  # what the decisions depend on (the service's quiet-workspace memo)
 
 
 def session_skip(meta: SessionMeta, now: datetime, stale_after_s: float) -> str | None:

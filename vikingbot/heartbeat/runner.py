@@ -57,7 +57,6 @@ class UnitRunner:
         now = svc.now()
         eligible = [m for m in wsin.sessions if session_skip(m, now, svc.cfg.stale_after) is None]
         hb_key = svc.heartbeat_session_key(wsin.name)
-        await asyncio.to_thread(svc.rt.sessions.get_or_create, hb_key, True)
         moves: list[Any] = []
         rows: list[LedgerRow] = []
         ws = wsin.state
@@ -85,7 +84,6 @@ class UnitRunner:
         if rows:
             last = rows[-1]
             ws.last_decision, ws.last_reason, ws.last_decision_at = last.decision, last.reason, now
-            ws.skip_count = 0
         if ran:
             ws.last_outcome, ws.last_run_at = ran[-1].outcome, now
             ws.hb_session_prompts += len(ran)
@@ -99,8 +97,10 @@ class UnitRunner:
 
             ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
             await svc._notify(wsin.name, "budget", budget_text(wsin.name))
-        await asyncio.to_thread(svc.state.record, rows)
-        await asyncio.to_thread(svc.state.save_workspace, ws)
+        # written with the rest of the cycle's results in one transaction (see run_cycle);
+        # the in-memory state is current at once, so the next plan sees it
+        svc.state.cache_workspace(ws)
+        self.report.finished.append((rows, ws))
         self.report.rows.extend(rows)
 
     def _should_recycle(self, prompts: int, ran: list[LedgerRow]) -> bool:
@@ -207,8 +207,11 @@ class UnitRunner:
                 st.retries = 0
             if unit.kind == "task" and turn.outcome in ("completed", "delivered", "ok-empty"):
                 when = now.astimezone(svc.tz()).date()
+                # expect: only move the entry as this cycle read it (a note added meanwhile stays)
                 moves.append(
-                    Delete(entry.key) if cfg.on_complete == "delete" else Complete(entry.key, when)
+                    Delete(entry.key, expect=entry.raw)
+                    if cfg.on_complete == "delete"
+                    else Complete(entry.key, when, expect=entry.raw)
                 )
                 row.outcome = "completed" if turn.outcome != "delivered" else "delivered"
             if unit.kind == "scheduled" and not failed:

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from vikingbot.runtime import Runtime
 
 IGNORED_SESSION_TYPES = frozenset({"heartbeat", "cron"})
+# Skips that depend only on the sessions and the file, never on the clock's cadence.
+QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
 GLOBAL = "*"
 
 
@@ -56,6 +58,8 @@ class CycleReport:
     started_at: datetime
     decisions: list[Decision] = field(default_factory=list)
     rows: list[LedgerRow] = field(default_factory=list)  # one per run and per recorded skip
+    # (ledger rows, new workspace state) per finished workspace, written at the cycle's end
+    finished: list[tuple[list[LedgerRow], WorkspaceState]] = field(default_factory=list)
 
     def results(self) -> list[dict[str, Any]]:
         """The `run-now --json` contract: one object per decision."""
@@ -95,8 +99,11 @@ class HeartbeatService:
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
         self._stopping = False
-        self._files: dict[Path, tuple[int, int, ParseResult]] = {}
+        self._files: dict[str, tuple[int, int, ParseResult]] = {}
         self._folded: dict[tuple[str, str | None, str | None], str] = {}
+        self._ws_of: dict[tuple[str, SessionKey], str] = {}
+        self._grouped: Any = None
+        self._quiet: dict[str, tuple[Any, list[Decision]]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ basics
@@ -131,22 +138,23 @@ class HeartbeatService:
 
     # ------------------------------------------------------------ reading
 
-    def read_file(self, path: Path) -> ParseResult:
+    def read_file(self, path: Path | str) -> ParseResult:
         """HEARTBEAT.md parsed, re-read only when its mtime or size changed."""
         from vikingbot.heartbeat.parser import read_heartbeat
 
+        key = str(path)
         try:
-            st = path.stat()
+            st = os.stat(key)
         except FileNotFoundError:
-            self._files.pop(path, None)
+            self._files.pop(key, None)
             return ParseResult(missing=True)
         except OSError as exc:
             return ParseResult(unreadable=f"cannot stat: {exc.strerror}")
-        cached = self._files.get(path)
+        cached = self._files.get(key)
         if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
             return cached[2]
-        result = read_heartbeat(path, max_bytes=self.cfg.max_file_bytes)
-        self._files[path] = (st.st_mtime_ns, st.st_size, result)
+        result = read_heartbeat(Path(key), max_bytes=self.cfg.max_file_bytes)
+        self._files[key] = (st.st_mtime_ns, st.st_size, result)
         return result
 
     def workspace_id(self, path: Path) -> str:
@@ -155,23 +163,64 @@ class HeartbeatService:
         except ValueError:
             return path.name
 
+    def _workspace_of(self, key: SessionKey) -> str:
+        """Workspace name of a session (cached: resolving a path costs syscalls)."""
+        mode = self.rt.config.bot.sandbox.mode
+        cached = self._ws_of.get((mode, key))
+        if cached is None:
+            cached = self.workspace_id(self.rt.workspaces.path_for(key))
+            self._ws_of[(mode, key)] = cached
+        return cached
+
     def workspace_path(self, name: str) -> Path:
         return self.rt.paths.workspace_root / name
 
-    def collect(self, only: str | None = None) -> list[WorkspaceInput]:
-        """Sessions grouped by workspace, with their files and state (blocking I/O)."""
-        from vikingbot.heartbeat.planner import session_skip
+    def _groups(self) -> tuple[dict[str, list[SessionMeta]], dict[str, datetime | None]]:
+        """Sessions by workspace, and until when each workspace has an eligible session.
 
+        Rebuilt only when the session listing changed (see ``SessionStore.snapshot``).
+        """
+        version, metas = self.rt.sessions.snapshot()
+        key = (version, self.rt.config.bot.sandbox.mode, self.cfg.stale_after)
+        if self._grouped is not None and self._grouped[0] == key:
+            return self._grouped[1], self._grouped[2]
         groups: dict[str, list[SessionMeta]] = defaultdict(list)
-        for meta in self.rt.sessions.list_sessions():
-            if meta.key.type in IGNORED_SESSION_TYPES:
-                continue
-            name = self.workspace_id(self.rt.workspaces.path_for(meta.key))
-            if only is None or name == only:
-                groups[name].append(meta)
-        if only is not None and only not in groups:
-            groups[only] = []
-        if only is None:  # workspaces nobody talks to: shown as no-sessions, never read
+        for meta in metas:
+            if meta.key.type not in IGNORED_SESSION_TYPES:
+                groups[self._workspace_of(meta.key)].append(meta)
+        stale = timedelta(seconds=self.cfg.stale_after)
+        fresh_until: dict[str, datetime | None] = {}
+        for name, members in groups.items():
+            times = [m.last_user_at for m in members if m.last_user_at and not m.skip_heartbeat]
+            fresh_until[name] = max(times) + stale if times else None
+        self._grouped = (key, dict(groups), fresh_until)
+        return self._grouped[1], fresh_until
+
+    def collect(
+        self, only: str | None = None, *, include_idle: bool = True
+    ) -> list[WorkspaceInput]:
+        """Sessions grouped by workspace, with their files and state (blocking I/O).
+
+        ``include_idle`` adds workspace folders no session uses (for plan/status).
+        """
+        inputs, _ = self._scan(only, include_idle=include_idle, memo=False)
+        return inputs
+
+    def _scan(
+        self,
+        only: str | None,
+        *,
+        include_idle: bool,
+        memo: bool,
+    ) -> tuple[list[WorkspaceInput], list[Decision]]:
+        """Inputs for the planner; with ``memo`` (a callable), quiet workspaces whose
+        sessions and file did not change reuse their previous decisions instead."""
+        self.state.refresh()
+        groups, fresh_until = self._groups()
+        if only is not None:
+            groups = {only: groups.get(only, [])}
+        elif include_idle:  # nobody talks to these: shown as no-sessions
+            groups = dict(groups)
             root = self.rt.paths.workspace_root
             if root.is_dir():
                 with os.scandir(root) as it:
@@ -180,20 +229,38 @@ class HeartbeatService:
                             groups[d.name] = []
         now = self.now()
         ws_states = self.state.all_workspaces()
-        need_entries = []
-        inputs = []
+        root_s = str(self.rt.paths.workspace_root)
+        listing = self._grouped[0] if self._grouped else None
+        need_entries: list[WorkspaceInput] = []
+        inputs: list[WorkspaceInput] = []
+        reused: list[Decision] = []
+        quiet = self._quiet
         for name in sorted(groups):
-            sessions = groups[name]
-            eligible = any(session_skip(m, now, self.cfg.stale_after) is None for m in sessions)
-            parsed = (
-                self.read_file(self.workspace_path(name) / "HEARTBEAT.md") if eligible else None
-            )
+            until = fresh_until.get(name)
+            eligible = until is not None and now <= until
+            state = ws_states.get(name)
+            path = os.path.join(root_s, name, "HEARTBEAT.md") if eligible else None
+            sig: Any = None
+            if path is not None:
+                try:
+                    st = os.stat(path)
+                    sig = (st.st_mtime_ns, st.st_size)
+                except OSError:
+                    sig = "missing"
+            mkey = (listing, eligible, sig, state.paused if state else False)
+            if memo and name not in self._busy:
+                hit = quiet.get(name)
+                if hit is not None and hit[0] == mkey:
+                    reused.extend(hit[1])
+                    continue
+            parsed = self.read_file(path) if path is not None else None
             wsin = WorkspaceInput(
                 name=name,
-                sessions=sessions,
+                sessions=groups[name],
                 parsed=parsed,
-                state=ws_states.get(name) or WorkspaceState(workspace=name),
+                state=state or WorkspaceState(workspace=name),
                 busy=name in self._busy,
+                memo_key=mkey,
             )
             if parsed is not None and not parsed.is_empty:
                 need_entries.append(wsin)
@@ -202,7 +269,7 @@ class HeartbeatService:
             everything = self.state.all_entries()
             for wsin in need_entries:
                 wsin.entries = {k: v for (w, k), v in everything.items() if w == wsin.name}
-        return inputs
+        return inputs, reused
 
     # ------------------------------------------------------------ planning
 
@@ -224,22 +291,50 @@ class HeartbeatService:
         return None
 
     def plan(
-        self, trigger: Trigger = "scheduled", *, workspace: str | None = None, force: bool = False
+        self,
+        trigger: Trigger = "scheduled",
+        *,
+        workspace: str | None = None,
+        force: bool = False,
+        include_idle: bool = True,
     ) -> tuple[list[Decision], list[WorkspaceInput]]:
         """What a cycle would do now; no model call, no writes."""
+        reused, fresh, inputs = self._plan(
+            trigger, workspace=workspace, force=force, include_idle=include_idle, memo=False
+        )
+        return reused + fresh, inputs
+
+    def _plan(
+        self,
+        trigger: Trigger,
+        *,
+        workspace: str | None,
+        force: bool,
+        include_idle: bool,
+        memo: bool,
+    ) -> tuple[list[Decision], list[Decision], list[WorkspaceInput]]:
+        """(reused quiet decisions, freshly planned decisions, planner inputs).
+
+        ``memo`` (the gateway's cycles): a quiet workspace (stale, template, no
+        sessions) whose sessions and file are unchanged reuses its last decisions.
+        """
         why = self.global_skip(trigger, force)
         if why:
-            return [Decision(GLOBAL, "skip", why)], []
-        inputs = self.collect(workspace)
+            return [], [Decision(GLOBAL, "skip", why)], []
+        inputs, reused = self._scan(workspace, include_idle=include_idle, memo=memo)
         now = self.now()
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
         decisions: list[Decision] = []
         for wsin in inputs:
-            decisions += plan_workspace(
-                wsin, cfg=self.cfg, now=now, tz=tz, trigger=trigger, today=today
-            )
-        return decisions, inputs
+            mine = plan_workspace(wsin, cfg=self.cfg, now=now, tz=tz, trigger=trigger, today=today)
+            decisions += mine
+            if memo:
+                if all(d.decision == "skip" and d.reason in QUIET_REASONS for d in mine):
+                    self._quiet[wsin.name] = (wsin.memo_key, mine)
+                else:
+                    self._quiet.pop(wsin.name, None)
+        return reused, decisions, inputs
 
     def problems(self, inputs: list[WorkspaceInput]) -> list[dict[str, Any]]:
         """Malformed entries and unreadable files, for plan/status and the owner."""
@@ -281,12 +376,20 @@ class HeartbeatService:
         report = CycleReport(uuid.uuid4().hex[:12], trigger, now)
         if self.metrics:
             self.metrics.cycles.inc()
-        decisions, inputs = await asyncio.to_thread(
-            self.plan, trigger, workspace=workspace, force=force
+        reused, decisions, inputs = await asyncio.to_thread(
+            lambda: self._plan(
+                trigger, workspace=workspace, force=force, include_idle=False, memo=True
+            )
         )
-        report.decisions = decisions
+        report.decisions = reused + decisions
         await asyncio.to_thread(self._remember_entries, inputs, now)
         await self._tell_problems(inputs)
+        if self.metrics:
+            # reused decisions were recorded in the ledger when they were first made
+            for reason, n in Counter(
+                d.reason for d in report.decisions if d.decision == "skip"
+            ).items():
+                self.metrics.heartbeat_skips.labels(reason).inc(n)
 
         by_ws: dict[str, list[Decision]] = defaultdict(list)
         for d in decisions:
@@ -300,8 +403,6 @@ class HeartbeatService:
             wsin = inputs_by_name.get(name)
             for d in ds:
                 if d.decision == "skip":
-                    if self.metrics:
-                        self.metrics.heartbeat_skips.labels(d.reason).inc()
                     row = self._fold(report, d, trigger)
                     if row is not None:
                         skips.append(row)
@@ -322,15 +423,12 @@ class HeartbeatService:
                 ):
                     ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
                     await self._notify(name, "budget", budget_text(name))
+                    ws.last_decision = None  # force the write below
                 if ws.last_reason != last_skip.reason or ws.last_decision != "skip":
-                    ws.skip_count = 0
-                ws.last_decision, ws.last_reason, ws.last_decision_at = (
-                    "skip",
-                    last_skip.reason,
-                    now,
-                )
-                ws.skip_count += 1
-                ws_updates.append(ws)
+                    # a new streak: written once; repeats of it cost nothing
+                    ws.last_decision, ws.last_reason = "skip", last_skip.reason
+                    ws.last_decision_at = now
+                    ws_updates.append(ws)
         await asyncio.to_thread(self.state.record, skips)
         await asyncio.to_thread(self.state.save_workspaces, ws_updates)
         report.rows.extend(skips)
@@ -351,12 +449,26 @@ class HeartbeatService:
         for wsin, todo in runs:
             self._busy.add(wsin.name)
             task = asyncio.create_task(one(wsin, todo), name=f"heartbeat:{wsin.name}")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._track(task)
             tasks.append(task)
-        if wait and tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+
+        async def finish() -> None:
+            try:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            finally:
+                await asyncio.to_thread(self.state.finish, report.finished)
+
+        if not tasks:
+            return report
+        if wait:
+            await finish()
+        else:
+            self._track(asyncio.create_task(finish(), name="heartbeat:finish"))
         return report
+
+    def _track(self, task: asyncio.Task[Any]) -> None:
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _remember_entries(self, inputs: list[WorkspaceInput], now: datetime) -> None:
         """Store when each entry was first seen (a new scheduled entry waits one interval)."""
@@ -431,9 +543,7 @@ class HeartbeatService:
         return g.last_cycle_at + interval
 
     def _mark_cycle(self, at: datetime) -> None:
-        g = self.state.workspace(GLOBAL)
-        g.last_cycle_at = at
-        self.state.save_workspace(g)
+        self.state.mark_cycle(GLOBAL, at)
 
     async def run_forever(self, stop: asyncio.Event | None = None) -> None:
         """Tick at ``interval_seconds`` from the persisted last cycle (at most one catch-up)."""
@@ -469,6 +579,7 @@ class HeartbeatService:
         ws = self.state.workspace(workspace)
         ws.paused, ws.paused_reason, ws.paused_at = True, reason, self.now()
         self.state.save_workspace(ws)
+        self.state.bump_generation(GLOBAL)  # a running gateway re-reads workspace rows
 
     def resume(self, workspace: str) -> None:
         ws = self.state.workspace(workspace)
@@ -477,6 +588,7 @@ class HeartbeatService:
             ws.budget_day = None  # resume lifts today's budget stop
             ws.tokens_today, ws.cost_today = 0, 0.0
         self.state.save_workspace(ws)
+        self.state.bump_generation(GLOBAL)
         self.state.clear_notice(workspace, "budget", budget_text(workspace))
 
     def heartbeat_session_key(self, workspace: str) -> SessionKey:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, delete, desc, insert, select, update
+from sqlalchemy import and_, bindparam, delete, desc, insert, select, update
 
 from vikingbot.store.db import StateStore
 from vikingbot.store.tables import heartbeat_entries, heartbeat_runs, heartbeat_workspaces, notices
@@ -35,7 +35,6 @@ class WorkspaceState:
     last_decision: str | None = None
     last_reason: str | None = None
     last_decision_at: datetime | None = None
-    skip_count: int = 0
     last_outcome: str | None = None
     last_run_at: datetime | None = None
 
@@ -94,6 +93,7 @@ class HeartbeatState:
     def __init__(self, store: StateStore) -> None:
         self.store = store
         self._ws: dict[str, WorkspaceState] | None = None
+        self._generation: int | None = None
 
     # ------------------------------------------------------------ workspaces
 
@@ -108,6 +108,45 @@ class HeartbeatState:
 
     def reload(self) -> None:
         """Forget the cache (another process, e.g. `heartbeat pause`, changed rows)."""
+        self._ws = None
+
+    def refresh(self, marker: str = "*") -> None:
+        """Reload the cached rows when another process bumped the generation marker."""
+        with self.store.engine.connect() as conn:
+            gen = conn.execute(
+                select(heartbeat_workspaces.c.hb_session_generation).where(
+                    heartbeat_workspaces.c.workspace == marker
+                )
+            ).scalar()
+        if gen != self._generation:
+            self._ws = None
+            self._generation = gen
+
+    def bump_generation(self, marker: str = "*") -> None:
+        with self.store.engine.begin() as conn:
+            done = conn.execute(
+                update(heartbeat_workspaces)
+                .where(heartbeat_workspaces.c.workspace == marker)
+                .values(hb_session_generation=heartbeat_workspaces.c.hb_session_generation + 1)
+            )
+            if done.rowcount == 0:
+                conn.execute(
+                    insert(heartbeat_workspaces).values(workspace=marker, hb_session_generation=1)
+                )
+        self._ws = None
+
+    def mark_cycle(self, marker: str, at: datetime) -> None:
+        """Store when the last cycle started (only that column: the marker row is shared)."""
+        with self.store.engine.begin() as conn:
+            done = conn.execute(
+                update(heartbeat_workspaces)
+                .where(heartbeat_workspaces.c.workspace == marker)
+                .values(last_cycle_at=at)
+            )
+            if done.rowcount == 0:
+                conn.execute(
+                    insert(heartbeat_workspaces).values(workspace=marker, last_cycle_at=at)
+                )
         self._ws = None
 
     def workspace(self, name: str) -> WorkspaceState:
@@ -130,21 +169,56 @@ class HeartbeatState:
         cache[ws.workspace] = ws
 
     def save_workspaces(self, states: list[WorkspaceState]) -> None:
-        """Write several workspace rows in one transaction (folded skip decisions)."""
+        """Write several workspace rows in one transaction (new skip streaks)."""
         if not states:
             return
-        cache = self._load_ws()
         with self.store.engine.begin() as conn:
-            for ws in states:
-                values = {k: getattr(ws, k) for k in _WS_FIELDS}
-                done = conn.execute(
-                    update(heartbeat_workspaces)
-                    .where(heartbeat_workspaces.c.workspace == ws.workspace)
-                    .values(**values)
-                )
-                if done.rowcount == 0:
-                    conn.execute(insert(heartbeat_workspaces).values(**values))
-                cache[ws.workspace] = ws
+            self._upsert(conn, states)
+        self._load_ws().update({ws.workspace: ws for ws in states})
+
+    def cache_workspace(self, ws: WorkspaceState) -> None:
+        self._load_ws()[ws.workspace] = ws
+
+    def finish(self, finished: list[tuple[list[LedgerRow], WorkspaceState]]) -> None:
+        """Ledger rows and workspaces' new state, all in one transaction."""
+        if not finished:
+            return
+        cache = self._load_ws()
+        rows = [r.row() for batch, _ in finished for r in batch]
+        states = {ws.workspace: ws for _, ws in finished}
+        with self.store.engine.begin() as conn:
+            if rows:
+                conn.execute(insert(heartbeat_runs), rows)
+            self._upsert(conn, list(states.values()))
+        cache.update(states)
+
+    def _upsert(self, conn: Any, states: list[WorkspaceState]) -> None:
+        """Insert or update workspace rows with two executemany statements."""
+        names = [ws.workspace for ws in states]
+        t = heartbeat_workspaces
+        existing = set()
+        for i in range(0, len(names), 500):
+            chunk = names[i : i + 500]
+            existing |= set(
+                conn.execute(select(t.c.workspace).where(t.c.workspace.in_(chunk))).scalars()
+            )
+        new = [
+            {k: getattr(ws, k) for k in _WS_FIELDS} for ws in states if ws.workspace not in existing
+        ]
+        old = [
+            {**{f"v_{k}": getattr(ws, k) for k in _WS_FIELDS}}
+            for ws in states
+            if ws.workspace in existing
+        ]
+        if new:
+            conn.execute(insert(t), new)
+        if old:
+            stmt = (
+                update(t)
+                .where(t.c.workspace == bindparam("v_workspace"))
+                .values({k: bindparam(f"v_{k}") for k in _WS_FIELDS if k != "workspace"})
+            )
+            conn.execute(stmt, old)
 
     # ------------------------------------------------------------ entries
 

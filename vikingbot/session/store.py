@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -25,6 +26,9 @@ from vikingbot.clock import Clock, SystemClock
 from vikingbot.errors import SessionError
 from vikingbot.session import codec
 from vikingbot.session.types import Message, SessionKey, SessionMeta
+
+FULL_RESCAN_S = 60.0  # re-stat every file at least this often
+DIR_MTIME_SETTLE_NS = 2_000_000_000  # trust a folder mtime only once it is this old
 
 if TYPE_CHECKING:
     import asyncio
@@ -46,6 +50,10 @@ class SessionStore:
         self._file_locks: dict[str, FileLock] = {}
         self._turn_locks: dict[SessionKey, asyncio.Lock] = {}
         self._meta_cache: dict[str, tuple[tuple[int, int, int], SessionMeta]] = {}
+        self._listing_version = 0
+        self._dir_listing: (
+            tuple[tuple[int, int], float, list[SessionMeta], list[SessionError]] | None
+        ) = None
 
     # ----------------------------------------------------------------- paths
 
@@ -122,6 +130,34 @@ class SessionStore:
         found = self._read_meta_obj(self.path_for(k), k)
         return None if found is None else found[1]
 
+    def _cached_listing(self) -> tuple[os.stat_result | None, Any]:
+        """(folder stat, the last listing if it is still valid, else None)."""
+        try:
+            dst = os.stat(self.sessions_dir)
+        except FileNotFoundError:
+            return None, None
+        listed = self._dir_listing
+        if (
+            listed is not None
+            and listed[0] == (dst.st_ino, dst.st_mtime_ns)
+            and time.monotonic() - listed[1] < FULL_RESCAN_S
+        ):
+            return dst, listed
+        return dst, None
+
+    def snapshot(self) -> tuple[int, list[SessionMeta]]:
+        """The listing shared, not copied (treat it as read-only), and its version.
+
+        The version changes whenever the listing was rebuilt, so a caller can keep
+        work derived from it (the heartbeat groups sessions by workspace) until then.
+        """
+        _, listed = self._cached_listing()
+        if listed is not None:
+            return self._listing_version, listed[2]
+        found = self.list_sessions()
+        self._listing_version += 1
+        return self._listing_version, found
+
     def list_sessions(self, errors: list[SessionError] | None = None) -> list[SessionMeta]:
         """Every session's metadata, most recently updated first.
 
@@ -131,6 +167,18 @@ class SessionStore:
         """
         found: list[SessionMeta] = []
         cache: dict[str, tuple[tuple[int, int, int], SessionMeta]] = {}
+        # Every write replaces a file by rename, which changes the folder's mtime: an
+        # unchanged folder (older than the mtime granularity) needs no per-file stat.
+        # A full pass still runs at least once a minute (for hand edits in place).
+        dst, listed = self._cached_listing()
+        if listed is not None:
+            if errors is not None:
+                errors.extend(listed[3])
+            return [_copy_meta(m) for m in listed[2]]
+        dir_sig = (dst.st_ino, dst.st_mtime_ns) if dst is not None else None
+        listed_at = time.monotonic()
+        trusted = dst is not None and time.time_ns() - dst.st_mtime_ns > DIR_MTIME_SETTLE_NS
+        seen_errors: list[SessionError] = []
         try:
             entries = list(os.scandir(self.sessions_dir))
         except FileNotFoundError:
@@ -152,6 +200,7 @@ class SessionStore:
                     result = self._read_meta_obj(Path(entry.path))
                 except SessionError as exc:
                     logger.warning("skipping session file: {}", exc)
+                    seen_errors.append(exc)
                     if errors is not None:
                         errors.append(exc)
                     continue
@@ -159,18 +208,14 @@ class SessionStore:
                     continue
                 meta = result[1]
             cache[name] = (sig, meta)
-            found.append(
-                SessionMeta(
-                    meta.key,
-                    meta.created_at,
-                    meta.updated_at,
-                    meta.last_user_at,
-                    dict(meta.metadata),
-                )
-            )
+            found.append(_copy_meta(meta))
         self._meta_cache = cache
         found.sort(key=lambda m: (m.key.type, m.key.channel_id, m.key.chat_id))
         found.sort(key=lambda m: m.updated_at, reverse=True)
+        if trusted and dir_sig is not None:
+            self._dir_listing = (dir_sig, listed_at, [_copy_meta(m) for m in found], seen_errors)
+        else:
+            self._dir_listing = None
         return found
 
     def _read_lines(self, path: Path) -> list[bytes]:
@@ -336,6 +381,12 @@ def _first_line(path: str) -> bytes | None:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def _copy_meta(meta: SessionMeta) -> SessionMeta:
+    return SessionMeta(
+        meta.key, meta.created_at, meta.updated_at, meta.last_user_at, dict(meta.metadata)
+    )
 
 
 def _copy_body(source: Path, out: IO[bytes]) -> None:

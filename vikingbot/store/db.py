@@ -108,6 +108,9 @@ def _sqlite_engine(url: URL) -> Engine:
             cursor.execute("PRAGMA foreign_keys = ON")
             if not in_memory:
                 cursor.execute("PRAGMA journal_mode = WAL")
+                # WAL + NORMAL: a crash of the process loses nothing committed; only a
+                # power cut may lose the last commits. Saves an fsync per transaction.
+                cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
 

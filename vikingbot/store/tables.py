@@ -95,11 +95,10 @@ heartbeat_workspaces = Table(
     Column("hb_session_prompts", Integer, nullable=False, default=0),
     Column("hb_session_generation", Integer, nullable=False, default=0),
     Column("last_checklist_at", UtcDateTime()),  # last checklist-mode run (cadence)
-    # the latest decision; identical consecutive skips are folded into skip_count
+    # the latest decision and since when it holds (identical skips are not re-written)
     Column("last_decision", String(10)),
     Column("last_reason", String(50)),
     Column("last_decision_at", UtcDateTime()),
-    Column("skip_count", Integer, nullable=False, default=0),
     Column("last_outcome", String(30)),
     Column("last_run_at", UtcDateTime()),
 )
