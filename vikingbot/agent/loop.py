@@ -104,6 +104,7 @@ class BuiltinLoop:
         self.environ = environ
         self._retired: list[Provider] = []
         self._injected = provider is not None  # a given provider is kept across reconfigure
+        self._provider_lock = asyncio.Lock()
 
     # ------------------------------------------------------------- plumbing
 
@@ -114,6 +115,28 @@ class BuiltinLoop:
             from vikingbot.providers.factory import create_provider
 
             self._provider = create_provider(self.config, environ=self.environ)
+        return self._provider
+
+    async def ensure_provider(self) -> Provider:
+        """The provider, created in a worker thread on first use.
+
+        Importing a model SDK takes long enough (seconds on a cold disk) to stall
+        every other coroutine if done on the event loop; turns that start together
+        wait for the one creation.
+        """
+        if self._provider is None:
+            async with self._provider_lock:
+                if self._provider is None:
+                    from vikingbot.providers.factory import create_provider
+
+                    def build() -> Provider:
+                        provider = create_provider(self.config, environ=self.environ)
+                        warm = getattr(provider, "warm_up", None)
+                        if warm is not None:
+                            warm()
+                        return provider
+
+                    self._provider = await asyncio.to_thread(build)
         return self._provider
 
     @property
@@ -173,7 +196,7 @@ class BuiltinLoop:
         meta = dict(metadata or {})
         while self._retired:
             await self._retired.pop().aclose()
-        provider = self.provider
+        provider = await self.ensure_provider()
         model = self._model(provider)
         log = logger.bind(session=str(key))
         async with self.sessions.turn_lock(key):

@@ -110,6 +110,7 @@ class Gateway:
         else:
             agents = self.rt.config.bot.agents
             self.say(f"✓ Agent: {agents.provider} / {agents.model}")
+            self._spawn("agent-warmup", self._warm_agent, "loading the model SDK")
         await asyncio.to_thread(lambda: self.rt.store)  # open + migrate before serving
         self._stat_config()
 
@@ -233,6 +234,15 @@ class Gateway:
         self._spawn("housekeeping", lambda: self.housekeeping.run_forever(self.stop_event), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
         self._spawn("config-watch", self._watch_config, "")
+
+    async def _warm_agent(self) -> None:
+        """Load the provider SDK in a worker thread now, not in the first turn."""
+        ensure = getattr(self.rt.agent(), "ensure_provider", None)
+        if ensure is not None:
+            try:
+                await ensure()
+            except VikingbotError as exc:
+                logger.warning("model provider not ready: {}", exc)
 
     async def _inbound_loop(self) -> None:
         from vikingbot.bus import OutboundMessage

@@ -73,6 +73,13 @@ class AnthropicProvider(BaseProvider):
         self.base_url = (config.api_base or ANTHROPIC_BASE).rstrip("/")
         self._client: Any = None
 
+    def warm_up(self) -> None:
+        import anthropic.types  # noqa: F401
+
+        if self._client is None:
+            self._client = self._make_client()
+        _ = self._client.messages
+
     def _make_client(self) -> Any:
         from anthropic import AsyncAnthropic
 

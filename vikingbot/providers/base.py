@@ -125,6 +125,10 @@ class BaseProvider:
             + tokens_out * self.config.price_output_per_mtok
         ) / 1_000_000
 
+    def warm_up(self) -> None:
+        """Import and build what the first request needs (called in a worker thread)."""
+        return None
+
     async def aclose(self) -> None:
         return None
 

@@ -99,6 +99,15 @@ class OpenAIProvider(BaseProvider):
             max_retries=self.config.max_retries,
         )
 
+    def warm_up(self) -> None:
+        # the SDK imports its resource and type modules on first use: do it here, in the
+        # worker thread, instead of on the event loop during the first turn
+        import openai.types.chat  # noqa: F401
+
+        if self._client is None:
+            self._client = self._make_client()
+        _ = self._client.chat.completions
+
     async def complete(self, request: ChatRequest) -> ProviderResponse:
         import openai
 
