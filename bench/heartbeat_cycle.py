@@ -25,13 +25,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _heartbeat_setup import TEMPLATE, fresh, make_runtime, with_tasks, write_session  # noqa: E402
-from loguru import logger  # noqa: E402
+from _heartbeat_setup import TEMPLATE, fresh, make_runtime, with_tasks, write_session
+from loguru import logger
 
-from vikingbot.agent.types import TurnResult  # noqa: E402
-from vikingbot.clock import FakeClock  # noqa: E402
-from vikingbot.heartbeat.service import HeartbeatService  # noqa: E402
-from vikingbot.session.types import SessionKey  # noqa: E402
+from vikingbot.agent.types import TurnResult
+from vikingbot.clock import FakeClock
+from vikingbot.heartbeat.service import HeartbeatService
+from vikingbot.session.types import SessionKey
 
 
 class InstantAgent:
