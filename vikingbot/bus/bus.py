@@ -39,7 +39,9 @@ class MessageBus:
         ``undelivered`` and logged, never silently dropped.
         """
         if self._outbound is None:
-            logger.warning("no outbound handler; keeping message for {}:{}", msg.channel, msg.chat_id)
+            logger.warning(
+                "no outbound handler; keeping message for {}:{}", msg.channel, msg.chat_id
+            )
             self.undelivered.append(msg)
             return False
         return await self._outbound(msg)

@@ -131,7 +131,7 @@ def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     )
     decisions, inputs = svc.plan("scheduled")
     states = svc.state.all_workspaces()
-    workspaces = []
+    workspaces: list[dict[str, Any]] = []
     names = sorted({w.name for w in inputs} | {n for n in states if n != "*"})
     for name in names:
         ws = states.get(name)
@@ -153,7 +153,7 @@ def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
                 "cost_today": ws.cost_today if ws else 0.0,
             }
         )
-    data = {
+    data: dict[str, Any] = {
         "enabled": cfg.enabled,
         "interval_seconds": cfg.interval_seconds,
         "mode": cfg.mode,

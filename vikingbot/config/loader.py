@@ -130,7 +130,8 @@ def _expand(value: Any, env: Mapping[str, str], loc: str) -> Any:
         return _VAR.sub(sub, value)
     if isinstance(value, dict):
         if loc in _EXPAND_LATER:
-            return value  # resolved by the checker itself, when it runs (a missing secret fails open)
+            # resolved by the checker itself when it runs (a missing secret fails open)
+            return value
         return {k: _expand(v, env, f"{loc}.{k}" if loc else k) for k, v in value.items()}
     if isinstance(value, list):
         return [_expand(v, env, f"{loc}[{i}]") for i, v in enumerate(value)]
@@ -224,22 +225,22 @@ def to_field_names(data: Any, model: type[BaseModel]) -> Any:
     """
     if not isinstance(data, dict):
         return data
-    by_alias = {}
-    for name, field in model.model_fields.items():
-        by_alias[name] = name
-        if field.alias:
-            by_alias[field.alias] = name
+    by_alias: dict[str, str] = {}
+    for fname, finfo in model.model_fields.items():
+        by_alias[fname] = fname
+        if finfo.alias:
+            by_alias[finfo.alias] = fname
     out: dict[str, Any] = {}
     for key, value in data.items():
-        name = by_alias.get(key, key)
-        field = model.model_fields.get(name)
+        target: str = by_alias.get(str(key), str(key))
+        field = model.model_fields.get(target)
         if field is not None:
             shape, sub = _model_of(field.annotation)
             if shape == "model" and sub is not None:
                 value = to_field_names(value, sub)
             elif shape == "dict" and sub is not None and isinstance(value, dict):
                 value = {k: to_field_names(v, sub) for k, v in value.items()}
-        out[name] = value
+        out[target] = value
     return out
 
 

@@ -338,7 +338,7 @@ class HeartbeatService:
 
     def problems(self, inputs: list[WorkspaceInput]) -> list[dict[str, Any]]:
         """Malformed entries and unreadable files, for plan/status and the owner."""
-        out = []
+        out: list[dict[str, Any]] = []
         for wsin in inputs:
             parsed = wsin.parsed
             if parsed is None:
