@@ -48,7 +48,7 @@ class Runtime:
     def store(self) -> StateStore:
         from vikingbot.store.db import StateStore
 
-        return StateStore.open(self.paths.database_url)
+        return StateStore.open(self.paths.database_url, clock=self.clock)
 
     @cached_property
     def sessions(self) -> SessionStore:
@@ -84,7 +84,9 @@ class Runtime:
                 "no model provider configured: set bot.agents.provider (openai, anthropic or "
                 "command) and bot.agents.model, e.g. `vikingbot config set bot.agents.provider openai`"
             )
-        if not agents.model and agents.provider != "command":
+        section = self.config.bot.providers.get(agents.provider)
+        kind = (section.kind if section and section.kind else None) or agents.provider
+        if not agents.model and kind != "command":
             return f"no model configured for provider {agents.provider!r}: set bot.agents.model"
         return None
 
@@ -101,12 +103,17 @@ class Runtime:
                 bus=self.bus,
                 workspaces=self.workspaces,
                 clock=self.clock,
+                environ=self.environ,
             )
         return self._agent
 
     def reconfigure(self, config: Config) -> None:
         """Apply a reloaded config to the parts that read it at run time."""
         self.config = config
+        if self._agent is not None and hasattr(self._agent, "reconfigure"):
+            self._agent.reconfigure(config)
+        if "delivery" in self.__dict__ and hasattr(self.delivery, "config"):
+            self.delivery.config = config
 
     async def aclose(self) -> None:
         """Close the agent's provider connections, then the store."""

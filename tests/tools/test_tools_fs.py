@@ -127,3 +127,33 @@ def test_argument_check_gives_the_model_a_precise_message() -> None:
         tool.check_args({"path": "a", "limit": "10"})
     with pytest.raises(ToolError, match="must be a JSON object"):
         tool.check_args(["a"])  # type: ignore[arg-type]
+
+
+async def test_heartbeat_file_edits_wait_for_the_cycle_lock(
+    workspace: Path, ctx: ToolContext
+) -> None:
+    """The agent's edit of HEARTBEAT.md goes through the rewrite lock: it waits, then applies."""
+    import asyncio
+
+    from filelock import FileLock
+
+    from vikingbot.heartbeat.rewrite import lock_path
+    from vikingbot.tools.fs import EditFileTool
+
+    path = workspace / "HEARTBEAT.md"
+    path.write_text("## Active Tasks\n\n- Water the plants\n")
+    lock = FileLock(str(lock_path(path)))
+    lock.acquire()
+    try:
+        edit = asyncio.create_task(
+            EditFileTool().run(
+                {"path": "HEARTBEAT.md", "old_text": "plants", "new_text": "roses"}, ctx
+            )
+        )
+        await asyncio.sleep(0.3)
+        assert not edit.done()  # blocked by the cycle's lock
+        assert "plants" in path.read_text()
+    finally:
+        lock.release()
+    assert "replaced 1" in await asyncio.wait_for(edit, 10)
+    assert path.read_text() == "## Active Tasks\n\n- Water the roses\n"

@@ -218,6 +218,7 @@ class Gateway:
             workspaces=self.rt.workspaces,
             clock=self.rt.clock,
         )
+        self.metrics.add_dict_source("vikingbot_cron", lambda: cron.metrics)
         self._spawn("cron", lambda: cron.run_forever(self.stop_event), "")
         self.say("✓ Cron: scheduler running")
 
@@ -340,8 +341,10 @@ class Gateway:
         from vikingbot.gateway.server import build_app
 
         routes: list[Any] = []
-        if self.channels is not None and hasattr(self.channels, "routes"):
-            routes = list(self.channels.routes())
+        if self.channels is not None and self.rt.config.bot.channels.webhook.enabled:
+            from vikingbot.channels.webhook import webhook_routes
+
+            routes = list(webhook_routes(self.channels))
         token = self.rt.config.bot.gateway.token
         app = build_app(
             health=self.health,
@@ -374,6 +377,16 @@ class _QuietServer:
             @contextlib.contextmanager
             def capture_signals(self) -> Any:
                 yield
+
+            async def main_loop(self) -> None:
+                # uvicorn wakes 10 times a second; once a second is plenty for an idle
+                # laptop gateway (the Date header still refreshes every tick).
+                counter = 0
+                should_exit = await self.on_tick(counter)
+                while not should_exit:
+                    counter = (counter + 10) % 864000
+                    await asyncio.sleep(1.0)
+                    should_exit = await self.on_tick(counter)
 
         return Server(config)
 

@@ -358,5 +358,5 @@ class UnitRunner:
 
 
 def _delivered(report: Any) -> bool:
-    """Accepted by a destination, or deliberately kept silent (target none/silent)."""
-    return bool(report.delivered) or report.skipped == "silent"
+    """Accepted by a destination or kept in the inbox, or deliberately silent (none)."""
+    return bool(report.delivered or report.inboxed) or report.skipped == "silent"

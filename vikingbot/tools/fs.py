@@ -13,6 +13,7 @@ import fnmatch
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -61,6 +62,17 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+HEARTBEAT_FILE = "HEARTBEAT.md"
+
+
+async def _write_heartbeat(path: Path, fn: Callable[[str], str]) -> None:
+    """HEARTBEAT.md goes through the heartbeat's own lock, so a cycle's rewrite and the
+    agent's edit never overwrite each other."""
+    from vikingbot.heartbeat.rewrite import locked_edit
+
+    await asyncio.to_thread(locked_edit, path, fn)
 
 
 class ReadFileTool(Tool):
@@ -116,7 +128,10 @@ class WriteFileTool(Tool):
         if path.is_dir():
             raise ToolError(f"{args['path']} is a directory")
         content = str(args["content"])
-        write_atomic(path, content)
+        if path.name == HEARTBEAT_FILE:
+            await _write_heartbeat(path, lambda _old: content)
+        else:
+            write_atomic(path, content)
         return f"wrote {len(content.encode())} bytes to {shown(ctx.workspace, path)}"
 
 
@@ -139,20 +154,29 @@ class EditFileTool(Tool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         path = _path(ctx, args["path"])
-        text = read_text(path, args["path"])
         old, new = str(args["old_text"]), str(args["new_text"])
         if not old:
             raise ToolError("edit_file: old_text may not be empty (use write_file)")
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(f"edit_file: old_text not found in {args['path']}")
-        if count > 1 and not args.get("replace_all"):
-            raise ToolError(
-                f"edit_file: old_text occurs {count} times in {args['path']}; give more context "
-                "or set replace_all"
-            )
-        write_atomic(path, text.replace(old, new))
-        return f"replaced {count} occurrence(s) in {shown(ctx.workspace, path)}"
+        counted: list[int] = []
+
+        def replace(text: str) -> str:
+            count = text.count(old)
+            if count == 0:
+                raise ToolError(f"edit_file: old_text not found in {args['path']}")
+            if count > 1 and not args.get("replace_all"):
+                raise ToolError(
+                    f"edit_file: old_text occurs {count} times in {args['path']}; give more "
+                    "context or set replace_all"
+                )
+            counted.append(count)
+            return text.replace(old, new)
+
+        if path.name == HEARTBEAT_FILE:
+            read_text(path, args["path"])  # a clear error for a missing or non-text file
+            await _write_heartbeat(path, replace)
+        else:
+            write_atomic(path, replace(read_text(path, args["path"])))
+        return f"replaced {counted[-1]} occurrence(s) in {shown(ctx.workspace, path)}"
 
 
 class ListDirTool(Tool):
