@@ -31,14 +31,23 @@ DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 def pg_url() -> str:
     """The test PostgreSQL URL; skips the test when the server cannot be reached."""
     url = os.environ.get("VIKINGBOT_TEST_PG_URL", DEFAULT_PG_URL)
+    # CI sets VIKINGBOT_REQUIRE_PG=1 after starting the server: there, a missing
+    # server is a failure, not a skip, so the PostgreSQL half of the suite always runs.
+    required = os.environ.get("VIKINGBOT_REQUIRE_PG") == "1"
     try:
         import psycopg
     except ImportError:
+        if required:
+            pytest.fail("psycopg not installed but VIKINGBOT_REQUIRE_PG=1")
         pytest.skip("psycopg not installed (uv sync --extra postgres)")
     try:
         psycopg.connect(url, connect_timeout=3).close()
     except psycopg.Error as exc:
         reason = " ".join(str(exc).split())
+        if required:
+            pytest.fail(
+                f"PostgreSQL not reachable at {mask_url(url)} (VIKINGBOT_REQUIRE_PG=1): {reason}"
+            )
         pytest.skip(f"PostgreSQL not reachable at {mask_url(url)}: {reason}")
     return url
 
