@@ -21,12 +21,6 @@ from typing import Any, get_args, get_origin
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    EnvSettingsSource,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
 
 from vikingbot.config.schema import BotConfig, Config, StorageConfig
 from vikingbot.errors import ConfigError
@@ -141,45 +135,46 @@ def _expand(value: Any, env: Mapping[str, str], loc: str) -> Any:
 # ---------------------------------------------------------------- settings
 
 
-class _Settings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="__",
-        case_sensitive=False,
-        extra="forbid",
-    )
-
-    bot: BotConfig = BotConfig()
-    storage: StorageConfig = StorageConfig()
-
-
-class _MappingEnv(EnvSettingsSource):
-    """Environment source over an explicit mapping (the process env or a test's)."""
-
-    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._mapping = {k.lower(): v for k, v in environ.items()}
-        super().__init__(settings_cls)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:  # type: ignore[override]
-        return self._mapping
-
-
-class _DictSource(PydanticBaseSettingsSource):
-    def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
-        super().__init__(settings_cls)
-        self._data = data
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
-        return self._data.get(field_name), field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        return self._data
-
-
 def _build(
     file_data: dict[str, Any], environ: Mapping[str, str], dotenv: Mapping[str, str]
 ) -> Config:
-    class S(_Settings):
+    """Merge environment, .env and file with pydantic-settings (imported only when needed)."""
+    from pydantic_settings import (
+        BaseSettings,
+        EnvSettingsSource,
+        PydanticBaseSettingsSource,
+        SettingsConfigDict,
+    )
+
+    class MappingEnv(EnvSettingsSource):
+        """Environment source over an explicit mapping (the process env or a test's)."""
+
+        def __init__(self, settings_cls: type[BaseSettings], mapping: Mapping[str, str]) -> None:
+            self._mapping = {k.lower(): v for k, v in mapping.items()}
+            super().__init__(settings_cls)
+
+        def _load_env_vars(self) -> Mapping[str, str | None]:  # type: ignore[override]
+            return self._mapping
+
+    class DictSource(PydanticBaseSettingsSource):
+        def __init__(self, settings_cls: type[BaseSettings], data: dict[str, Any]) -> None:
+            super().__init__(settings_cls)
+            self._data = data
+
+        def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+            return self._data.get(field_name), field_name, False
+
+        def __call__(self) -> dict[str, Any]:
+            return self._data
+
+    class Settings(BaseSettings):
+        model_config = SettingsConfigDict(
+            env_prefix=ENV_PREFIX, env_nested_delimiter="__", case_sensitive=False, extra="forbid"
+        )
+
+        bot: BotConfig = BotConfig()
+        storage: StorageConfig = StorageConfig()
+
         @classmethod
         def settings_customise_sources(
             cls,
@@ -190,12 +185,12 @@ def _build(
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             return (
-                _MappingEnv(settings_cls, environ),
-                _MappingEnv(settings_cls, dotenv),
-                _DictSource(settings_cls, _snake_top(file_data)),
+                MappingEnv(settings_cls, environ),
+                MappingEnv(settings_cls, dotenv),
+                DictSource(settings_cls, _snake_top(file_data)),
             )
 
-    settings = S()
+    settings = Settings()
     return Config(bot=settings.bot, storage=settings.storage)
 
 
@@ -327,7 +322,10 @@ def load_config(
         prefixed_env.pop(name, None)
         prefixed_dotenv.pop(name, None)
     try:
-        config = _build(expanded, prefixed_env, prefixed_dotenv)
+        if prefixed_env or prefixed_dotenv:
+            config = _build(expanded, prefixed_env, prefixed_dotenv)
+        else:  # nothing to merge: plain validation, without loading pydantic-settings
+            config = Config.model_validate(_snake_top(expanded))
     except ValidationError as exc:
         source = str(path)
         if prefixed_env or prefixed_dotenv:
