@@ -142,8 +142,10 @@ class UnitRunner:
         st: EntryState | None = None
         if entry is not None:
             st = wsin.entries.get(entry.key) or EntryState(wsin.name, entry.key, first_seen=now)
-            if entry.parked is not None:  # the user edited a parked entry: it runs again
-                moves.append(Unpark(entry.key))
+            if entry.parked is not None or st.parked_reason is not None:
+                # the user edited a parked entry (or removed its mark): it starts afresh
+                if entry.parked is not None:
+                    moves.append(Unpark(entry.key))
                 st.parked_reason = st.parked_text_hash = None
                 st.retries = st.continuations = 0
 
