@@ -15,6 +15,7 @@ import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from loguru import logger
@@ -196,6 +197,9 @@ class Gateway:
         except VikingbotError as exc:
             self.say(f"✗ Channels: {exc}")
         self._spawn("inbound", self._inbound_loop, "dispatching chat messages to the agent")
+        self._spawn(
+            "dashboard", self._dashboard_prompts, "turning prompt:dashboard results into turns"
+        )
 
         from vikingbot.heartbeat.service import HeartbeatService
 
@@ -285,6 +289,45 @@ class Gateway:
                         channel_id=msg.channel_id,
                     )
                 )
+
+    async def _dashboard_prompts(self, poll_s: float = 5.0) -> None:
+        """`prompt:dashboard:<slot>` results become a turn in that slot's chat.
+
+        Each prompt is taken once (marked read first); the agent's reply lands in the
+        same inbox slot. Nobody is watching, so the turn runs under the safe-tools
+        policy. A failure is written to the slot too, never dropped.
+        """
+        from vikingbot.delivery.inbox import Inbox
+        from vikingbot.session.types import SessionKey
+
+        inbox = Inbox(self.rt.store, self.rt.clock)
+        while not self.stop_event.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), timeout=poll_s)
+            if self.stop_event.is_set():
+                return
+            items = await asyncio.to_thread(inbox.items, kind="prompt", limit=20)
+            for item in items:
+                await asyncio.to_thread(inbox.mark_read, [item.id])
+                key = SessionKey("dashboard", "default", item.slot)
+                problem = self.rt.provider_problem()
+                if problem:
+                    reply = f"(not run: {problem})"
+                else:
+                    meta = {"unattended": True, "run_id": f"dash-{item.id}", "actor": "dashboard"}
+                    try:
+                        result = await self.rt.agent().run_turn(item.text, key, meta)
+                        reply = (
+                            result.text or ""
+                            if result.ended != "error"
+                            else f"(failed: {result.error})"
+                        )
+                    except VikingbotError as exc:
+                        reply = f"(failed: {exc})"
+                if reply.strip():
+                    await asyncio.to_thread(
+                        partial(inbox.add, item.slot, reply, source=f"prompt:{item.id}")
+                    )
 
     def _stat_config(self) -> None:
         try:
