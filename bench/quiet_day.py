@@ -136,7 +136,8 @@ def tally(reports: list[CycleReport]) -> tuple[Counter[str], list[Any]]:
     The planner's skips are in ``report.decisions`` (quiet workspaces' decisions are
     reused each tick and still counted); a planned ``run`` of a guarded entry is
     settled by the runner (``no-work`` / ``unchanged`` skip, or a real run), so those
-    come from the rows of the workspaces that ran (``report.finished``).
+    come from the runner's rows (``report.rows``; the ledger in ``report.finished``
+    folds repeated skips, so it is not counted here).
     """
     counts: Counter[str] = Counter()
     called = []
@@ -144,8 +145,8 @@ def tally(reports: list[CycleReport]) -> tuple[Counter[str], list[Any]]:
         for d in rep.decisions:
             if d.decision == "skip":
                 counts[f"skip {d.reason}"] += 1
-        for rows, _ in rep.finished:
-            for r in rows:
+        for r in rep.rows:
+            if r.decision == "run" or r.reason in ("no-work", "unchanged"):
                 label = f"{r.decision} {r.reason}"
                 if r.decision == "run":
                     label += f" -> {r.outcome}"

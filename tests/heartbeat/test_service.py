@@ -243,3 +243,38 @@ async def test_restart_mid_interval_neither_starves_nor_doubles(
         await asyncio.wait_for(task, 5)
         await fresh.drain(5)
         assert h.model_calls() == 2
+
+
+async def test_a_hanging_turn_does_not_hold_up_the_next_cycle(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """The loop ticks on time while a turn hangs; the tick finds the workspace `busy`."""
+    import asyncio
+
+    async for h in build_harness(tmp_path, fake, task_timeout_s=60):
+        h.user_session()
+        h.write(with_tasks("- Slow thing"))
+        h.fake.script([reply("late", delay_s=30)])
+        stop = asyncio.Event()
+        loop_task = asyncio.create_task(h.hb.run_forever(stop))
+        try:
+            for _ in range(200):  # the first cycle starts at once and its turn hangs
+                await asyncio.sleep(0.02)
+                if h.model_calls() == 1:
+                    break
+            assert h.model_calls() == 1
+            h.clock.advance(seconds=600)
+            h.hb.wake()
+            reasons: list[str] = []
+            for _ in range(200):
+                await asyncio.sleep(0.02)
+                reasons = [r["reason"] for r in h.hb.state.runs(limit=10)]
+                if "busy" in reasons:
+                    break
+            assert "busy" in reasons
+            assert h.model_calls() == 1  # no second turn for the busy workspace
+        finally:
+            stop.set()
+            h.hb.stop()
+            await asyncio.wait_for(loop_task, 5)
+            await h.hb.drain(0.1)  # cancels the hanging turn

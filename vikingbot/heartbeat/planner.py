@@ -208,7 +208,13 @@ def plan_workspace(
         first_seen = st.first_seen if st else now
         last_fired = st.last_fired if st else None
         if is_due(e.schedule, first_seen, last_fired, now + early, tz):
-            out.append(Decision(name, "run", "due", entry=e.key, unit=Unit("scheduled", e)))
+            detail = None
+            if e.only_if:  # a plan never runs checkers: it says who decides
+                scope = f":{e.only_if[1]}" if e.only_if[1] else ""
+                detail = f"only-if {e.only_if[0]}{scope} decides at run time"
+            out.append(
+                Decision(name, "run", "due", entry=e.key, unit=Unit("scheduled", e), detail=detail)
+            )
         else:
             out.append(
                 Decision(

@@ -100,7 +100,8 @@ class UnitRunner:
         # written with the rest of the cycle's results in one transaction (see run_cycle);
         # the in-memory state is current at once, so the next plan sees it
         svc.state.cache_workspace(ws)
-        self.report.finished.append((rows, ws))
+        recorded = [r for r in rows if svc.keep_row(r)]  # checker skips fold like the planner's
+        self.report.finished.append((recorded, ws))
         self.report.rows.extend(rows)
 
     def _should_recycle(self, prompts: int, ran: list[LedgerRow]) -> bool:

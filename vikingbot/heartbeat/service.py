@@ -100,7 +100,7 @@ class HeartbeatService:
         self._wake = asyncio.Event()
         self._stopping = False
         self._files: dict[str, tuple[int, int, ParseResult]] = {}
-        self._folded: dict[tuple[str, str | None, str | None], str] = {}
+        self._folded: dict[tuple[str, str | None, str | None], str] = {}  # subject -> streak
         self._ws_of: dict[tuple[str, SessionKey], str] = {}
         self._grouped: Any = None
         self._quiet: dict[str, tuple[Any, list[Decision]]] = {}
@@ -487,11 +487,7 @@ class HeartbeatService:
 
     def _fold(self, report: CycleReport, d: Decision, trigger: str) -> LedgerRow | None:
         """A ledger row for a skip, unless it repeats the previous decision for that subject."""
-        key = (d.workspace, d.session, d.entry)
-        if trigger == "scheduled" and self._folded.get(key) == d.reason:
-            return None
-        self._folded[key] = d.reason
-        return LedgerRow(
+        row = LedgerRow(
             cycle_id=report.cycle_id,
             at=report.started_at,
             workspace=d.workspace,
@@ -502,6 +498,23 @@ class HeartbeatService:
             entry=d.entry,
             error=d.detail,
         )
+        return row if self.keep_row(row) else None
+
+    def keep_row(self, row: LedgerRow) -> bool:
+        """Record a skip only when it starts a streak; record every run (and end the streak).
+
+        A scheduled skip that repeats the subject's previous skip (same reason and
+        detail) adds nothing a user could learn from, so it is folded away.
+        """
+        key = (row.workspace, row.session, row.entry)
+        if row.decision != "skip":
+            self._folded.pop(key, None)
+            return True
+        sig = f"{row.reason}|{row.error or ''}"
+        if row.trigger == "scheduled" and self._folded.get(key) == sig:
+            return False
+        self._folded[key] = sig
+        return True
 
     async def _tell_problems(self, inputs: list[WorkspaceInput]) -> None:
         for p in self.problems(inputs):
