@@ -208,7 +208,12 @@ class UnitRunner:
                     )
             else:
                 st.retries = 0
-            if unit.kind == "task" and turn.outcome in ("completed", "delivered", "ok-empty"):
+            if unit.kind == "task" and turn.outcome in (
+                "completed",
+                "delivered",
+                "ok-empty",
+                "silent",
+            ):
                 when = now.astimezone(svc.tz()).date()
                 # expect: only move the entry as this cycle read it (a note added meanwhile stays)
                 moves.append(
@@ -294,21 +299,28 @@ class UnitRunner:
         sessions = eligible
         if unit.session is not None:  # fan-out: this session only
             target, sessions = "last", [unit.session]
-        sent = 0
+        sent = silenced = attempts = 0
 
         async def deliver(text: str, explicit: str | None = None) -> bool:
-            nonlocal sent
+            nonlocal sent, silenced, attempts
+            attempts += 1
             report = await svc.rt.delivery.deliver(
                 text,
                 explicit or target,
                 sessions=sessions,
-                dedupe_key=f"{run_id}:{sent}",
+                dedupe_key=f"{run_id}:{attempts}",
                 source=f"heartbeat:{wsin.name}",
             )
-            ok = _delivered(report)
+            if report.skipped == "silent":  # target none/silent: ledger and log only
+                silenced += 1
+                return True
+            ok = bool(report.delivered or report.inboxed)
             if ok:
                 sent += 1
             return ok
+
+        def finished(default: str) -> str:
+            return "delivered" if sent else ("silent" if silenced else default)
 
         if unit.kind == "checklist":
             prompt = CHECKLIST_PROMPT
@@ -352,14 +364,7 @@ class UnitRunner:
         if wants_keep(reply) or (result.ended == "turn-limit" and unit.kind != "checklist"):
             return _Turn(result, "kept", None, duration, sent)
         if is_noop(reply, cfg.ack_max_chars):
-            outcome = "delivered" if sent or result.messages_sent else "ok-empty"
-            return _Turn(result, outcome, None, duration, sent)
-        if not sent and not result.messages_sent and reply and strip_tokens(reply):
-            await deliver(reply)
-        outcome = "delivered" if sent or result.messages_sent else "completed"
-        return _Turn(result, outcome, None, duration, sent)
-
-
-def _delivered(report: Any) -> bool:
-    """Accepted by a destination or kept in the inbox, or deliberately silent (none)."""
-    return bool(report.delivered or report.inboxed) or report.skipped == "silent"
+            return _Turn(result, finished("ok-empty"), None, duration, sent)
+        if not attempts and reply and strip_tokens(reply):
+            await deliver(reply)  # a result without the message tool still reaches the user
+        return _Turn(result, finished("completed"), None, duration, sent)
