@@ -72,9 +72,20 @@ def set_cmd(
     path = config_path(state(ctx).config_path)
     get_config(ctx)  # creates the file on first use; fails early on a broken one
     try:
-        set_value(path, key, parse_cli_value(value))
+        raw = set_value(path, key, parse_cli_value(value))
     except ConfigError as exc:
         fail(str(exc))
     from vikingbot.cli.common import err_console
 
-    err_console().print(f"[green]✓[/] {key} = {value}  ({path})", highlight=False)
+    shown = "***" if _holds_secret(raw, key) else value
+    err_console().print(f"[green]✓[/] {key} = {shown}  ({path})", highlight=False, soft_wrap=True)
+
+
+def _holds_secret(raw: dict[str, object], key: str) -> bool:
+    """Whether the value just written at ``key`` is (or contains) a secret."""
+    from vikingbot.config.edit import get_value, to_plain
+    from vikingbot.config.loader import to_field_names
+    from vikingbot.config.schema import Config
+
+    value = get_value(Config.model_validate(to_field_names(raw, Config)), key)
+    return bool(to_plain(value) != to_plain(value, reveal=True))
