@@ -1,0 +1,224 @@
+"""`vikingbot heartbeat enable | disable | pause | resume | status | plan | check`
+through the CLI runner, with exact exit codes and the JSON contract of docs/heartbeat.md."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import Result
+
+Cli = Callable[..., Result]
+Fresh = Callable[[str], None]
+PLAN_FIELDS = {"workspace", "session", "entry", "decision", "reason", "detail", "next_due"}
+STATUS_FIELDS = {
+    "enabled",
+    "interval_seconds",
+    "mode",
+    "target",
+    "last_cycle_at",
+    "next_cycle_at",
+    "provider_problem",
+    "problems",
+    "workspaces",
+}
+WORKSPACE_FIELDS = {
+    "workspace",
+    "paused",
+    "paused_reason",
+    "last_outcome",
+    "last_run_at",
+    "last_decision",
+    "last_reason",
+    "next_due",
+    "tokens_today",
+    "cost_today",
+}
+FEED_ENTRY = "- every: 30m only-if: feed title: Feed task: Read it\n"
+
+
+@pytest.fixture
+def shared(cli: Cli, home: Path, fresh_session: Fresh) -> Path:
+    """An onboarded home with one fresh chat session in the shared workspace."""
+    assert cli("onboard").exit_code == 0
+    fresh_session("telegram:default:42")
+    return home / "data" / "workspace" / "shared"
+
+
+def add_task(workspace: Path, line: str) -> None:
+    path = workspace / "HEARTBEAT.md"
+    text = path.read_text("utf-8")
+    marker = "<!-- Add your periodic tasks below this line -->\n"
+    assert marker in text
+    path.write_text(text.replace(marker, marker + "\n" + line), "utf-8")
+
+
+def plan(cli: Cli, env: dict[str, str] | None = None) -> list[dict[str, object]]:
+    result = cli("heartbeat", "plan", "--json", env=env)
+    assert result.exit_code == 0, result.stderr
+    rows: list[dict[str, object]] = json.loads(result.stdout)
+    for row in rows:
+        assert set(row) == PLAN_FIELDS
+    return rows
+
+
+def hb_status(cli: Cli) -> dict[str, Any]:
+    result = cli("heartbeat", "status", "--json")
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    assert set(data) >= STATUS_FIELDS  # the documented fields (more may be added)
+    return data
+
+
+def written_enabled(home: Path) -> object:
+    return json.loads((home / "config.json").read_text("utf-8"))["bot"]["heartbeat"]["enabled"]
+
+
+def test_disable_and_enable_flip_the_file(cli: Cli, home: Path) -> None:
+    result = cli("heartbeat", "disable")
+    assert result.exit_code == 0, result.stderr
+    assert "heartbeat disabled" in result.stderr
+    assert written_enabled(home) is False
+    assert hb_status(cli)["enabled"] is False
+
+    result = cli("heartbeat", "enable")
+    assert result.exit_code == 0, result.stderr
+    assert written_enabled(home) is True
+    assert hb_status(cli)["enabled"] is True
+
+
+def test_pause_an_unknown_workspace_names_the_known_ones(cli: Cli) -> None:
+    result = cli("heartbeat", "pause", "NOPE")
+    assert result.exit_code == 1
+    assert "'NOPE'" in result.stderr and "known: none" in result.stderr
+
+    assert cli("onboard").exit_code == 0
+    for command in ("pause", "resume"):
+        result = cli("heartbeat", command, "NOPE")
+        assert result.exit_code == 1
+        assert "'NOPE'" in result.stderr and "known: shared" in result.stderr
+    assert cli("heartbeat", "pause", "../shared").exit_code == 1
+    assert cli("heartbeat", "pause").exit_code == 2
+
+
+def test_pause_and_resume_shared(cli: Cli, shared: Path) -> None:
+    def shared_row() -> dict[str, Any]:
+        data = hb_status(cli)
+        rows = {w["workspace"]: w for w in data["workspaces"]}
+        assert set(rows["shared"]) >= WORKSPACE_FIELDS
+        row: dict[str, Any] = rows["shared"]
+        return row
+
+    assert shared_row()["paused"] is False
+    result = cli("heartbeat", "pause", "shared")
+    assert result.exit_code == 0, result.stderr
+    assert "shared paused" in result.stderr
+    assert shared_row()["paused"] is True
+    assert [(r["workspace"], r["reason"]) for r in plan(cli)] == [("shared", "paused")]
+
+    result = cli("heartbeat", "resume", "shared")
+    assert result.exit_code == 0, result.stderr
+    assert shared_row()["paused"] is False
+    assert [(r["workspace"], r["reason"]) for r in plan(cli)] == [("shared", "empty")]
+
+
+def test_plan_on_the_template_is_an_empty_skip(cli: Cli, shared: Path) -> None:
+    assert plan(cli) == [
+        {
+            "workspace": "shared",
+            "session": None,
+            "entry": None,
+            "decision": "skip",
+            "reason": "empty",
+            "detail": None,
+            "next_due": None,
+        }
+    ]
+
+
+def test_plan_without_sessions_says_so(cli: Cli) -> None:
+    assert cli("onboard").exit_code == 0
+    assert [(r["workspace"], r["reason"]) for r in plan(cli)] == [("shared", "no-sessions")]
+
+
+def test_plan_with_a_task_runs_it(cli: Cli, shared: Path) -> None:
+    add_task(shared, "- [ ] Water the plants\n")
+    rows = plan(cli)
+    assert [(r["workspace"], r["decision"], r["reason"]) for r in rows] == [
+        ("shared", "run", "due")
+    ]
+
+
+def test_plan_when_disabled_by_the_environment(cli: Cli, shared: Path) -> None:
+    add_task(shared, "- [ ] Water the plants\n")
+    rows = plan(cli, env={"VIKINGBOT_BOT__HEARTBEAT__ENABLED": "false"})
+    assert len(rows) == 1
+    assert (rows[0]["workspace"], rows[0]["decision"], rows[0]["reason"]) == (
+        "*",
+        "skip",
+        "disabled",
+    )
+
+
+def test_plan_text_output(cli: Cli, shared: Path) -> None:
+    result = cli("heartbeat", "plan")
+    assert result.exit_code == 0, result.stderr
+    assert "shared" in result.stdout and "empty" in result.stdout
+
+
+def configure_feed(cli: Cli, shared: Path, watched: Path) -> None:
+    add_task(shared, FEED_ENTRY)
+    checker = json.dumps({"kind": "file", "path": str(watched)})
+    result = cli("config", "set", "bot.heartbeat.checkers.feed", checker)
+    assert result.exit_code == 0, result.stderr
+
+
+def check(cli: Cli, title: str = "Feed") -> dict[str, object]:
+    result = cli("heartbeat", "check", title, "--json")
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def test_check_runs_the_file_checker(cli: Cli, shared: Path, tmp_path: Path) -> None:
+    watched = tmp_path / "feed.xml"
+    configure_feed(cli, shared, watched)
+
+    nothing = check(cli)
+    assert (nothing["workspace"], nothing["checker"], nothing["has_work"]) == (
+        "shared",
+        "feed",
+        False,
+    )
+
+    watched.write_text("<item>news</item>", "utf-8")
+    found = check(cli)
+    assert found["has_work"] is True
+    assert found["error"] is None
+    assert isinstance(found["signature"], str)
+    assert re.fullmatch(r"[0-9a-f]{32}", found["signature"])
+    assert str(watched) in str(found["context"])
+    assert check(cli)["signature"] == found["signature"]  # same news, same signature
+
+    watched.write_text("<item>news</item><item>more news</item>", "utf-8")
+    assert check(cli)["signature"] != found["signature"]
+
+
+def test_check_an_unknown_title_exits_1(cli: Cli, shared: Path, tmp_path: Path) -> None:
+    configure_feed(cli, shared, tmp_path / "feed.xml")
+    result = cli("heartbeat", "check", "Nope", "--json")
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert "'Nope'" in result.stderr
+    assert cli("heartbeat", "check").exit_code == 2
+
+
+def test_check_an_entry_without_a_checker_exits_1(cli: Cli, shared: Path) -> None:
+    add_task(shared, "- every: 1h title: Plain task: Say hi\n")
+    result = cli("heartbeat", "check", "Plain")
+    assert result.exit_code == 1
+    assert "no only-if" in result.stderr
