@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from vikingbot.cli.common import get_config, print_json
+from vikingbot.cli.common import get_config, print_json, state
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -18,9 +18,12 @@ def register(app: typer.Typer) -> None:
 
 def onboard(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Create the config, data folder and default workspace (safe to run again)."""
+    from vikingbot.logs import setup_logging
     from vikingbot.onboard import ensure_first_start
     from vikingbot.runtime import Runtime
 
+    # what was created goes to stderr (INFO); debug lines only with --verbose
+    setup_logging(verbose=state(ctx).verbose)
     config, paths = get_config(ctx)
     rt = Runtime(config, paths)
     try:
