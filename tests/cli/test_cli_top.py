@@ -79,6 +79,22 @@ def test_onboard_again_keeps_what_the_user_changed(cli: Cli, home: Path) -> None
     assert (home / "config.json").read_bytes() == config_before
 
 
+def test_onboard_logs_what_it_created_and_debug_only_when_verbose(
+    cli: Cli, home: Path, tmp_path: Path
+) -> None:
+    result = cli("onboard", "--json")
+    assert result.exit_code == 0, result.stderr
+    json.loads(result.stdout)  # stdout stays pure JSON
+    assert "from the template" in result.stderr
+    assert "applied migration 1" in result.stderr
+    assert "DEBUG" not in result.stderr
+
+    other = tmp_path / "other" / "config.json"
+    result = cli("--verbose", "--config", str(other), "onboard")
+    assert result.exit_code == 0, result.stderr
+    assert "DEBUG" in result.stderr
+
+
 def test_onboard_json_prints_the_paths(cli: Cli, home: Path) -> None:
     result = cli("onboard", "--json")
     assert result.exit_code == 0, result.stderr
