@@ -6,6 +6,7 @@ imports what it needs when it runs, so `vikingbot --help` stays fast.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -49,6 +50,11 @@ def _root(
     ] = False,
 ) -> None:
     ctx.obj = common.CliState(config_path=config, verbose=verbose)
+    if ctx.invoked_subcommand and not ctx.resilient_parsing:
+        # One-shot commands print results, not the library's debug log. loguru reads
+        # this when first imported (free: nothing is imported here); commands that run
+        # long (gateway) or report progress (onboard) set up their own sinks.
+        os.environ.setdefault("LOGURU_LEVEL", "DEBUG" if verbose else "WARNING")
 
 
 def _register() -> None:
