@@ -20,6 +20,7 @@ from datetime import date
 from pathlib import Path
 
 from vikingbot.errors import HeartbeatError
+from vikingbot.fsutil import fsync_dir
 from vikingbot.heartbeat.parser import (
     ACTIVE,
     BOM,
@@ -407,18 +408,5 @@ def _replace_if_unchanged(path: Path, data: bytes, expected: bytes | None) -> bo
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
     return True
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -24,6 +24,7 @@ from loguru import logger
 
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.errors import SessionError
+from vikingbot.fsutil import fsync_dir
 from vikingbot.session import codec
 from vikingbot.session.types import Message, SessionKey, SessionMeta
 
@@ -267,7 +268,7 @@ class SessionStore:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
             raise
-        _fsync_dir(self.sessions_dir)
+        fsync_dir(self.sessions_dir)
 
     def _new_meta(self, key: SessionKey, skip_heartbeat: bool) -> SessionMeta:
         now = self.clock.now()
@@ -399,17 +400,3 @@ def _copy_body(source: Path, out: IO[bytes]) -> None:
             last = chunk[-1:]
         if last != b"\n":
             out.write(b"\n")
-
-
-def _fsync_dir(path: Path) -> None:
-    """Make the rename durable (a no-op where directories cannot be opened)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -12,12 +12,12 @@ import asyncio
 import fnmatch
 import os
 import re
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from vikingbot.errors import ToolError
+from vikingbot.fsutil import atomic_write_text
 from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside, resolve_in, shown
 
@@ -49,19 +49,9 @@ def read_text(path: Path, label: str) -> str:
 
 
 def write_atomic(path: Path, text: str) -> None:
+    """UTF-8, no newline translation, atomically (temp file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
 
 
 HEARTBEAT_FILE = "HEARTBEAT.md"
