@@ -70,6 +70,7 @@ class Gateway:
         self.heartbeat: Any = None
         self.channels: Any = None
         self.housekeeping: Any = None
+        self._inbound_tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ lifecycle
 
@@ -146,6 +147,8 @@ class Gateway:
             for task in pending:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+        for task in list(self._inbound_tasks):  # past the grace period
+            task.cancel()
         if self.channels is not None:
             with contextlib.suppress(Exception):
                 await self.channels.stop()
@@ -249,46 +252,61 @@ class Gateway:
             except VikingbotError as exc:
                 logger.warning("model provider not ready: {}", exc)
 
-    async def _inbound_loop(self) -> None:
-        from vikingbot.bus import OutboundMessage
-        from vikingbot.session.types import SessionKey
-
+    async def _inbound_loop(self, max_parallel: int = 8) -> None:
+        """Answer chat messages: chats run in parallel, one turn at a time per session
+        (the loop's session lock), at most ``max_parallel`` turns at once."""
+        sem = asyncio.Semaphore(max_parallel)
         while not self.stop_event.is_set():
             get = asyncio.create_task(self.rt.bus.next_inbound())
             stop = asyncio.create_task(self.stop_event.wait())
             done, _ = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
             if get not in done:
                 get.cancel()
-                return
+                break
             stop.cancel()
             msg = get.result()
-            key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
-            await asyncio.to_thread(self.rt.sessions.get_or_create, key)
-            problem = self.rt.provider_problem()
-            if problem:
-                reply = f"vikingbot has no model to answer with: {problem}"
+
+            async def answer(msg: Any = msg) -> None:
+                async with sem:
+                    try:
+                        await self._answer(msg)
+                    except Exception:
+                        logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)
+
+            task = asyncio.create_task(answer(), name=f"inbound:{msg.channel}:{msg.chat_id}")
+            self._inbound_tasks.add(task)
+            task.add_done_callback(self._inbound_tasks.discard)
+        # stop taking work; turns already running get the shutdown grace period
+        if self._inbound_tasks:
+            await asyncio.wait(set(self._inbound_tasks))
+
+    async def _answer(self, msg: Any) -> None:
+        from vikingbot.bus import OutboundMessage
+        from vikingbot.session.types import SessionKey
+
+        key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
+        await asyncio.to_thread(self.rt.sessions.get_or_create, key)
+        problem = self.rt.provider_problem()
+        if problem:
+            reply = f"vikingbot has no model to answer with: {problem}"
+        else:
+            meta = {"sender": msg.sender_id}
+            if msg.thread:
+                meta["reply_to"] = f"{msg.channel}:{msg.chat_id}:{msg.thread}"
+            try:
+                result = await self.rt.agent().run_turn(msg.text, key, meta)
+            except VikingbotError as exc:
+                reply = f"Sorry, that failed: {exc}"
             else:
-                meta = {"sender": msg.sender_id}
-                if msg.thread:
-                    meta["reply_to"] = f"{msg.channel}:{msg.chat_id}:{msg.thread}"
-                try:
-                    result = await self.rt.agent().run_turn(msg.text, key, meta)
-                except VikingbotError as exc:
-                    reply = f"Sorry, that failed: {exc}"
-                else:
-                    reply = result.text or ""
-                    if result.ended == "error":
-                        reply = f"Sorry, that failed: {result.error}"
-            if reply.strip():
-                await self.rt.bus.send(
-                    OutboundMessage(
-                        msg.channel,
-                        msg.chat_id,
-                        reply,
-                        thread=msg.thread,
-                        channel_id=msg.channel_id,
-                    )
+                reply = result.text or ""
+                if result.ended == "error":
+                    reply = f"Sorry, that failed: {result.error}"
+        if reply.strip():
+            await self.rt.bus.send(
+                OutboundMessage(
+                    msg.channel, msg.chat_id, reply, thread=msg.thread, channel_id=msg.channel_id
                 )
+            )
 
     async def _dashboard_prompts(self, poll_s: float = 5.0) -> None:
         """`prompt:dashboard:<slot>` results become a turn in that slot's chat.

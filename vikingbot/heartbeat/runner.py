@@ -54,7 +54,9 @@ class UnitRunner:
         svc = self.svc
         log = logger.bind(workspace=wsin.name)
         path = svc.workspace_path(wsin.name)
-        now = svc.now()
+        # the cycle's time, not when this workspace got its turn behind others: the
+        # cadence stays on the tick rhythm however long the queue was
+        now = self.report.started_at
         eligible = [m for m in wsin.sessions if session_skip(m, now, svc.cfg.stale_after) is None]
         hb_key = svc.heartbeat_session_key(wsin.name)
         moves: list[Any] = []

@@ -230,6 +230,7 @@ class HeartbeatService:
         now = self.now()
         ws_states = self.state.all_workspaces()
         root_s = str(self.rt.paths.workspace_root)
+        max_bytes = self.cfg.max_file_bytes
         listing = self._grouped[0] if self._grouped else None
         need_entries: list[WorkspaceInput] = []
         inputs: list[WorkspaceInput] = []
@@ -247,7 +248,7 @@ class HeartbeatService:
                     sig = (st.st_mtime_ns, st.st_size)
                 except OSError:
                     sig = "missing"
-            mkey = (listing, eligible, sig, state.paused if state else False)
+            mkey = (listing, eligible, sig, state.paused if state else False, max_bytes)
             if memo and name not in self._busy:
                 hit = quiet.get(name)
                 if hit is not None and hit[0] == mkey:
