@@ -104,6 +104,7 @@ class HeartbeatService:
         self._ws_of: dict[tuple[str, SessionKey], str] = {}
         self._grouped: Any = None
         self._quiet: dict[str, tuple[Any, list[Decision]]] = {}
+        self._hb_paths: dict[str, str] = {}  # workspace -> HEARTBEAT.md path
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ basics
@@ -236,20 +237,26 @@ class HeartbeatService:
         inputs: list[WorkspaceInput] = []
         reused: list[Decision] = []
         quiet = self._quiet
+        paths = self._hb_paths
+        busy = self._busy
+        stat = os.stat
         for name in sorted(groups):
             until = fresh_until.get(name)
             eligible = until is not None and now <= until
             state = ws_states.get(name)
-            path = os.path.join(root_s, name, "HEARTBEAT.md") if eligible else None
+            path = None
             sig: Any = None
-            if path is not None:
+            if eligible:
+                path = paths.get(name)
+                if path is None:
+                    path = paths[name] = os.path.join(root_s, name, "HEARTBEAT.md")
                 try:
-                    st = os.stat(path)
+                    st = stat(path)
                     sig = (st.st_mtime_ns, st.st_size)
                 except OSError:
                     sig = "missing"
             mkey = (listing, eligible, sig, state.paused if state else False, max_bytes)
-            if memo and name not in self._busy:
+            if memo and name not in busy:
                 hit = quiet.get(name)
                 if hit is not None and hit[0] == mkey:
                     reused.extend(hit[1])
@@ -267,9 +274,11 @@ class HeartbeatService:
                 need_entries.append(wsin)
             inputs.append(wsin)
         if need_entries:
-            everything = self.state.all_entries()
+            by_ws: dict[str, dict[str, Any]] = defaultdict(dict)
+            for (w, k), v in self.state.all_entries().items():
+                by_ws[w][k] = v
             for wsin in need_entries:
-                wsin.entries = {k: v for (w, k), v in everything.items() if w == wsin.name}
+                wsin.entries = by_ws.get(wsin.name, {})
         return inputs, reused
 
     # ------------------------------------------------------------ planning
