@@ -278,3 +278,25 @@ async def test_a_hanging_turn_does_not_hold_up_the_next_cycle(
             h.hb.stop()
             await asyncio.wait_for(loop_task, 5)
             await h.hb.drain(0.1)  # cancels the hanging turn
+
+
+async def test_pause_during_a_turn_is_not_undone_when_it_ends(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    from vikingbot.heartbeat.service import HeartbeatService
+
+    async for h in build_harness(tmp_path, fake):
+        h.user_session()
+        h.write(with_tasks("- Check the mail"))
+        cli = HeartbeatService(h.rt)  # as `vikingbot heartbeat pause` would, from another process
+
+        def pause_meanwhile(_req: object) -> str:
+            cli.pause("shared")
+            return "HEARTBEAT_OK"
+
+        h.fake.responder = pause_meanwhile
+        await h.cycle()
+        h.clock.advance(seconds=600)
+        report = await h.cycle()
+        assert [r.reason for r in report.rows] == ["paused"]
+        assert h.model_calls() == 1

@@ -106,10 +106,6 @@ class HeartbeatState:
             }
         return self._ws
 
-    def reload(self) -> None:
-        """Forget the cache (another process, e.g. `heartbeat pause`, changed rows)."""
-        self._ws = None
-
     def refresh(self, marker: str = "*") -> None:
         """Reload the cached rows when another process bumped the generation marker."""
         with self.store.engine.connect() as conn:
@@ -156,17 +152,7 @@ class HeartbeatState:
         return dict(self._load_ws())
 
     def save_workspace(self, ws: WorkspaceState) -> None:
-        cache = self._load_ws()
-        values = {k: getattr(ws, k) for k in _WS_FIELDS}
-        with self.store.engine.begin() as conn:
-            done = conn.execute(
-                update(heartbeat_workspaces)
-                .where(heartbeat_workspaces.c.workspace == ws.workspace)
-                .values(**values)
-            )
-            if done.rowcount == 0:
-                conn.execute(insert(heartbeat_workspaces).values(**values))
-        cache[ws.workspace] = ws
+        self.save_workspaces([ws])
 
     def save_workspaces(self, states: list[WorkspaceState]) -> None:
         """Write several workspace rows in one transaction (new skip streaks)."""
@@ -186,7 +172,19 @@ class HeartbeatState:
         cache = self._load_ws()
         rows = [r.row() for batch, _ in finished for r in batch]
         states = {ws.workspace: ws for _, ws in finished}
+        t = heartbeat_workspaces
         with self.store.engine.begin() as conn:
+            # `heartbeat pause` from another process while these turns ran must not be
+            # undone by writing back the state read before them
+            paused = conn.execute(
+                select(t.c.workspace, t.c.paused_reason, t.c.paused_at).where(
+                    t.c.workspace.in_(list(states)), t.c.paused.is_(True)
+                )
+            ).all()
+            for name, reason, at in paused:
+                ws = states[name]
+                if not ws.paused:
+                    ws.paused, ws.paused_reason, ws.paused_at = True, reason, at
             if rows:
                 conn.execute(insert(heartbeat_runs), rows)
             self._upsert(conn, list(states.values()))
@@ -222,17 +220,6 @@ class HeartbeatState:
 
     # ------------------------------------------------------------ entries
 
-    def entries(self, workspace: str) -> dict[str, EntryState]:
-        with self.store.engine.connect() as conn:
-            rows = (
-                conn.execute(
-                    select(heartbeat_entries).where(heartbeat_entries.c.workspace == workspace)
-                )
-                .mappings()
-                .all()
-            )
-        return {r["entry"]: EntryState(**{k: r[k] for k in _ENTRY_FIELDS}) for r in rows}
-
     def all_entries(self) -> dict[tuple[str, str], EntryState]:
         with self.store.engine.connect() as conn:
             rows = conn.execute(select(heartbeat_entries)).mappings().all()
@@ -242,34 +229,23 @@ class HeartbeatState:
         }
 
     def save_entry(self, st: EntryState) -> None:
-        values = {k: getattr(st, k) for k in _ENTRY_FIELDS}
-        with self.store.engine.begin() as conn:
-            done = conn.execute(
-                update(heartbeat_entries)
-                .where(
-                    and_(
-                        heartbeat_entries.c.workspace == st.workspace,
-                        heartbeat_entries.c.entry == st.entry,
-                    )
-                )
-                .values(**values)
-            )
-            if done.rowcount == 0:
-                conn.execute(insert(heartbeat_entries).values(**values))
+        self.save_entries([st])
 
     def save_entries(self, states: list[EntryState]) -> None:
-        for st in states:
-            self.save_entry(st)
-
-    def forget_entries(self, workspace: str, keep: set[str]) -> None:
-        """Drop state of entries no longer in the file (a re-added entry starts fresh)."""
+        """Insert or update entry rows, all in one transaction."""
+        if not states:
+            return
+        t = heartbeat_entries
         with self.store.engine.begin() as conn:
-            stmt = delete(heartbeat_entries).where(heartbeat_entries.c.workspace == workspace)
-            if keep:
-                stmt = stmt.where(heartbeat_entries.c.entry.not_in(sorted(keep)))
-            conn.execute(stmt)
-
-    # ------------------------------------------------------------ ledger
+            for st in states:
+                values = {k: getattr(st, k) for k in _ENTRY_FIELDS}
+                done = conn.execute(
+                    update(t)
+                    .where(and_(t.c.workspace == st.workspace, t.c.entry == st.entry))
+                    .values(**values)
+                )
+                if done.rowcount == 0:
+                    conn.execute(insert(t).values(**values))
 
     def record(self, rows: list[LedgerRow]) -> None:
         if not rows:
