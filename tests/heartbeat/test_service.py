@@ -290,7 +290,7 @@ async def test_pause_during_a_turn_is_not_undone_when_it_ends(
         h.write(with_tasks("- Check the mail"))
         cli = HeartbeatService(h.rt)  # as `vikingbot heartbeat pause` would, from another process
 
-        def pause_meanwhile(_req: object) -> str:
+        def pause_meanwhile(_req: object, cli: HeartbeatService = cli) -> str:
             cli.pause("shared")
             return "HEARTBEAT_OK"
 
