@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -29,18 +28,16 @@ from vikingbot.heartbeat.planner import (
     budget_exceeded,
     plan_workspace,
 )
+from vikingbot.heartbeat.scan import QUIET_REASONS, Scanner
 from vikingbot.heartbeat.state import HeartbeatState, LedgerRow, WorkspaceState
 from vikingbot.heartbeat.types import ParseResult
-from vikingbot.session.types import SessionKey, SessionMeta
+from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop
     from vikingbot.metrics import Metrics
     from vikingbot.runtime import Runtime
 
-IGNORED_SESSION_TYPES = frozenset({"heartbeat", "cron"})
-# Skips that depend only on the sessions and the file, never on the clock's cadence.
-QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
 GLOBAL = "*"
 
 
@@ -99,12 +96,8 @@ class HeartbeatService:
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
         self._stopping = False
-        self._files: dict[str, tuple[int, int, ParseResult]] = {}
         self._folded: dict[tuple[str, str | None, str | None], str] = {}  # subject -> streak
-        self._ws_of: dict[tuple[str, SessionKey], str] = {}
-        self._grouped: Any = None
-        self._quiet: dict[str, tuple[Any, list[Decision]]] = {}
-        self._hb_paths: dict[str, str] = {}  # workspace -> HEARTBEAT.md path
+        self.scanner = Scanner(rt, lambda: self.state, self._busy)
         self._tasks: set[asyncio.Task[Any]] = set()
 
     # ------------------------------------------------------------ basics
@@ -137,149 +130,18 @@ class HeartbeatService:
         self._stopping = True
         self._wake.set()
 
-    # ------------------------------------------------------------ reading
+    # ------------------------------------------------------------ reading (scan.py)
 
     def read_file(self, path: Path | str) -> ParseResult:
-        """HEARTBEAT.md parsed, re-read only when its mtime or size changed."""
-        from vikingbot.heartbeat.parser import read_heartbeat
-
-        key = str(path)
-        try:
-            st = os.stat(key)
-        except FileNotFoundError:
-            self._files.pop(key, None)
-            return ParseResult(missing=True)
-        except OSError as exc:
-            return ParseResult(unreadable=f"cannot stat: {exc.strerror}")
-        cached = self._files.get(key)
-        if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
-            return cached[2]
-        result = read_heartbeat(Path(key), max_bytes=self.cfg.max_file_bytes)
-        self._files[key] = (st.st_mtime_ns, st.st_size, result)
-        return result
-
-    def workspace_id(self, path: Path) -> str:
-        try:
-            return path.relative_to(self.rt.paths.workspace_root).as_posix()
-        except ValueError:
-            return path.name
-
-    def _workspace_of(self, key: SessionKey) -> str:
-        """Workspace name of a session (cached: resolving a path costs syscalls)."""
-        mode = self.rt.config.bot.sandbox.mode
-        cached = self._ws_of.get((mode, key))
-        if cached is None:
-            cached = self.workspace_id(self.rt.workspaces.path_for(key))
-            self._ws_of[(mode, key)] = cached
-        return cached
+        return self.scanner.read_file(path)
 
     def workspace_path(self, name: str) -> Path:
-        return self.rt.paths.workspace_root / name
-
-    def _groups(self) -> tuple[dict[str, list[SessionMeta]], dict[str, datetime | None]]:
-        """Sessions by workspace, and until when each workspace has an eligible session.
-
-        Rebuilt only when the session listing changed (see ``SessionStore.snapshot``).
-        """
-        version, metas = self.rt.sessions.snapshot()
-        key = (version, self.rt.config.bot.sandbox.mode, self.cfg.stale_after)
-        if self._grouped is not None and self._grouped[0] == key:
-            return self._grouped[1], self._grouped[2]
-        groups: dict[str, list[SessionMeta]] = defaultdict(list)
-        for meta in metas:
-            if meta.key.type not in IGNORED_SESSION_TYPES:
-                groups[self._workspace_of(meta.key)].append(meta)
-        stale = timedelta(seconds=self.cfg.stale_after)
-        fresh_until: dict[str, datetime | None] = {}
-        for name, members in groups.items():
-            times = [m.last_user_at for m in members if m.last_user_at and not m.skip_heartbeat]
-            fresh_until[name] = max(times) + stale if times else None
-        self._grouped = (key, dict(groups), fresh_until)
-        return self._grouped[1], fresh_until
+        return self.scanner.workspace_path(name)
 
     def collect(
         self, only: str | None = None, *, include_idle: bool = True
     ) -> list[WorkspaceInput]:
-        """Sessions grouped by workspace, with their files and state (blocking I/O).
-
-        ``include_idle`` adds workspace folders no session uses (for plan/status).
-        """
-        inputs, _ = self._scan(only, include_idle=include_idle, memo=False)
-        return inputs
-
-    def _scan(
-        self,
-        only: str | None,
-        *,
-        include_idle: bool,
-        memo: bool,
-    ) -> tuple[list[WorkspaceInput], list[Decision]]:
-        """Inputs for the planner; with ``memo`` (a callable), quiet workspaces whose
-        sessions and file did not change reuse their previous decisions instead."""
-        self.state.refresh()
-        groups, fresh_until = self._groups()
-        if only is not None:
-            groups = {only: groups.get(only, [])}
-        elif include_idle:  # nobody talks to these: shown as no-sessions
-            groups = dict(groups)
-            root = self.rt.paths.workspace_root
-            if root.is_dir():
-                with os.scandir(root) as it:
-                    for d in it:
-                        if d.is_dir() and not d.name.startswith(".") and d.name not in groups:
-                            groups[d.name] = []
-        now = self.now()
-        ws_states = self.state.all_workspaces()
-        root_s = str(self.rt.paths.workspace_root)
-        max_bytes = self.cfg.max_file_bytes
-        listing = self._grouped[0] if self._grouped else None
-        need_entries: list[WorkspaceInput] = []
-        inputs: list[WorkspaceInput] = []
-        reused: list[Decision] = []
-        quiet = self._quiet
-        paths = self._hb_paths
-        busy = self._busy
-        stat = os.stat
-        for name in sorted(groups):
-            until = fresh_until.get(name)
-            eligible = until is not None and now <= until
-            state = ws_states.get(name)
-            path = None
-            sig: Any = None
-            if eligible:
-                path = paths.get(name)
-                if path is None:
-                    path = paths[name] = os.path.join(root_s, name, "HEARTBEAT.md")
-                try:
-                    st = stat(path)
-                    sig = (st.st_mtime_ns, st.st_size)
-                except OSError:
-                    sig = "missing"
-            mkey = (listing, eligible, sig, state.paused if state else False, max_bytes)
-            if memo and name not in busy:
-                hit = quiet.get(name)
-                if hit is not None and hit[0] == mkey:
-                    reused.extend(hit[1])
-                    continue
-            parsed = self.read_file(path) if path is not None else None
-            wsin = WorkspaceInput(
-                name=name,
-                sessions=groups[name],
-                parsed=parsed,
-                state=state or WorkspaceState(workspace=name),
-                busy=name in self._busy,
-                memo_key=mkey,
-            )
-            if parsed is not None and not parsed.is_empty:
-                need_entries.append(wsin)
-            inputs.append(wsin)
-        if need_entries:
-            by_ws: dict[str, dict[str, Any]] = defaultdict(dict)
-            for (w, k), v in self.state.all_entries().items():
-                by_ws[w][k] = v
-            for wsin in need_entries:
-                wsin.entries = by_ws.get(wsin.name, {})
-        return inputs, reused
+        return self.scanner.collect(only, include_idle=include_idle)
 
     # ------------------------------------------------------------ planning
 
@@ -331,7 +193,7 @@ class HeartbeatService:
         why = self.global_skip(trigger, force)
         if why:
             return [], [Decision(GLOBAL, "skip", why)], []
-        inputs, reused = self._scan(workspace, include_idle=include_idle, memo=memo)
+        inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
         now = self.now()
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
@@ -341,9 +203,9 @@ class HeartbeatService:
             decisions += mine
             if memo:
                 if all(d.decision == "skip" and d.reason in QUIET_REASONS for d in mine):
-                    self._quiet[wsin.name] = (wsin.memo_key, mine)
+                    self.scanner.quiet[wsin.name] = (wsin.memo_key, mine)
                 else:
-                    self._quiet.pop(wsin.name, None)
+                    self.scanner.quiet.pop(wsin.name, None)
         return reused, decisions, inputs
 
     def problems(self, inputs: list[WorkspaceInput]) -> list[dict[str, Any]]:
