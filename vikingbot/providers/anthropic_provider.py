@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.errors import ProviderAuthError, ProviderError
+from vikingbot.errors import ProviderError
 from vikingbot.providers.base import (
     BaseProvider,
     ChatMessage,
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from vikingbot.config.schema import ProviderConfig
 
 ANTHROPIC_BASE = "https://api.anthropic.com"
-NO_KEY = "no-key"
 
 
 def _blocks(m: ChatMessage) -> list[dict[str, Any]]:
@@ -83,15 +82,8 @@ class AnthropicProvider(BaseProvider):
     def _make_client(self) -> Any:
         from anthropic import AsyncAnthropic
 
-        key = self.api_key()
-        if key is None:
-            if self.config.api_base is None:
-                raise ProviderAuthError(
-                    f"no API key for the {self.name} provider; set {self.key_hint()}"
-                )
-            key = NO_KEY
         return AsyncAnthropic(
-            api_key=key,
+            api_key=self.client_key(),
             base_url=self.base_url,
             timeout=self.config.timeout_s,
             max_retries=self.config.max_retries,

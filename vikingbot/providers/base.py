@@ -92,6 +92,9 @@ class Provider(Protocol):
     async def aclose(self) -> None: ...
 
 
+NO_KEY = "no-key"  # sent to self-hosted endpoints that need no key
+
+
 class BaseProvider:
     """Shared plumbing: name, config, environment, key lookup and cost."""
 
@@ -113,6 +116,19 @@ class BaseProvider:
         if self.key_env:
             return self.environ.get(self.key_env) or None
         return None
+
+    def client_key(self) -> str:
+        """The key to build an SDK client with. A custom ``api_base`` (a self-hosted
+        endpoint) may need none: it gets a placeholder; the vendor's own endpoint
+        without a key is a clear error."""
+        key = self.api_key()
+        if key is not None:
+            return key
+        if self.config.api_base is None:
+            raise ProviderAuthError(
+                f"no API key for the {self.name} provider; set {self.key_hint()}"
+            )
+        return NO_KEY
 
     def key_hint(self) -> str:
         """Where a user sets the key, for error messages."""

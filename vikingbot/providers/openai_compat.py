@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.errors import ProviderAuthError, ProviderError
+from vikingbot.errors import ProviderError
 from vikingbot.providers.base import (
     INVALID_ARGUMENTS,
     BaseProvider,
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from vikingbot.config.schema import ProviderConfig
 
 OPENAI_BASE = "https://api.openai.com/v1"
-NO_KEY = "no-key"  # sent to self-hosted endpoints that need no key
 
 
 def to_wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
@@ -85,15 +84,8 @@ class OpenAIProvider(BaseProvider):
     def _make_client(self) -> Any:
         from openai import AsyncOpenAI
 
-        key = self.api_key()
-        if key is None:
-            if self.config.api_base is None:
-                raise ProviderAuthError(
-                    f"no API key for the {self.name} provider; set {self.key_hint()}"
-                )
-            key = NO_KEY
         return AsyncOpenAI(
-            api_key=key,
+            api_key=self.client_key(),
             base_url=self.base_url,
             timeout=self.config.timeout_s,
             max_retries=self.config.max_retries,
