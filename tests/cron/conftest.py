@@ -20,6 +20,7 @@ from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import SessionKey
 from vikingbot.store.db import StateStore
+from vikingbot.tools.base import Deliver
 from vikingbot.workspace.manager import WorkspaceManager
 
 START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -35,7 +36,12 @@ class ScriptedAgent:
     turns: list[tuple[str, SessionKey, dict[str, Any]]] = field(default_factory=list)
 
     async def run_turn(
-        self, prompt: str, session_key: SessionKey, metadata: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        session_key: SessionKey,
+        metadata: dict[str, Any] | None = None,
+        *,
+        deliver: Deliver | None = None,
     ) -> TurnResult:
         self.turns.append((prompt, session_key, dict(metadata or {})))
         if self.hang:

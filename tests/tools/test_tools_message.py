@@ -7,7 +7,7 @@ import pytest
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.errors import ToolError
 from vikingbot.session.types import SessionKey
-from vikingbot.tools.base import ToolContext
+from vikingbot.tools.base import DeliveryStatus, ToolContext
 from vikingbot.tools.message import MessageTool, parse_target
 
 
@@ -87,3 +87,24 @@ def test_parse_target() -> None:
     assert tuple(parse_target("slack:")) == ("slack", "", None, "default")
     with pytest.raises(ToolError):
         parse_target(":C1")
+
+
+async def test_a_given_deliver_takes_the_message_and_says_what_became_of_it(
+    ctx: ToolContext, sent: list[OutboundMessage]
+) -> None:
+    statuses: list[DeliveryStatus] = ["delivered", "inboxed", "failed"]
+    calls: list[tuple[str, str | None]] = []
+
+    async def deliver(text: str, target: str | None = None) -> DeliveryStatus:
+        calls.append((text, target))
+        return statuses.pop(0)
+
+    ctx.deliver = deliver
+    assert await MessageTool().run({"text": "one"}, ctx) == "message delivered"
+    inboxed = await MessageTool().run({"text": "two", "target": "slack:C1"}, ctx)
+    assert "inbox" in inboxed
+    with pytest.raises(ToolError, match="could not be delivered"):
+        await MessageTool().run({"text": "three"}, ctx)
+    assert calls == [("one", None), ("two", "slack:C1"), ("three", None)]
+    assert ctx.messages_sent == 2
+    assert sent == []  # the bus is not used when the caller gave a deliver

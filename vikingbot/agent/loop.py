@@ -35,7 +35,7 @@ from vikingbot.errors import NotConfiguredError, ToolError, VikingbotError, Work
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.replies import is_noop
 from vikingbot.session.types import Message, SessionKey
-from vikingbot.tools.base import Tool, ToolContext
+from vikingbot.tools.base import Deliver, Tool, ToolContext
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -190,7 +190,12 @@ class BuiltinLoop:
     # ----------------------------------------------------------------- turn
 
     async def run_turn(
-        self, prompt: str, session_key: SessionKey | str, metadata: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        session_key: SessionKey | str,
+        metadata: dict[str, Any] | None = None,
+        *,
+        deliver: Deliver | None = None,
     ) -> TurnResult:
         key = session_key if isinstance(session_key, SessionKey) else SessionKey.parse(session_key)
         meta = dict(metadata or {})
@@ -208,6 +213,7 @@ class BuiltinLoop:
                 metadata=meta,
                 store=self.store,
                 sessions=self.sessions,
+                deliver=deliver,
             )
             turn = _Turn(key, meta, ctx, uuid.uuid4().hex[:12], log)
             log.info(

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from vikingbot.session.types import SessionKey
+from vikingbot.tools.base import Deliver
 
 TurnEnd = Literal["final", "turn-limit", "timeout", "error"]
 
@@ -61,5 +62,10 @@ ApprovalCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
 @runtime_checkable
 class AgentLoop(Protocol):
     async def run_turn(
-        self, prompt: str, session_key: SessionKey, metadata: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        session_key: SessionKey,
+        metadata: dict[str, Any] | None = None,
+        *,
+        deliver: Deliver | None = None,
     ) -> TurnResult: ...

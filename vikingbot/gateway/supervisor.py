@@ -459,6 +459,11 @@ class _LazyAgent:
         self._rt = rt
 
     async def run_turn(
-        self, prompt: str, session_key: Any, metadata: dict[str, Any] | None = None
+        self,
+        prompt: str,
+        session_key: Any,
+        metadata: dict[str, Any] | None = None,
+        *,
+        deliver: Any = None,
     ) -> Any:
-        return await self._rt.agent().run_turn(prompt, session_key, metadata)
+        return await self._rt.agent().run_turn(prompt, session_key, metadata, deliver=deliver)

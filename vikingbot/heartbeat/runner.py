@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from vikingbot.agent.types import TurnResult
     from vikingbot.heartbeat.service import CycleReport, HeartbeatService
     from vikingbot.heartbeat.types import Entry
+    from vikingbot.tools.base import DeliveryStatus
 
 
 @dataclass
@@ -297,29 +298,29 @@ class UnitRunner:
         svc = self.svc
         cfg = svc.cfg
         run_id = f"hb-{self.report.cycle_id}-{uuid.uuid4().hex[:8]}"
-        target = (entry.deliver if entry is not None and entry.deliver else None) or cfg.target
+        default = (entry.deliver if entry is not None and entry.deliver else None) or cfg.target
         sessions = eligible
         if unit.session is not None:  # fan-out: this session only
-            target, sessions = "last", [unit.session]
+            default, sessions = "last", [unit.session]
         sent = silenced = attempts = 0
 
-        async def deliver(text: str, explicit: str | None = None) -> bool:
+        async def deliver(text: str, target: str | None = None) -> DeliveryStatus:
             nonlocal sent, silenced, attempts
             attempts += 1
             report = await svc.rt.delivery.deliver(
                 text,
-                explicit or target,
+                target or default,
                 sessions=sessions,
                 dedupe_key=f"{run_id}:{attempts}",
                 source=f"heartbeat:{wsin.name}",
             )
             if report.skipped == "silent":  # target none/silent: ledger and log only
                 silenced += 1
-                return True
-            ok = bool(report.delivered or report.inboxed)
-            if ok:
+                return "delivered"  # the user asked for silence: nothing is owed
+            if report.delivered or report.inboxed:
                 sent += 1
-            return ok
+                return "delivered" if report.delivered else "inboxed"
+            return "failed"
 
         def finished(default: str) -> str:
             return "delivered" if sent else ("silent" if silenced else default)
@@ -335,13 +336,13 @@ class UnitRunner:
             "workspace": str(path),
             "run_id": run_id,
             "entry": entry.key if entry is not None else None,
-            "deliver": deliver,
         }
         hb_key = svc.heartbeat_session_key(wsin.name)
         t0 = time.monotonic()
         try:
             result = await asyncio.wait_for(
-                svc.agent().run_turn(prompt, hb_key, metadata), timeout=cfg.task_timeout_s
+                svc.agent().run_turn(prompt, hb_key, metadata, deliver=deliver),
+                timeout=cfg.task_timeout_s,
             )
         except TimeoutError:
             log.warning("heartbeat turn timed out after {}s; session reset", cfg.task_timeout_s)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from vikingbot.errors import ToolError
 
@@ -20,6 +20,24 @@ if TYPE_CHECKING:
     from vikingbot.bus.bus import MessageBus
     from vikingbot.config.schema import Config
     from vikingbot.session.types import SessionKey
+
+
+DeliveryStatus = Literal["delivered", "inboxed", "failed"]
+"""What became of a delivered text.
+
+``delivered``: a channel accepted it; ``inboxed``: no channel or gateway could take it, so it
+is kept in the local inbox; ``failed``: it could not be stored anywhere.
+"""
+
+
+class Deliver(Protocol):
+    """Hands a turn's result to the delivery service (the caller's adapter).
+
+    ``target`` is the one the agent chose (untrusted: the service validates it and
+    falls back to the owner); ``None`` means the caller's default target.
+    """
+
+    async def __call__(self, text: str, target: str | None = None) -> DeliveryStatus: ...
 
 
 @dataclass
@@ -30,7 +48,8 @@ class ToolContext:
     ``reply_to``, ``run_id``, ``entry``, ...). ``store`` and ``sessions`` are the
     state store and session store when the caller has them (typed loosely so
     that this module imports nothing heavy). ``messages_sent`` counts accepted
-    ``message`` tool sends in this turn.
+    ``message`` tool sends in this turn. ``deliver``, when the caller gave one,
+    is how the ``message`` tool hands text to the delivery service.
     """
 
     workspace: Path
@@ -40,6 +59,7 @@ class ToolContext:
     metadata: dict[str, Any] = field(default_factory=dict)
     store: Any = None
     sessions: Any = None
+    deliver: Deliver | None = None
     messages_sent: int = 0
     message_attempts: int = 0
 

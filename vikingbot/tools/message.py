@@ -79,15 +79,17 @@ class MessageTool(Tool):
         text = strip_tokens(str(args["text"]))
         if not text:
             raise ToolError("message: nothing to send (empty text)")
-        deliver = ctx.metadata.get("deliver")
-        if callable(deliver):
-            # Background turns (heartbeat) route through the delivery service: the target
+        if ctx.deliver is not None:
+            # Background turns (heartbeat, cron) route through the delivery service: the target
             # (the entry's tag or bot.heartbeat.target, or this call's own) is validated
             # there as untrusted input and refused targets fall back to the owner.
             ctx.message_attempts += 1
-            if not await deliver(text, args.get("target") or None):
+            status = await ctx.deliver(text, args.get("target") or None)
+            if status == "failed":
                 raise ToolError("message: the result could not be delivered")
             ctx.messages_sent += 1
+            if status == "inboxed":
+                return "message kept in the user's inbox (no channel could take it now)"
             return "message delivered"
         if ctx.bus is None:
             raise ToolError("message: no way to send messages here; answer in your reply instead")
