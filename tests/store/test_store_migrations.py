@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 # The schema the newest migration leaves, table -> columns, on both backends. When
 # tables.py or MIGRATIONS change: if RECORDED_VERSION was never released, update
 # this record; otherwise add a migration and record its version here.
-RECORDED_VERSION = 2
+RECORDED_VERSION = 3
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
     "cron_jobs": {
@@ -61,6 +61,7 @@ SCHEMA: dict[str, set[str]] = {
     "history_cursor": {"lines_indexed", "mtime", "session_key"},
     "history_docs": {"at", "content", "id", "line_no", "role", "session_key"},
     "inbox": {"created_at", "id", "kind", "read_at", "slot", "source", "text"},
+    "leases": {"acquired_at", "done_at", "expires_at", "fence", "key", "owner"},
     "notices": {"at", "digest", "kind", "workspace"},
     "outbox": {
         "attempts", "channel", "channel_id", "chat_id", "created_at", "dedupe_key",

@@ -133,6 +133,10 @@ def _history_fts(conn: Connection) -> None:
         conn.exec_driver_sql(sql)
 
 
+def _leases(conn: Connection) -> None:
+    create_tables(conn, t.leases)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -140,6 +144,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         _initial_schema,
     ),
     Migration(2, "full-text search over session history (history_docs)", _history_fts),
+    Migration(3, "leases: claims on units of work shared by several gateways", _leases),
 )
 
 LATEST_VERSION = MIGRATIONS[-1].version

@@ -189,3 +189,18 @@ history_cursor = Table(
     Column("lines_indexed", Integer, nullable=False, default=0),
     Column("mtime", Float),
 )
+
+# Leases: who may do one unit of work (a heartbeat unit, a cron firing, an outbox row's
+# send, a channel's polling) until when. ``fence`` grows by one on every new claim of a
+# key, so a late finisher holding an older fence cannot write over the newer claimant.
+# ``done_at`` marks a unit whose slot fired: it is never claimed again.
+leases = Table(
+    "leases",
+    metadata,
+    Column("key", String(400), primary_key=True),
+    Column("owner", String(200), nullable=False),
+    Column("fence", Integer, nullable=False, default=1),
+    Column("acquired_at", UtcDateTime(), nullable=False),
+    Column("expires_at", UtcDateTime(), nullable=False, index=True),
+    Column("done_at", UtcDateTime()),
+)

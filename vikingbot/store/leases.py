@@ -1,0 +1,299 @@
+"""Leases: one claimant at a time for a unit of work, across gateways sharing a database.
+
+A lease is a row in ``leases`` keyed by the unit (``hb:<workspace>:<entry>[:<slot>]``,
+``cron:<job>:<slot>``, ``channel:telegram:default``, ...). ``claim`` hands out a
+``Claim`` to one owner until ``expires_at``; everyone else gets ``Held``. When a
+holder dies its lease expires and the next claimant takes over with a higher
+``fence``. Results of a unit are written inside ``fenced(claim)``, which checks the
+fence under the row lock, so a late finisher (its lease expired while its turn still
+ran and another gateway took the unit) cannot overwrite the newer claimant's result.
+``mark_done`` closes a key for good: a slot that fired never fires again, whoever
+asks and however late.
+
+One code path for both backends. Every operation is a short transaction:
+SQLite serialises them with ``BEGIN IMMEDIATE`` (the store's engine); PostgreSQL
+inserts with ``ON CONFLICT DO NOTHING`` and locks the one existing row with
+``SELECT ... FOR UPDATE`` (``claim`` uses ``SKIP LOCKED``: a row another claimant
+is deciding about right now is reported as ``Held`` rather than waited for).
+
+Time. On PostgreSQL expiry is judged by the database's clock
+(``clock_timestamp()``), so gateways on machines whose clocks disagree by seconds
+still agree on who holds what. On SQLite every process shares one machine and its
+clock, and the injected ``Clock`` is used (tests set it). ``time_source`` overrides
+the choice (tests use ``"clock"`` on PostgreSQL to move time by hand).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from sqlalchemy import Connection, and_, delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from vikingbot.clock import Clock
+from vikingbot.errors import StoreError
+from vikingbot.store.db import StateStore
+from vikingbot.store.tables import leases
+
+TimeSource = Literal["database", "clock"]
+
+KEY_MAX = 400
+_KEY_KEEP = 300  # a longer key keeps this much of its text plus a digest of the whole
+OWNER_MAX = 200
+
+
+class LeaseLost(StoreError):
+    """The claim's fence is no longer the key's newest: another claimant took over."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """This owner holds ``key`` until ``expires_at`` (in the lease time source's frame)."""
+
+    key: str
+    owner: str
+    fence: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class Held:
+    """Someone else holds ``key`` (or, with ``done``, its unit already fired)."""
+
+    key: str
+    holder: str
+    expires_at: datetime
+    done: bool = False
+
+
+def lease_key(key: str) -> str:
+    """``key`` as stored: keys longer than ``KEY_MAX`` keep a prefix plus a digest.
+
+    Total: any string maps to a key that fits the column, distinct keys stay distinct
+    (up to SHA-256 collisions).
+    """
+    if len(key) <= KEY_MAX:
+        return key
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{key[:_KEY_KEEP]}#{digest}"
+
+
+def _owner(owner: str) -> str:
+    if not owner:
+        raise ValueError("a lease owner must be a non-empty string")
+    return owner[:OWNER_MAX]
+
+
+def _ttl(ttl_s: float) -> timedelta:
+    if not ttl_s > 0:  # also refuses NaN
+        raise ValueError(f"a lease ttl must be a positive number of seconds, got {ttl_s!r}")
+    return timedelta(seconds=ttl_s)
+
+
+class Leases:
+    """Claims on keys in one state database. Thread-safe; share one per process."""
+
+    def __init__(
+        self, store: StateStore, clock: Clock, *, time_source: TimeSource | None = None
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        if time_source is None:
+            time_source = "database" if store.backend == "postgresql" else "clock"
+        self.time_source: TimeSource = time_source
+        self._postgres = store.backend == "postgresql"
+
+    # ------------------------------------------------------------------ claiming
+
+    def claim(self, key: str, owner: str, ttl_s: float) -> Claim | Held:
+        """Take ``key`` for ``owner`` for ``ttl_s`` seconds, unless someone holds it.
+
+        Returns ``Held`` when another live claim exists, when ``owner`` itself already
+        holds it (a second claim by the same owner is not a new unit of work), and when
+        the key is done (``Held.done``). An expired claim is taken over with the fence
+        raised by one.
+        """
+        stored, who, ttl = lease_key(key), _owner(owner), _ttl(ttl_s)
+        with self._tx(f"claim lease {stored!r}") as conn:
+            now = self._now(conn)
+            expires = now + ttl
+            row = {
+                "key": stored,
+                "owner": who,
+                "fence": 1,
+                "acquired_at": now,
+                "expires_at": expires,
+            }
+            insert = (postgresql.insert if self._postgres else sqlite.insert)(leases)
+            inserted = conn.execute(
+                insert.values(**row).on_conflict_do_nothing().returning(leases.c.key)
+            ).first()
+            if inserted is not None:
+                return Claim(stored, who, 1, expires)
+            query = select(leases).where(leases.c.key == stored)
+            if self._postgres:
+                query = query.with_for_update(skip_locked=True)
+            current = conn.execute(query).mappings().first()
+            if current is None:  # locked by a claimant deciding right now (PostgreSQL)
+                return self._held_unlocked(conn, stored)
+            if current["done_at"] is not None or current["expires_at"] > now:
+                return _held(current)
+            fence = int(current["fence"]) + 1
+            conn.execute(
+                update(leases)
+                .where(leases.c.key == stored)
+                .values(owner=who, fence=fence, acquired_at=now, expires_at=expires)
+            )
+            return Claim(stored, who, fence, expires)
+
+    def renew(self, claim: Claim, ttl_s: float) -> bool:
+        """Extend ``claim`` to ``ttl_s`` seconds from now; ``False`` when it was lost.
+
+        A claim that expired but was not taken over by anyone is still renewed: its
+        fence is still the newest, so nothing it writes can clash.
+        """
+        ttl = _ttl(ttl_s)
+        with self._tx(f"renew lease {claim.key!r}") as conn:
+            expires = self._now(conn) + ttl
+            done = conn.execute(
+                update(leases).where(_is(claim)).values(expires_at=expires)
+            ).rowcount
+        return bool(done == 1)
+
+    def release(self, claim: Claim) -> None:
+        """Give ``key`` up now (others may claim it at once). No-op if already lost."""
+        with self._tx(f"release lease {claim.key!r}") as conn:
+            now = self._now(conn)
+            conn.execute(update(leases).where(_is(claim)).values(expires_at=now))
+
+    def mark_done(self, claim: Claim) -> bool:
+        """Close ``claim.key`` for good; ``False`` if the claim was lost before."""
+        with self._tx(f"mark lease {claim.key!r} done") as conn:
+            return self.mark_done_in(conn, claim)
+
+    def mark_done_in(self, conn: Connection, claim: Claim) -> bool:
+        """``mark_done`` inside a transaction the caller holds (e.g. ``fenced``'s)."""
+        now = self._now(conn)
+        found = conn.execute(
+            update(leases).where(_is(claim)).values(done_at=now, expires_at=now)
+        ).rowcount
+        return bool(found == 1)
+
+    @contextmanager
+    def fenced(self, claim: Claim) -> Iterator[Connection]:
+        """A transaction in which ``claim`` is verified to still be the newest claim.
+
+        Write the unit's results on the yielded connection; they commit together.
+        The lease row stays locked until then, so no one can take over in between.
+        Raises ``LeaseLost`` (before anything is written) when another claimant has
+        taken the key since.
+        """
+        with self._tx(f"write under lease {claim.key!r}") as conn:
+            query = select(leases.c.owner, leases.c.fence).where(leases.c.key == claim.key)
+            if self._postgres:
+                query = query.with_for_update()
+            row = conn.execute(query).first()
+            if row is None or (row.owner, row.fence) != (claim.owner, claim.fence):
+                holder = "nobody" if row is None else f"{row.owner} (fence {row.fence})"
+                raise LeaseLost(
+                    f"lease {claim.key!r} of {claim.owner} (fence {claim.fence}) was lost: "
+                    f"now held by {holder}; result not written"
+                )
+            yield conn
+
+    # ------------------------------------------------------------------ reading
+
+    def holder(self, key: str) -> Held | None:
+        """Who holds ``key`` now (``Held.done`` for a done key); ``None`` when free."""
+        stored = lease_key(key)
+        with self._tx(f"read lease {stored!r}", write=False) as conn:
+            now = self._now(conn)
+            row = conn.execute(select(leases).where(leases.c.key == stored)).mappings().first()
+        if row is None or (row["done_at"] is None and row["expires_at"] <= now):
+            return None
+        return _held(row)
+
+    def done(self, key: str) -> bool:
+        """Whether ``key``'s unit has fired (``mark_done``)."""
+        stored = lease_key(key)
+        with self._tx(f"read lease {stored!r}", write=False) as conn:
+            found = conn.execute(
+                select(leases.c.done_at).where(leases.c.key == stored)
+            ).scalar_one_or_none()
+        return found is not None
+
+    def holders(self, prefix: str) -> list[Held]:
+        """Live (not expired, not done) claims on keys starting with ``prefix``, by key."""
+        with self._tx("list leases", write=False) as conn:
+            now = self._now(conn)
+            rows = conn.execute(
+                select(leases)
+                .where(
+                    and_(
+                        leases.c.key.startswith(prefix, autoescape=True),
+                        leases.c.done_at.is_(None),
+                        leases.c.expires_at > now,
+                    )
+                )
+                .order_by(leases.c.key)
+            ).mappings()
+            return [_held(r) for r in rows]
+
+    def prune(self, older_than_s: float) -> int:
+        """Delete leases expired (or done) more than ``older_than_s`` seconds ago.
+
+        Housekeeping keeps the table small. A pruned done key could be claimed again,
+        so keep ``older_than_s`` well beyond how late a slot may still be asked for.
+        """
+        keep = _ttl(older_than_s)
+        with self._tx("prune leases") as conn:
+            cutoff = self._now(conn) - keep
+            return int(conn.execute(delete(leases).where(leases.c.expires_at < cutoff)).rowcount)
+
+    def now(self) -> datetime:
+        """The current time in this lease table's time source."""
+        with self._tx("read the database clock", write=False) as conn:
+            return self._now(conn)
+
+    # ------------------------------------------------------------------ internals
+
+    def _now(self, conn: Connection) -> datetime:
+        if self.time_source == "clock":
+            return self.clock.now()
+        if not self._postgres:  # SQLite: the machine's clock, shared by every process
+            return datetime.now(UTC)
+        found = conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one()
+        if not isinstance(found, datetime) or found.tzinfo is None:
+            raise StoreError(f"the database clock returned {found!r}, not a timestamp")
+        return found.astimezone(UTC)
+
+    def _held_unlocked(self, conn: Connection, key: str) -> Held:
+        row = conn.execute(select(leases).where(leases.c.key == key)).mappings().first()
+        if row is None:  # inserted by a transaction not yet committed
+            return Held(key, "(being claimed)", self._now(conn))
+        return _held(row)
+
+    @contextmanager
+    def _tx(self, doing: str, *, write: bool = True) -> Iterator[Connection]:
+        opening = self.store.engine.begin() if write else self.store.engine.connect()
+        with self.store._failures(doing), opening as conn:
+            yield conn
+
+
+def _is(claim: Claim) -> Any:
+    return and_(
+        leases.c.key == claim.key,
+        leases.c.owner == claim.owner,
+        leases.c.fence == claim.fence,
+        leases.c.done_at.is_(None),
+    )
+
+
+def _held(row: Any) -> Held:
+    done = row["done_at"] is not None
+    return Held(row["key"], row["owner"], row["expires_at"], done=done)
