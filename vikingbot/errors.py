@@ -18,7 +18,9 @@
     ├── CheckerError                an `only-if:` checker failed or is refused
     ├── ChannelError                a chat platform failed (converted from SDK errors)
     ├── DeliveryError               a delivery target is malformed or refused
-    └── CronError                   a cron job is invalid
+    ├── CronError                   a cron job is invalid
+    ├── SpawnError                  a child program could not be started (vikingbot.proc)
+    └── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
 
 Vendor SDK errors are converted at the provider/channel boundary; nothing
 outside those modules catches SDK exception types.
@@ -109,4 +111,17 @@ class DeliveryError(VikingbotError):
 
 
 class CronError(VikingbotError):
+    pass
+
+
+class SpawnError(VikingbotError):
+    """A program could not be started; ``program`` names it, ``missing`` if not found."""
+
+    def __init__(self, message: str, *, program: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.program = program
+        self.missing = missing
+
+
+class AgentError(VikingbotError):
     pass

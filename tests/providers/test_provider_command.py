@@ -89,3 +89,14 @@ def test_render_prompt_shows_tool_steps() -> None:
     assert "(called: list_dir)" in text
     assert "## Tool result (list_dir)\n\na.md" in text
     assert "# System" not in text
+
+
+async def test_a_huge_reply_is_cut_at_the_cap_and_says_so() -> None:
+    cfg = ProviderConfig(
+        command=[sys.executable, "-c", "import sys; sys.stdout.write('x' * 20_000_000)"],
+        max_output_bytes=4096,
+    )
+    resp = await CommandProvider("cmd", cfg, environ=dict(os.environ)).complete(request())
+    assert resp.text.startswith("x" * 4096 + "\n\n[reply cut: 19995904 more bytes")
+    assert "bot.providers.cmd.max_output_bytes" in resp.text
+    assert len(resp.text) < 5000

@@ -154,6 +154,7 @@ class ProviderConfig(Model):
     timeout_s: float = Field(default=60, gt=0)
     max_retries: int = Field(default=3, ge=0)
     command: list[str] | None = None
+    max_output_bytes: int = Field(default=1_000_000, ge=1024)  # command kind: reply cap
     price_input_per_mtok: float = Field(default=0.0, ge=0)
     price_output_per_mtok: float = Field(default=0.0, ge=0)
 

@@ -2,23 +2,21 @@
 
 The program (``bot.providers.<name>.command``, an argv list) gets the rendered
 conversation on stdin (format in ``render_prompt``); its stdout, trimmed, is the
-reply. It runs in its own process group, bounded by ``timeout_s``: on timeout,
-or when the turn is cancelled, the whole group is killed. Such a program is an
+reply. It runs through ``vikingbot.proc``: in its own process group, bounded by
+``timeout_s`` (on timeout, or when the turn is cancelled, the whole group is
+killed), its reply capped at ``max_output_bytes`` (a cut reply says so). Such a program is an
 agent of its own, so no tool schemas are sent and no tool calls come back.
 Token counts are estimates (4 characters a token).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
-import signal
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vikingbot.errors import NotConfiguredError, ProviderError, ProviderNotFoundError
+from vikingbot import proc
+from vikingbot.errors import NotConfiguredError, ProviderError, ProviderNotFoundError, SpawnError
 from vikingbot.providers.base import (
     BaseProvider,
     ChatMessage,
@@ -91,53 +89,42 @@ class CommandProvider(BaseProvider):
         env["VIKINGBOT_PROVIDER"] = self.name
         if request.model:
             env["VIKINGBOT_MODEL"] = request.model
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise ProviderNotFoundError(
-                f"the {self.name} provider's program {argv[0]!r} was not found; "
-                f"check bot.providers.{self.name}.command"
-            ) from exc
-        except PermissionError as exc:
-            raise ProviderError(
-                f"the {self.name} provider's program {argv[0]!r} is not executable"
-            ) from exc
         timeout = self.config.timeout_s
         try:
-            out, err = await asyncio.wait_for(proc.communicate(prompt.encode()), timeout)
-        except TimeoutError:
-            await _kill(proc)
-            raise ProviderError(
-                f"the {self.name} provider's program {Path(argv[0]).name!r} gave no answer "
-                f"within {timeout:g}s and was killed; raise bot.providers.{self.name}.timeout_s"
-            ) from None
-        except asyncio.CancelledError:
-            await _kill(proc)
-            raise
-        if proc.returncode != 0:
-            tail = err.decode(errors="replace").strip()[-500:] or "(no error output)"
-            raise ProviderError(
-                f"the {self.name} provider's program {Path(argv[0]).name!r} exited with "
-                f"status {proc.returncode}: {tail}"
+            done = await proc.run(
+                argv,
+                input=prompt.encode(),
+                env=env,
+                timeout_s=timeout,
+                max_output=self.config.max_output_bytes,
             )
-        text = out.decode(errors="replace").strip()
+        except SpawnError as exc:
+            if exc.missing:
+                raise ProviderNotFoundError(
+                    f"the {self.name} provider's program {argv[0]!r} was not found; "
+                    f"check bot.providers.{self.name}.command"
+                ) from exc
+            raise ProviderError(f"the {self.name} provider: {exc}") from exc
+        if done.timed_out:
+            raise ProviderError(
+                f"the {self.name} provider's program {done.program!r} gave no answer "
+                f"within {timeout:g}s and was killed; raise bot.providers.{self.name}.timeout_s"
+            )
+        if done.returncode != 0:
+            tail = done.stderr_tail() or "(no error output)"
+            raise ProviderError(
+                f"the {self.name} provider's program {done.program!r} exited with "
+                f"status {done.returncode}: {tail}"
+            )
+        text = done.text.strip()
+        if done.stdout_dropped:
+            text += (
+                f"\n\n[reply cut: {done.stdout_dropped} more bytes were not kept; "
+                f"raise bot.providers.{self.name}.max_output_bytes]"
+            )
         return ProviderResponse(
             text=text,
             tokens_in=estimate_tokens(prompt),
             tokens_out=estimate_tokens(text),
             finish_reason="stop",
         )
-
-
-async def _kill(proc: asyncio.subprocess.Process) -> None:
-    if proc.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()

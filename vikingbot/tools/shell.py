@@ -6,22 +6,20 @@ shutdown), then ``bot.tools.exec.deny_patterns`` (regular expressions, matched
 case-insensitively), then, with ``restrict_to_workspace``, a path check that
 refuses ``..`` and absolute paths outside the workspace. The guards are a seat
 belt against a confused model, not a sandbox: run the bot as a user that
-cannot do damage. The command runs with the workspace as its working folder,
-in its own process group, killed on ``timeout_s``; output (stdout and stderr
+cannot do damage. The command runs through ``vikingbot.proc`` with the
+workspace as its working folder, in its own process group, killed (with all it
+started) on ``timeout_s`` or when it ends; output (stdout and stderr
 together) is capped at ``max_output_chars``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
 import re
-import signal
 from pathlib import Path
 from typing import Any, ClassVar
 
-from vikingbot.errors import ToolError
+from vikingbot import proc
+from vikingbot.errors import SpawnError, ToolError
 from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside
 
@@ -82,26 +80,6 @@ def escapes_workspace(command: str, workspace: Path) -> str | None:
     return None
 
 
-async def _read_capped(stream: asyncio.StreamReader, cap: int) -> tuple[bytes, int]:
-    kept = bytearray()
-    dropped = 0
-    while chunk := await stream.read(65536):
-        room = cap - len(kept)
-        if room > 0:
-            kept += chunk[:room]
-        dropped += max(0, len(chunk) - max(room, 0))
-    return bytes(kept), dropped
-
-
-async def _exited(proc: asyncio.subprocess.Process) -> int:
-    """Wait for the shell itself to exit (``proc.wait()`` would also wait for its pipes)."""
-    delay = 0.001
-    while proc.returncode is None:
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.05)
-    return proc.returncode
-
-
 class ExecTool(Tool):
     name = "exec"
     description = (
@@ -131,36 +109,17 @@ class ExecTool(Tool):
         if args.get("timeout_s"):
             timeout = min(timeout, max(0.1, float(args["timeout_s"])))
         ctx.workspace.mkdir(parents=True, exist_ok=True)
-        proc = await asyncio.create_subprocess_shell(
-            command,
-            cwd=ctx.workspace,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )
-        assert proc.stdout is not None
         cap = cfg.max_output_chars
-        reader = asyncio.ensure_future(_read_capped(proc.stdout, cap * 4))
-        timed_out = False
         try:
-            await asyncio.wait_for(_exited(proc), timeout)
-        except TimeoutError:
-            timed_out = True
-        finally:
-            # Kill the whole group: a timed-out command, and anything it left running.
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-        try:
-            data, dropped = await asyncio.wait_for(reader, 5)
-            await asyncio.wait_for(proc.wait(), 5)
-        except TimeoutError:  # something outside the group kept the pipe open
-            reader.cancel()
-            data, dropped = b"", 0
-        out = data.decode(errors="replace")
-        if len(out) > cap or dropped:
-            more = max(0, len(out) - cap) + dropped
+            done = await proc.run(
+                command, cwd=ctx.workspace, timeout_s=timeout, max_output=cap * 4, merge_stderr=True
+            )
+        except SpawnError as exc:
+            raise ToolError(f"exec: {exc}") from exc
+        out = done.text
+        if len(out) > cap or done.stdout_dropped:
+            more = max(0, len(out) - cap) + done.stdout_dropped
             out = out[:cap] + f"\n[... output truncated: about {more} more characters]"
-        if timed_out:
+        if done.timed_out:
             return f"timed out after {timeout:g}s and was killed\n{out}".rstrip()
-        return f"exit code: {proc.returncode}\n{out}".rstrip()
+        return f"exit code: {done.returncode}\n{out}".rstrip()

@@ -4,18 +4,16 @@ Options: ``command`` (argv list, run without a shell), optional ``cwd``,
 ``env`` (values may use ``${NAME}``; those, and values of variables named
 like secrets, are redacted from results) and ``ok_exit_codes`` (default ``[0]``).
 The scope is passed as ``VIKINGBOT_SCOPE`` and replaces ``{scope}`` in argv.
-On timeout the whole process group is killed.
+It runs through ``vikingbot.proc``: on timeout the whole process group is
+killed; stdout past 1 MB is not kept.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import os
-import signal
 from pathlib import Path
 
-from vikingbot.errors import CheckerError
+from vikingbot import proc
+from vikingbot.errors import CheckerError, SpawnError
 from vikingbot.heartbeat.checkers.base import (
     Checker,
     CheckResult,
@@ -25,6 +23,7 @@ from vikingbot.heartbeat.checkers.base import (
 )
 
 _STDERR_TAIL = 500
+_MAX_OUTPUT = 1_000_000  # stdout kept for the signature and the prompt context
 
 
 class CommandChecker(Checker):
@@ -70,48 +69,22 @@ class CommandChecker(Checker):
         if cwd:
             cwd = str(Path(cwd).expanduser())
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
+            done = await proc.run(
+                argv, cwd=cwd, env=env, timeout_s=self.config.timeout_s, max_output=_MAX_OUTPUT
             )
-        except OSError as exc:
+        except SpawnError as exc:
             raise CheckerError(f"{self.where}: cannot start {argv[0]!r}: {exc}") from exc
-        try:
-            stdout, stderr = await asyncio.wait_for(
-                proc.communicate(), timeout=self.config.timeout_s
-            )
-        except TimeoutError:
-            raise CheckerError(
-                f"{self.where}: command timed out after {self.config.timeout_s:g}s"
-            ) from None
-        finally:
-            if proc.returncode is None:
-                await _kill(proc)
-
+        if done.timed_out:
+            raise CheckerError(f"{self.where}: command timed out after {self.config.timeout_s:g}s")
         ok = self.opts.get("ok_exit_codes", [0])
-        if proc.returncode not in ok:
-            tail = stderr.decode("utf-8", "replace").strip()[-_STDERR_TAIL:]
+        if done.returncode not in ok:
+            tail = done.stderr_tail(_STDERR_TAIL)
             raise CheckerError(
-                f"{self.where}: {argv[0]!r} exited with status {proc.returncode}"
+                f"{self.where}: {argv[0]!r} exited with status {done.returncode}"
                 + (f": {tail}" if tail else "")
             )
-        text = stdout.decode("utf-8", "replace")
+        stdout = done.stdout
+        text = done.text
         if not text.strip():
             return CheckResult(has_work=False, signature=signature_of(b""))
         return CheckResult(has_work=True, signature=signature_of(stdout), context=text)
-
-
-async def _kill(proc: asyncio.subprocess.Process) -> None:
-    """Kill the command and everything it started, then reap it."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if hasattr(os, "killpg"):
-            os.killpg(proc.pid, signal.SIGKILL)
-        else:  # pragma: no cover - Windows
-            proc.kill()
-    with contextlib.suppress(ProcessLookupError):
-        await proc.wait()
