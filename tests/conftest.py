@@ -93,7 +93,7 @@ class _SharedSchema:
                 conn.exec_driver_sql("SET LOCAL lock_timeout = '10s'")
                 conn.exec_driver_sql("SET LOCAL synchronous_commit = off")
                 if self._layout(conn) == self.layout and current_version(conn) == LATEST_VERSION:
-                    for table in sorted(tables - {"schema_version"}):
+                    for table in sorted(tables - {"alembic_version"}):
                         conn.exec_driver_sql(f'DELETE FROM "{table}"')
                     for seq in sorted(sequences):
                         conn.exec_driver_sql(f"SELECT setval('\"{seq}\"', 1, false)")

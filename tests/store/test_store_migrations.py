@@ -1,30 +1,25 @@
-"""Schema versions: from empty, re-open, too new, failed steps, concurrent starts.
+"""Schema versions (Alembic): from empty, re-open, too new, failed steps, legacy
+databases, concurrent starts.
 
 ``target`` (tests/store/conftest.py) is one database on each backend.
 """
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import textwrap
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from sqlalchemy import Column, Connection, MetaData, String, Table, inspect, select
+from sqlalchemy import inspect, text
 
 from vikingbot.errors import StoreError
 from vikingbot.store import LATEST_VERSION, StateStore
-from vikingbot.store.migrations import (
-    MIGRATIONS,
-    Migration,
-    add_column,
-    check_sequence,
-    create_tables,
-    migrate,
-    schema_version_table,
-)
+from vikingbot.store.migrations import SCRIPTS, known_versions, migrate
 from vikingbot.store.tables import metadata
 
 if TYPE_CHECKING:
@@ -32,8 +27,8 @@ if TYPE_CHECKING:
 
 
 # The schema the newest migration leaves, table -> columns, on both backends. When
-# tables.py or MIGRATIONS change: if RECORDED_VERSION was never released, update
-# this record; otherwise add a migration and record its version here.
+# tables.py or the revisions change: if RECORDED_VERSION was never released, update
+# this record; otherwise add a revision and record its version here.
 RECORDED_VERSION = 3
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
@@ -67,7 +62,7 @@ SCHEMA: dict[str, set[str]] = {
         "attempts", "channel", "channel_id", "chat_id", "created_at", "dedupe_key",
         "details", "id", "last_error", "sent_at", "status", "text", "thread",
     },
-    "schema_version": {"applied_at", "description", "version"},
+    "alembic_version": {"version_num"},
 }  # fmt: skip
 # SQLite's full-text index (migration 2) is a virtual table with shadow tables.
 SQLITE_ONLY = {
@@ -84,104 +79,174 @@ def _db_schema(store: StateStore) -> dict[str, set[str]]:
         }
 
 
-def _versions(store: StateStore) -> list[int]:
+def _versions(store: StateStore) -> list[str]:
     with store.engine.connect() as conn:
-        rows = conn.execute(select(schema_version_table.c.version).order_by("version"))
-        return [r[0] for r in rows]
+        return [r[0] for r in conn.execute(text("SELECT version_num FROM alembic_version"))]
+
+
+LATEST = f"{LATEST_VERSION:04d}"
+
+
+def _scripts_with(tmp_path: Path, revision: str, body: str) -> Path:
+    """The shipped revisions plus one more (``NNNN_slug.py``), in a folder of their own."""
+    scripts = tmp_path / "scripts"
+    shutil.copytree(SCRIPTS, scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    number = revision.split("_", 1)[0]
+    (scripts / "versions" / f"{revision}.py").write_text(
+        f'"""{revision.split("_", 1)[1].replace("_", " ")}"""\n'
+        "from alembic import op\nimport sqlalchemy as sa\n"
+        f"revision = {number!r}\ndown_revision = {LATEST!r}\n"
+        "branch_labels = None\ndepends_on = None\n\n"
+        "def upgrade() -> None:\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    )
+    return scripts
 
 
 def test_empty_database_is_migrated_to_the_latest_schema(target: Target) -> None:
     with target.open() as store:
         assert store.backend == target.backend
         assert store.schema_version() == LATEST_VERSION == RECORDED_VERSION
-        assert _versions(store) == list(range(1, LATEST_VERSION + 1))
+        assert _versions(store) == [LATEST]
         found = _db_schema(store)
         extra = SQLITE_ONLY if target.backend == "sqlite" else set()
         assert set(found) == set(SCHEMA) | extra
         assert {name: found[name] for name in SCHEMA} == SCHEMA
 
 
+def test_the_revisions_build_exactly_what_tables_py_says(target: Target) -> None:
+    from alembic.autogenerate import compare_metadata
+    from alembic.runtime.migration import MigrationContext
+
+    def ours(name: str | None, kind: str, parents: object) -> bool:
+        # The full-text index (revision 0002) is raw SQL, not part of tables.py.
+        return not (name or "").startswith(("history_fts", "ix_history_docs_fts"))
+
+    with target.open() as store, store.engine.connect() as conn:
+        context = MigrationContext.configure(
+            conn, opts={"include_name": ours, "compare_type": True}
+        )
+        assert compare_metadata(context, metadata) == [], (
+            "tables.py and the revisions disagree: add a revision (docs/architecture.md)"
+        )
+
+
 def test_tables_py_matches_the_recorded_schema() -> None:
     in_code = {t.name: {c.name for c in t.columns} for t in metadata.sorted_tables}
-    recorded = {name: cols for name, cols in SCHEMA.items() if name != "schema_version"}
+    recorded = {name: cols for name, cols in SCHEMA.items() if name != "alembic_version"}
     assert (LATEST_VERSION, in_code) == (RECORDED_VERSION, recorded), (
-        "the schema changed: add a migration for it (see vikingbot/store/migrations.py) "
-        "and record the result here, or, if the recorded version was never released, "
-        "just update the record"
+        "the schema changed: add a revision for it (docs/architecture.md) and record "
+        "the result here, or, if the recorded version was never released, just update "
+        "the record"
     )
+
+
+def test_revisions_are_one_numbered_line() -> None:
+    from alembic.script import ScriptDirectory
+
+    script = ScriptDirectory(str(SCRIPTS))
+    chain = [r.revision for r in script.walk_revisions()][::-1]
+    assert chain == [f"{n:04d}" for n in known_versions()]
+    assert chain == [f"{n:04d}" for n in range(1, LATEST_VERSION + 1)]
+    assert script.get_heads() == [LATEST]
 
 
 def test_reopening_changes_nothing_and_keeps_data(target: Target) -> None:
     with target.open() as store:
         store.audit("user", "tool.approve", "exec", "approved")
     with target.open() as store:
-        assert _versions(store) == list(range(1, LATEST_VERSION + 1))
+        assert _versions(store) == [LATEST]
         assert [e["subject"] for e in store.audit_events()] == ["exec"]
 
 
-def test_a_newer_database_is_refused_and_left_alone(target: Target) -> None:
+def test_a_newer_database_is_refused_and_left_alone(target: Target, tmp_path: Path) -> None:
+    newer = f"{LATEST_VERSION + 1:04d}"
     with target.open() as store:
         with store.engine.begin() as conn:
-            conn.execute(
-                schema_version_table.insert().values(
-                    version=LATEST_VERSION + 1,
-                    description="from the future",
-                    applied_at=store.clock.now(),
-                )
-            )
+            conn.execute(text(f"UPDATE alembic_version SET version_num = '{newer}'"))
         with pytest.raises(StoreError) as info:
             target.open()
         assert (
-            f"database schema version {LATEST_VERSION + 1} is newer than this vikingbot "
-            f"supports ({LATEST_VERSION}); upgrade vikingbot"
+            f"database schema version {newer} is newer than this vikingbot supports "
+            f"({LATEST}); upgrade vikingbot"
         ) in str(info.value)
-        assert _versions(store) == [*range(1, LATEST_VERSION + 1), LATEST_VERSION + 1]
+        assert _versions(store) == [newer]
         # An upgraded vikingbot that knows the newer step accepts the database as it is.
-        newer = [*MIGRATIONS, Migration(LATEST_VERSION + 1, "from the future", _never)]
-        assert migrate(store.engine, newer, where=store.url) == LATEST_VERSION + 1
+        scripts = _scripts_with(
+            tmp_path, f"{newer}_from_the_future", "raise AssertionError('ran again')\n"
+        )
+        assert migrate(store.engine, where=store.url, scripts=scripts) == LATEST_VERSION + 1
 
 
-def _never(conn: Connection) -> None:
-    raise AssertionError("an applied migration ran again")
-
-
-def test_a_failed_step_is_rolled_back_and_named(target: Target) -> None:
-    def broken(conn: Connection) -> None:
-        widgets = Table("widgets", MetaData(), Column("name", String(20)))
-        create_tables(conn, widgets)
+def test_a_failed_step_is_rolled_back_and_named(target: Target, tmp_path: Path) -> None:
+    newer = LATEST_VERSION + 1
+    scripts = _scripts_with(
+        tmp_path,
+        f"{newer:04d}_add_widgets",
+        """
+        op.create_table("widgets", sa.Column("name", sa.String(20)))
         raise ValueError("disk on fire")
-
-    steps = [*MIGRATIONS, Migration(LATEST_VERSION + 1, "add widgets", broken)]
+        """,
+    )
     with target.open() as store:
         with pytest.raises(StoreError) as info:
-            migrate(store.engine, steps, where=store.url)
-        assert f"migration {LATEST_VERSION + 1} (add widgets) failed: disk on fire" in str(
-            info.value
-        )
+            migrate(store.engine, where=store.url, scripts=scripts)
+        assert f"migration {newer:04d} (add widgets) failed: disk on fire" in str(info.value)
         assert store.schema_version() == LATEST_VERSION
         assert "widgets" not in _db_schema(store)  # the DDL was rolled back too
 
 
-def test_add_column_upgrades_an_old_database_and_skips_a_new_one(target: Target) -> None:
-    extended = Table("audit_events", MetaData(), Column("note", String(50)))
-    steps = [
-        *MIGRATIONS,
-        Migration(LATEST_VERSION + 1, "audit note", lambda c: add_column(c, extended, "note")),
-    ]
+def test_a_new_column_upgrades_an_old_database_keeping_its_rows(
+    target: Target, tmp_path: Path
+) -> None:
+    newer = LATEST_VERSION + 1
+    scripts = _scripts_with(
+        tmp_path,
+        f"{newer:04d}_audit_note",
+        """
+        with op.batch_alter_table("audit_events") as batch:
+            batch.add_column(sa.Column("note", sa.String(50)))
+        """,
+    )
     with target.open() as store:
         store.audit("user", "tool.approve", "exec", "approved")
-        assert migrate(store.engine, steps, where=store.url) == LATEST_VERSION + 1
+        assert migrate(store.engine, where=store.url, scripts=scripts) == newer
         assert "note" in _db_schema(store)["audit_events"]
         assert store.audit_events()[0]["subject"] == "exec"
-        # Running the step body again (a fresh database already has the column) is harmless.
-        with store.engine.begin() as conn:
-            add_column(conn, extended, "note")
+        assert migrate(store.engine, where=store.url, scripts=scripts) == newer  # idempotent
 
 
-def test_versions_must_be_contiguous() -> None:
-    step = MIGRATIONS[0]
-    with pytest.raises(ValueError, match="without gaps"):
-        check_sequence([step, Migration(3, "skips 2", step.apply)])
+@pytest.mark.parametrize("legacy", [1, 2, 3])
+def test_a_database_from_before_alembic_is_adopted_and_upgraded(
+    target: Target, legacy: int
+) -> None:
+    """vikingbot's own runner left ``schema_version`` rows 1..N; nothing is rebuilt."""
+    with target.open() as store:
+        store.audit("user", "tool.approve", "exec", "approved")
+        with store.engine.begin() as conn:  # turn it into what the old runner left
+            conn.exec_driver_sql("DROP TABLE alembic_version")
+            conn.exec_driver_sql(
+                "CREATE TABLE schema_version (version INTEGER PRIMARY KEY, "
+                "description VARCHAR(200) NOT NULL, applied_at TIMESTAMP NOT NULL)"
+            )
+            for version in range(1, legacy + 1):
+                conn.execute(
+                    text("INSERT INTO schema_version VALUES (:v, 'old', CURRENT_TIMESTAMP)"),
+                    {"v": version},
+                )
+            if legacy < 3:
+                conn.exec_driver_sql("DROP TABLE leases")
+            if legacy == 1 and target.backend == "sqlite":
+                for name in ("history_docs_fts_ai", "history_docs_fts_ad", "history_docs_fts_au"):
+                    conn.exec_driver_sql(f"DROP TRIGGER {name}")
+                conn.exec_driver_sql("DROP TABLE history_fts")
+            elif legacy == 1:
+                conn.exec_driver_sql("DROP INDEX ix_history_docs_fts")
+    with target.open() as store:
+        assert _versions(store) == [LATEST]
+        assert "schema_version" not in _db_schema(store)
+        assert [e["subject"] for e in store.audit_events()] == ["exec"]
+        if target.backend == "sqlite":
+            assert set(_db_schema(store)) >= SQLITE_ONLY
 
 
 def test_threads_opening_at_once_migrate_exactly_once(target: Target) -> None:
@@ -204,7 +269,7 @@ def test_threads_opening_at_once_migrate_exactly_once(target: Target) -> None:
     try:
         assert errors == []
         assert len(stores) == 4
-        assert _versions(stores[0]) == list(range(1, LATEST_VERSION + 1))
+        assert _versions(stores[0]) == [LATEST]
     finally:
         for st in stores:
             st.close()
@@ -256,5 +321,5 @@ def test_processes_opening_at_once_migrate_exactly_once(tmp_path: Path) -> None:
         assert child.returncode == 0, err
         assert out.strip() == str(LATEST_VERSION)
     with StateStore.open(url) as store:
-        assert _versions(store) == list(range(1, LATEST_VERSION + 1))
+        assert _versions(store) == [LATEST]
         assert sorted(e["subject"] for e in store.audit_events()) == ["p0", "p1"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,9 +108,9 @@ def _sqlite_engine(url: URL) -> Engine:
             cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA foreign_keys = ON")
             if not in_memory:
-                cursor.execute("PRAGMA journal_mode = WAL")
-                # WAL + NORMAL: a crash of the process loses nothing committed; only a
-                # power cut may lose the last commits. Saves an fsync per transaction.
+                # WAL (set once, under the open lock: see _open_lock) + NORMAL: a crash of
+                # the process loses nothing committed; only a power cut may lose the last
+                # commits. Saves an fsync per transaction.
                 cursor.execute("PRAGMA synchronous = NORMAL")
         finally:
             cursor.close()
@@ -175,9 +176,11 @@ class StateStore:
         else:
             engine = _postgres_engine(parsed, schema)
         try:
-            if schema is not None:
-                _create_schema(engine, schema)
-            migrations.migrate(engine, where=where)
+            with _open_lock(parsed, where):
+                if schema is not None:
+                    _create_schema(engine, schema)
+                _use_wal(engine)
+                migrations.migrate(engine, where=where)
         except StoreError:
             engine.dispose()
             raise
@@ -261,6 +264,56 @@ def _fit(text: str, column_type: Any) -> str:
     if length is None or len(text) <= length:
         return text
     return text[: length - 1] + "…"
+
+
+def _sqlite_file(url: URL) -> str | None:
+    """The path of a SQLite database file, or None (in memory, a URI, not SQLite)."""
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in ("", ":memory:"):
+        return None
+    return None if database.startswith("file:") else database
+
+
+@contextmanager
+def _open_lock(url: URL, where: str) -> Iterator[None]:
+    """Serialise opening one SQLite file between threads and processes.
+
+    Switching a file to WAL needs an exclusive lock that SQLite does not always
+    wait for, and the first open migrates: both happen under ``<file>.lock``.
+    PostgreSQL needs nothing here (the migration takes an advisory lock).
+    """
+    path = _sqlite_file(url)
+    if path is None:
+        yield
+        return
+    from filelock import FileLock, Timeout
+
+    try:
+        with FileLock(f"{path}.lock", timeout=BUSY_TIMEOUT_MS / 1000):
+            yield
+    except Timeout as exc:
+        raise StoreError(f"{where}: another process held the open lock for too long") from exc
+
+
+def _use_wal(engine: Engine) -> None:
+    """Put a SQLite file in WAL mode (kept in the file; a no-op once it is).
+
+    Run on the raw connection: the mode cannot change inside a transaction, and
+    the engine begins one for every statement.
+    """
+    if _sqlite_file(engine.url) is None:
+        return
+    with engine.connect() as conn:  # connect errors arrive as SQLAlchemy errors
+        raw = conn.connection.driver_connection
+        assert raw is not None
+        try:
+            mode = raw.execute("PRAGMA journal_mode").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raw.execute("PRAGMA journal_mode = WAL")
+        except sqlite3.Error as exc:
+            raise StoreError(
+                f"cannot open the state database at {mask_url(engine.url)}: {exc}"
+            ) from exc
 
 
 def _create_schema(engine: Engine, schema: str) -> None:
