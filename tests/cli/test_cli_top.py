@@ -86,7 +86,7 @@ def test_onboard_logs_what_it_created_and_debug_only_when_verbose(
     assert result.exit_code == 0, result.stderr
     json.loads(result.stdout)  # stdout stays pure JSON
     assert "from the template" in result.stderr
-    assert "applied migration 1" in result.stderr
+    assert "applied migration 0001" in result.stderr
     assert "DEBUG" not in result.stderr
 
     other = tmp_path / "other" / "config.json"
