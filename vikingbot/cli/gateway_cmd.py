@@ -31,15 +31,18 @@ def register(app: typer.Typer) -> None:
         from vikingbot.runtime import Runtime
 
         config, paths = get_config(ctx)
-        setup_logging(verbose=verbose or state(ctx).verbose, logs_dir=paths.logs_dir)
         rt = Runtime(config, paths)
-        ensure_first_start(rt)
 
         def say(line: str) -> None:
             typer.echo(line, err=False)
 
         gw = Gateway(rt, host=host, port=port, say=say)
         try:
+            # before anything else: a second gateway on this home says who holds it
+            gw.check_bind()
+            gw.take_home()
+            setup_logging(verbose=verbose or state(ctx).verbose, logs_dir=paths.logs_dir)
+            ensure_first_start(rt)
             code = asyncio.run(gw.run())
         except VikingbotError as exc:
             fail(str(exc))

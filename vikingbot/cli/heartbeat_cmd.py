@@ -83,22 +83,31 @@ def run_now_cmd(
         bool, typer.Option("--force", help="Run even when disabled or outside active hours.")
     ] = False,
 ) -> None:
-    """Run one cycle now and print each result."""
-    import asyncio
+    """Run one cycle now and print each result (through the gateway when one runs)."""
+    from vikingbot.cli.remote import call, gateway_client, note_local
 
-    rt, svc = _service(ctx)
-    problem = rt.provider_problem()
+    client = gateway_client(ctx)
+    if client is not None:
+        data = call(
+            client, "POST", "/api/v1/heartbeat/run-now", {"workspace": workspace, "force": force}
+        )
+        results, problem, via = data["results"], data.get("provider_problem"), "gateway"
+    else:
+        import asyncio
 
-    async def go() -> Any:
-        return await svc.run_cycle("manual", workspace=workspace, force=force)
+        from vikingbot.gateway.ops import heartbeat_run_now
 
-    report = asyncio.run(go())
-    results = report.results()
+        note_local()
+        rt, svc = _service(ctx)
+        problem = rt.provider_problem()
+        results = asyncio.run(heartbeat_run_now(svc, workspace=workspace, force=force))
+        rt.close()
+        via = "local"
     if as_json:
-        print_json(results)
+        print_json([{**r, "via": via} for r in results])
     else:
         _table(
-            "Heartbeat run",
+            f"Heartbeat run (via {via})",
             ["workspace", "entry", "decision", "reason", "outcome", "model calls", "error"],
             [
                 [
@@ -115,84 +124,52 @@ def run_now_cmd(
         )
         if problem and any(r["decision"] == "run" for r in results):
             _stderr(f"note: {problem}")
-    rt.close()
 
 
 @app.command("status")
 def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Enabled, interval, next cycle; per workspace the last outcome, next due and pause."""
-    from datetime import timedelta
+    from vikingbot.cli.remote import call, gateway_client
 
-    rt, svc = _service(ctx)
-    cfg = svc.cfg
-    g = svc.state.workspace("*")
-    next_cycle = (
-        (g.last_cycle_at + timedelta(seconds=cfg.interval_seconds)) if g.last_cycle_at else None
-    )
-    decisions, inputs = svc.plan("scheduled")
-    states = svc.state.all_workspaces()
-    workspaces: list[dict[str, Any]] = []
-    names = sorted({w.name for w in inputs} | {n for n in states if n != "*"})
-    for name in names:
-        ws = states.get(name)
-        mine = [d for d in decisions if d.workspace == name]
-        dues = [d.next_due for d in mine if d.next_due is not None]
-        running = any(d.decision == "run" for d in mine)
-        workspaces.append(
-            {
-                "workspace": name,
-                "paused": bool(ws and ws.paused),
-                "paused_reason": ws.paused_reason if ws else None,
-                "last_outcome": ws.last_outcome if ws else None,
-                "last_run_at": ws.last_run_at.isoformat() if ws and ws.last_run_at else None,
-                "last_decision": ws.last_decision if ws else None,
-                "last_reason": ws.last_reason if ws else None,
-                "next_due": "now" if running else (min(dues).isoformat() if dues else None),
-                "now": [d.reason for d in mine if d.session is None][-1:] or None,
-                "tokens_today": ws.tokens_today if ws else 0,
-                "cost_today": ws.cost_today if ws else 0.0,
-            }
-        )
-    data: dict[str, Any] = {
-        "enabled": cfg.enabled,
-        "interval_seconds": cfg.interval_seconds,
-        "mode": cfg.mode,
-        "target": cfg.target,
-        "last_cycle_at": g.last_cycle_at.isoformat() if g.last_cycle_at else None,
-        "next_cycle_at": next_cycle.isoformat() if next_cycle and cfg.enabled else None,
-        "provider_problem": rt.provider_problem(),
-        "workspaces": workspaces,
-        "problems": svc.problems(inputs),
-    }
+    client = gateway_client(ctx)
+    if client is not None:
+        data = {**call(client, "GET", "/api/v1/heartbeat/status"), "via": "gateway"}
+    else:
+        from vikingbot.gateway.ops import heartbeat_status
+
+        rt, svc = _service(ctx)
+        data = {**heartbeat_status(svc, rt.provider_problem()), "via": "local"}
+        rt.close()
     if as_json:
         print_json(data)
-    else:
-        on = "on" if cfg.enabled else "off (vikingbot heartbeat enable)"
-        typer.echo(
-            f"heartbeat: {on}, every {cfg.interval_seconds}s, mode {cfg.mode}, target {cfg.target}"
-        )
-        typer.echo(
-            f"last cycle: {data['last_cycle_at'] or 'never'}   next: {data['next_cycle_at'] or '-'}"
-        )
-        if data["provider_problem"]:
-            typer.echo(f"provider: {data['provider_problem']}")
-        _table(
-            "Workspaces",
-            ["workspace", "paused", "last outcome", "last run", "now", "next due"],
+        return
+    on = "on" if data["enabled"] else "off (vikingbot heartbeat enable)"
+    typer.echo(
+        f"heartbeat: {on}, every {data['interval_seconds']}s, mode {data['mode']}, "
+        f"target {data['target']}"
+    )
+    typer.echo(
+        f"last cycle: {data['last_cycle_at'] or 'never'}   next: {data['next_cycle_at'] or '-'}"
+    )
+    if data["provider_problem"]:
+        typer.echo(f"provider: {data['provider_problem']}")
+    workspaces = data["workspaces"]
+    _table(
+        "Workspaces",
+        ["workspace", "paused", "last outcome", "last run", "now", "next due"],
+        [
             [
-                [
-                    w["workspace"],
-                    w["paused_reason"] or ("yes" if w["paused"] else ""),
-                    w["last_outcome"] or "",
-                    w["last_run_at"] or "",
-                    ",".join(w["now"] or []),
-                    w["next_due"] or "",
-                ]
-                for w in workspaces
-            ],
-        )
-        _print_problems(data["problems"])
-    rt.close()
+                w["workspace"],
+                w["paused_reason"] or ("yes" if w["paused"] else ""),
+                w["last_outcome"] or "",
+                w["last_run_at"] or "",
+                ",".join(w["now"] or []),
+                w["next_due"] or "",
+            ]
+            for w in workspaces
+        ],
+    )
+    _print_problems(data["problems"])
 
 
 @app.command("runs")
@@ -297,19 +274,25 @@ def check_cmd(
 
 
 def _set_enabled(ctx: typer.Context, value: bool) -> None:
-    from vikingbot.config.edit import set_value
+    from vikingbot.cli.remote import call, gateway_client
+
+    word = "enabled" if value else "disabled"
+    client = gateway_client(ctx)
+    if client is not None:
+        data = call(client, "POST", f"/api/v1/heartbeat/{'enable' if value else 'disable'}")
+        _stderr(f"heartbeat {word} ({data['config']}); the running gateway applied it")
+        return
     from vikingbot.config.loader import config_path
     from vikingbot.errors import ConfigError
+    from vikingbot.gateway.ops import set_heartbeat_enabled
 
     get_config(ctx)
     path = config_path(state(ctx).config_path)
     try:
-        set_value(path, "bot.heartbeat.enabled", value)
+        set_heartbeat_enabled(path, value)
     except ConfigError as exc:
         fail(str(exc))
-    _stderr(
-        f"heartbeat {'enabled' if value else 'disabled'} ({path}); a running gateway applies it within seconds"
-    )
+    _stderr(f"heartbeat {word} ({path}); no gateway is running: it applies at the next start")
 
 
 @app.command("enable")
@@ -324,16 +307,40 @@ def disable_cmd(ctx: typer.Context) -> None:
     _set_enabled(ctx, False)
 
 
+def _pause_or_resume(ctx: typer.Context, workspace: str, pause: bool) -> None:
+    from vikingbot.cli.remote import call, gateway_client
+    from vikingbot.gateway.ops import known_workspace
+
+    word = "paused" if pause else "resumed"
+    client = gateway_client(ctx)
+    if client is not None:
+        call(
+            client,
+            "POST",
+            f"/api/v1/heartbeat/{'pause' if pause else 'resume'}",
+            {"workspace": workspace},
+        )
+        _stderr(f"workspace {workspace} {word}")
+        return
+    rt, svc = _service(ctx)
+    problem = known_workspace(rt.paths.workspace_root, workspace)
+    if problem:
+        rt.close()
+        fail(problem)
+    if pause:
+        svc.pause(workspace)
+    else:
+        svc.resume(workspace)
+    rt.close()
+    _stderr(f"workspace {workspace} {word}")
+
+
 @app.command("pause")
 def pause_cmd(
     ctx: typer.Context, workspace: Annotated[str, typer.Argument(help="Workspace name.")]
 ) -> None:
     """Pause one workspace's heartbeat until `resume`."""
-    rt, svc = _service(ctx)
-    _known_workspace(rt, workspace)
-    svc.pause(workspace)
-    _stderr(f"workspace {workspace} paused")
-    rt.close()
+    _pause_or_resume(ctx, workspace, True)
 
 
 @app.command("resume")
@@ -341,20 +348,7 @@ def resume_cmd(
     ctx: typer.Context, workspace: Annotated[str, typer.Argument(help="Workspace name.")]
 ) -> None:
     """Resume a paused workspace (also lifts a budget pause for today)."""
-    rt, svc = _service(ctx)
-    _known_workspace(rt, workspace)
-    svc.resume(workspace)
-    _stderr(f"workspace {workspace} resumed")
-    rt.close()
-
-
-def _known_workspace(rt: Runtime, name: str) -> None:
-    root = rt.paths.workspace_root
-    if not (root / name).is_dir() or "/" in name or name.startswith("."):
-        known = (
-            ", ".join(sorted(p.name for p in root.iterdir() if p.is_dir())) if root.is_dir() else ""
-        )
-        fail(f"no workspace {name!r} under {root} (known: {known or 'none'})")
+    _pause_or_resume(ctx, workspace, False)
 
 
 def _stderr(text: str) -> None:

@@ -330,11 +330,14 @@ class CronService:
         report = await self._deliver(text, target, run_id, job.name, workspace)
         if report is None:
             return "error", f"delivery to {target!r} failed (see the log)"
-        failed = list(getattr(report, "failed", []) or [])
-        if failed and not getattr(report, "delivered", None):
-            return "inboxed", f"could not send to {', '.join(failed)}; kept in the inbox"
-        if getattr(report, "skipped", None) == "silent":
+        if report.skipped == "silent":
             return "ok", None
+        if report.status == "inboxed":
+            failed = ", ".join(report.failed)
+            why = f"could not send to {failed}" if failed else f"target {target!r} is the inbox"
+            return "inboxed", f"{why}; kept in the inbox"
+        if report.status == "failed":
+            return "error", f"delivery to {target!r} failed (see the log)"
         return "delivered", None
 
     def _chats_of(self, workspace: Path | None) -> list[Any]:

@@ -93,6 +93,27 @@ class Inbox:
                 for r in conn.execute(query)
             ]
 
+    def items_after(self, after_id: int, limit: int = 100) -> list[InboxItem]:
+        """Items with an id above ``after_id``, oldest first (a feed to follow)."""
+        from sqlalchemy import select
+
+        from vikingbot.store.tables import inbox
+
+        query = select(inbox).where(inbox.c.id > after_id).order_by(inbox.c.id).limit(limit)
+        with _db("read new items"), self._store.engine.connect() as conn:
+            return [
+                InboxItem(r.id, r.slot, r.text, r.source, r.kind, r.created_at, r.read_at)
+                for r in conn.execute(query)
+            ]
+
+    def last_id(self) -> int:
+        from sqlalchemy import func, select
+
+        from vikingbot.store.tables import inbox
+
+        with _db("read the newest item id"), self._store.engine.connect() as conn:
+            return int(conn.execute(select(func.max(inbox.c.id))).scalar() or 0)
+
     def unread_count(self) -> int:
         from sqlalchemy import func, select
 

@@ -213,6 +213,8 @@ class DeliveryService:
             if await asyncio.to_thread(self._already_sent, key):
                 logger.debug("delivery: {} already went to {}; not again", key, dest)
                 report.delivered.append(str(dest))
+                if dest.kind != "chat":
+                    report.inboxed.append(str(dest))
             elif dest.kind == "chat":
                 await self._to_chat(dest, clean, source, key, report)
             else:

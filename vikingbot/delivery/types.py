@@ -8,6 +8,9 @@ from typing import Literal
 from vikingbot.session.types import SessionKey
 
 DestinationKind = Literal["chat", "inbox", "prompt"]
+# delivered: a channel accepted the message; inboxed: kept in the local inbox (no
+# channel could take it); failed: could not be stored anywhere.
+DeliveryStatus = Literal["delivered", "inboxed", "failed"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +94,17 @@ class DeliveryReport:
     @property
     def ok(self) -> bool:
         return not self.failed
+
+    @property
+    def status(self) -> DeliveryStatus:
+        """``delivered`` when a channel took it, ``inboxed`` when only the inbox has it,
+        ``failed`` when it is nowhere (a silent or empty result counts as delivered:
+        nothing was meant to go out)."""
+        kept = set(self.inboxed)
+        if any(d not in kept for d in self.delivered):
+            return "delivered"
+        if self.inboxed:
+            return "inboxed"
+        if self.skipped is not None:
+            return "delivered"
+        return "failed"

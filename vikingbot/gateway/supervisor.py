@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import os
 import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -71,6 +72,10 @@ class Gateway:
         self.channels: Any = None
         self.housekeeping: Any = None
         self._inbound_tasks: set[asyncio.Task[Any]] = set()
+        self.cron: Any = None
+        self.home_lock: Any = None
+        self.ops: Any = None
+        self._server_task: asyncio.Task[Any] | None = None
 
     # ------------------------------------------------------------ lifecycle
 
@@ -96,8 +101,25 @@ class Gateway:
                     "(is another gateway running? change bot.gateway.port or pass --port)"
                 ) from exc
 
+    def take_home(self) -> None:
+        """Hold the home (one gateway per home on the embedded store); see gateway/lock.py."""
+        from vikingbot.gateway.lock import HomeLock, needs_home_lock
+
+        self.home_lock = HomeLock(
+            self.rt.paths.home, exclusive=needs_home_lock(self.rt.paths.database_url)
+        )
+        self.home_lock.acquire()
+
     async def run(self) -> int:
         self.check_bind()
+        if self.home_lock is None:
+            self.take_home()
+        try:
+            return await self._run()
+        finally:
+            self.home_lock.release()
+
+    async def _run(self) -> int:
         self.probe_port()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -118,7 +140,8 @@ class Gateway:
 
         await self._start_services()
         server = await self._start_http()
-        self.say(f"✓ HTTP: http://{self.host}:{self.port}  (/health, /metrics)")
+        self.say(f"✓ HTTP: http://{self.host}:{self.port}  (/health, /metrics, /api/v1)")
+        self._publish()
         logger.info("gateway started on {}:{}", self.host, self.port)
 
         await self.stop_event.wait()
@@ -216,7 +239,7 @@ class Gateway:
 
         from vikingbot.cron.service import CronService
 
-        cron = CronService(
+        self.cron = cron = CronService(
             cfg,
             store=self.rt.store,
             agent=_LazyAgent(self.rt),
@@ -396,9 +419,76 @@ class Gateway:
             "provider_configured": self.rt.provider_problem() is None,
         }
 
+    def _publish(self) -> None:
+        from vikingbot.gateway.lock import GatewayInfo
+
+        self.home_lock.publish(
+            GatewayInfo(os.getpid(), self.host, self.port, self.started_at.isoformat(), __version__)
+        )
+
+    def _control_ops(self) -> Any:
+        from vikingbot.delivery.inbox import Inbox
+        from vikingbot.gateway.ops import ControlOps
+
+        return ControlOps(
+            heartbeat=self.heartbeat,
+            inbox=Inbox(self.rt.store, self.rt.clock),
+            config_file=self.rt.paths.config_file,
+            workspace_root=self.rt.paths.workspace_root,
+            provider_problem=self.rt.provider_problem,
+            wake_heartbeat=self._wake_heartbeat,
+            cron=self.cron,
+            chat_turn=self._chat_turn,
+            services=lambda: self.health()["services"],
+            started_at=self.started_at.isoformat(),
+            host=self.host,
+            port=self.port,
+        )
+
+    def _wake_heartbeat(self) -> None:
+        if self.heartbeat is not None:
+            self.heartbeat.wake()
+
+    async def _chat_turn(self, text: str, chat_id: str) -> dict[str, Any]:
+        from vikingbot.session.types import SessionKey
+
+        key = SessionKey("cli", "default", chat_id)
+        await asyncio.to_thread(self.rt.sessions.get_or_create, key, True)
+        problem = self.rt.provider_problem()
+        if problem:
+            raise ConfigError(problem)
+        result = await self.rt.agent().run_turn(text, key, {"sender": "cli"})
+        return {
+            "session": str(key),
+            "reply": result.text,
+            "ended": result.ended,
+            "error": result.error,
+            "tool_calls": [
+                {
+                    "name": c.name,
+                    "arguments": c.arguments,
+                    "approved": c.approved,
+                    "error": c.error,
+                    "result": c.result[:1000],
+                }
+                for c in result.tool_calls
+            ],
+            "messages_sent": result.messages_sent,
+            "model_calls": result.model_calls,
+            "tokens_in": result.tokens_in,
+            "tokens_out": result.tokens_out,
+            "cost_usd": round(result.cost_usd, 6),
+        }
+
+    def _audit_control(self, peer: str, path: str, reason: str) -> None:
+        self.rt.store.audit(
+            f"peer:{peer}", "control.auth", path, "refused", reason=reason, details={"peer": peer}
+        )
+
     async def _start_http(self) -> Any:
         import uvicorn
 
+        from vikingbot.gateway.control import ControlGuard, control_routes
         from vikingbot.gateway.server import build_app
 
         routes: list[Any] = []
@@ -406,21 +496,28 @@ class Gateway:
             from vikingbot.channels.webhook import webhook_routes
 
             routes = list(webhook_routes(self.channels))
+        self.ops = self._control_ops()
+        routes.extend(control_routes(self.ops))
         token = self.rt.config.bot.gateway.token
+        token_text = token.get_secret_value() if token else None
         app = build_app(
             health=self.health,
             metrics=self.metrics.render,
-            token=token.get_secret_value() if token else None,
+            token=token_text,
             extra_routes=routes,
+            self_authenticating=("/webhook/", "/api/"),
+        )
+        app = ControlGuard(
+            app, secret=self.home_lock.secret, token=token_text, audit=self._audit_control
         )
         config = uvicorn.Config(
             app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
         )
         server = _QuietServer(config)
-        self._server_task: asyncio.Task[Any] | None = asyncio.create_task(server.serve())
+        task = self._server_task = asyncio.create_task(server.serve())
         while not server.started:
-            if self._server_task.done():
-                exc = self._server_task.exception()
+            if task.done():
+                exc = task.exception()
                 raise ConfigError(
                     f"cannot listen on {self.host}:{self.port}: {exc or 'address in use?'}"
                 )

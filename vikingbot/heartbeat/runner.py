@@ -214,6 +214,7 @@ class UnitRunner:
             if unit.kind == "task" and turn.outcome in (
                 "completed",
                 "delivered",
+                "inboxed",
                 "ok-empty",
                 "silent",
             ):
@@ -224,7 +225,8 @@ class UnitRunner:
                     if cfg.on_complete == "delete"
                     else Complete(entry.key, when, expect=entry.raw)
                 )
-                row.outcome = "completed" if turn.outcome != "delivered" else "delivered"
+                if turn.outcome not in ("delivered", "inboxed"):
+                    row.outcome = "completed"
             if unit.kind == "scheduled" and not failed:
                 if turn.outcome == "kept":
                     st.continuations += 1
@@ -302,10 +304,10 @@ class UnitRunner:
         sessions = eligible
         if unit.session is not None:  # fan-out: this session only
             default, sessions = "last", [unit.session]
-        sent = silenced = attempts = 0
+        sent = silenced = attempts = inboxed = 0
 
         async def deliver(text: str, target: str | None = None) -> DeliveryStatus:
-            nonlocal sent, silenced, attempts
+            nonlocal sent, silenced, attempts, inboxed
             attempts += 1
             report = await svc.rt.delivery.deliver(
                 text,
@@ -317,13 +319,16 @@ class UnitRunner:
             if report.skipped == "silent":  # target none/silent: ledger and log only
                 silenced += 1
                 return "delivered"  # the user asked for silence: nothing is owed
-            if report.delivered or report.inboxed:
+            if report.status == "delivered":
                 sent += 1
-                return "delivered" if report.delivered else "inboxed"
-            return "failed"
+            elif report.status == "inboxed":  # kept for the user, but no channel took it
+                inboxed += 1
+            return report.status
 
         def finished(default: str) -> str:
-            return "delivered" if sent else ("silent" if silenced else default)
+            if sent:
+                return "delivered"
+            return "inboxed" if inboxed else ("silent" if silenced else default)
 
         if unit.kind == "checklist":
             prompt = CHECKLIST_PROMPT
@@ -352,22 +357,24 @@ class UnitRunner:
                 "timeout",
                 f"timed out after {cfg.task_timeout_s:g}s",
                 time.monotonic() - t0,
-                sent,
+                sent + inboxed,
             )
         except VikingbotError as exc:
             log.error("heartbeat turn failed: {}", exc)
-            return _Turn(None, "error", str(exc), time.monotonic() - t0, sent)
+            return _Turn(None, "error", str(exc), time.monotonic() - t0, sent + inboxed)
         except Exception as exc:
             log.exception("heartbeat turn crashed")
-            return _Turn(None, "error", f"{type(exc).__name__}: {exc}", time.monotonic() - t0, sent)
+            return _Turn(
+                None, "error", f"{type(exc).__name__}: {exc}", time.monotonic() - t0, sent + inboxed
+            )
         duration = time.monotonic() - t0
         if result.ended in ("error", "timeout"):
-            return _Turn(result, result.ended, result.error, duration, sent)
+            return _Turn(result, result.ended, result.error, duration, sent + inboxed)
         reply = result.text
         if wants_keep(reply) or (result.ended == "turn-limit" and unit.kind != "checklist"):
-            return _Turn(result, "kept", None, duration, sent)
+            return _Turn(result, "kept", None, duration, sent + inboxed)
         if is_noop(reply, cfg.ack_max_chars):
-            return _Turn(result, finished("ok-empty"), None, duration, sent)
+            return _Turn(result, finished("ok-empty"), None, duration, sent + inboxed)
         if not attempts and reply and strip_tokens(reply):
             await deliver(reply)  # a result without the message tool still reaches the user
-        return _Turn(result, finished("completed"), None, duration, sent)
+        return _Turn(result, finished("completed"), None, duration, sent + inboxed)

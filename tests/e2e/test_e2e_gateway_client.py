@@ -1,0 +1,146 @@
+"""The CLI as the running gateway's client (issue 9), black-box: real processes, fakes.
+
+- `heartbeat run-now` typed while the gateway runs goes through the gateway:
+  the result reaches Telegram once, and the JSON says `via: gateway`, `delivered`.
+- Two `run-now`s at once make one model call (the second finds the workspace busy).
+- A second gateway on the same home exits 1 naming the first one's pid.
+- The control API refuses a missing or forged secret (401, audited) and keeps serving.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+from tests.e2e.conftest import OWNER_ID, Home, poll, with_tasks
+from vikingbot.testing.fake_openai import reply, tool_call
+from vikingbot.testing.gateway_proc import GatewayProcess
+
+Start = Callable[[Home], GatewayProcess]
+
+
+def first_cycle_done(home: Home) -> None:
+    """The gateway's start-up cycle ran (it skips the template as empty)."""
+    poll(lambda: any(r["reason"] == "empty" for r in home.ledger()), "the first cycle")
+
+
+def test_run_now_goes_through_the_gateway_and_delivers_once(home: Home, gateways: Start) -> None:
+    home.add_user_session()
+    gw = gateways(home)
+    first_cycle_done(home)
+    home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
+    home.llm.script([tool_call("message", {"text": "Disk at 93% on the VPS."}), "HEARTBEAT_OK"])
+
+    res = home.cli("heartbeat", "run-now", "--json")
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(res.stdout)
+    ran = [r for r in rows if r["decision"] == "run"]
+    assert len(ran) == 1, rows
+    assert ran[0]["via"] == "gateway"
+    assert ran[0]["outcome"] == "delivered", ran[0]
+    assert all(r["via"] == "gateway" for r in rows)
+    assert "no gateway is running" not in res.stderr
+    sent = home.telegram.wait_for_sent(1)
+    assert [(m["chat_id"], m["text"]) for m in sent] == [(str(OWNER_ID), "Disk at 93% on the VPS.")]
+    assert home.inbox() == []
+    assert gw.stop() == 0
+    assert len(home.telegram.sent) == 1
+
+
+def test_without_a_gateway_run_now_says_so_and_reports_local(home: Home) -> None:
+    home.add_user_session()
+    home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
+    home.llm.script([tool_call("message", {"text": "Disk at 93%."}), "HEARTBEAT_OK"])
+    res = home.cli("heartbeat", "run-now", "--json")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.count("no gateway is running: results stay in the inbox") == 1
+    rows = json.loads(res.stdout)
+    ran = [r for r in rows if r["decision"] == "run"]
+    assert [(r["via"], r["outcome"]) for r in ran] == [("local", "inboxed")]
+    assert [i.text for i in home.inbox()] == ["Disk at 93%."]
+
+
+def test_two_concurrent_run_nows_make_one_model_call(home: Home, gateways: Start) -> None:
+    home.add_user_session()
+    gateways(home)
+    first_cycle_done(home)
+    home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
+    home.llm.script([reply("HEARTBEAT_OK", delay_s=1.0)])
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: home.cli("heartbeat", "run-now", "--json"), range(2)))
+    assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
+    rows = [row for r in results for row in json.loads(r.stdout) if row["workspace"] == "shared"]
+    assert len(home.llm.requests) == 1
+    assert sorted(r["decision"] for r in rows) == ["run", "skip"], rows
+    assert [r["reason"] for r in rows if r["decision"] == "skip"] == ["busy"]
+
+
+def test_second_gateway_on_the_same_home_exits_1_naming_the_first(
+    home: Home, gateways: Start
+) -> None:
+    gw = gateways(home)
+    assert gw.proc is not None
+    second = GatewayProcess(home.path)
+    res = subprocess.run(
+        [*second_cmd(second)], env=second.env, capture_output=True, text=True, timeout=60
+    )
+    assert res.returncode == 1
+    assert f"pid {gw.proc.pid}" in res.stderr
+    assert f"127.0.0.1:{gw.port}" in res.stderr
+    assert gw.get("/health")["status"] == "ok"  # the first one is unharmed
+    run = home.path / "run"
+    assert stat.S_IMODE((run / "control.secret").stat().st_mode) == 0o600
+    assert json.loads((run / "gateway.json").read_text())["pid"] == gw.proc.pid
+
+
+def second_cmd(gw: GatewayProcess) -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "vikingbot", "gateway", "--port", str(gw.port)]
+
+
+def test_a_killed_gateway_leaves_no_lock_behind(home: Home, gateways: Start) -> None:
+    gw = gateways(home)
+    gw.kill()  # SIGKILL: no clean-up code runs
+    assert (home.path / "run" / "gateway.json").exists()  # stale, yet it blocks nothing
+    res = home.cli("heartbeat", "status", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["via"] == "local"
+    again = gateways(home)
+    assert again.get("/health")["status"] == "ok"
+
+
+def test_control_api_refuses_missing_and_forged_secrets(home: Home, gateways: Start) -> None:
+    gw = gateways(home)
+    url = gw.base_url + "/api/v1/heartbeat/status"
+    for headers in ({}, {"Authorization": "Bearer forged"}):
+        req = urllib.request.Request(url, headers=headers)
+        try:
+            urllib.request.urlopen(req, timeout=10)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 401
+            assert "control secret" in json.loads(exc.read())["error"]
+        else:
+            raise AssertionError(f"{headers} was let in")
+    assert gw.get("/health")["status"] == "ok"
+    secret = (home.path / "run" / "control.secret").read_text().strip()
+    assert secret not in gw.read_output()
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {secret}"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert json.loads(resp.read())["enabled"] is True
+    gw.stop()
+    from vikingbot.store.db import StateStore
+
+    store = StateStore.open(home.database_url)
+    try:
+        refused = store.audit_events(action="control.auth")
+    finally:
+        store.close()
+    assert len(refused) == 2
+    assert {e["outcome"] for e in refused} == {"refused"}

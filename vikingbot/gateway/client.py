@@ -1,0 +1,126 @@
+"""The CLI's client of a running gateway's control API.
+
+``GatewayClient.discover(paths)`` finds the home's gateway: on the embedded store
+the home lock must be held (a crashed gateway's leftover ``gateway.json`` is
+ignored); otherwise the recorded pid must be alive. It reads the control secret
+(``run/control.secret``) and talks plain HTTP on loopback with the standard
+library (no import cost for a one-shot command).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from typing import TYPE_CHECKING, Any
+
+from vikingbot.errors import VikingbotError
+from vikingbot.gateway.lock import (
+    GatewayInfo,
+    lock_is_held,
+    needs_home_lock,
+    pid_alive,
+    read_info,
+    read_secret,
+)
+
+if TYPE_CHECKING:
+    from vikingbot.config.loader import Paths
+
+NO_GATEWAY_NOTE = "no gateway is running: results stay in the inbox"
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
+
+class GatewayUnavailable(VikingbotError):
+    """The gateway could not be reached, or stopped answering during a request."""
+
+
+class GatewayRefused(VikingbotError):
+    """The gateway answered with an error (the message is the gateway's)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class GatewayClient:
+    def __init__(self, info: GatewayInfo, secret: str, *, token: str | None = None) -> None:
+        self.info = info
+        self._secret = secret
+        self._token = token
+
+    @classmethod
+    def discover(cls, paths: Paths, *, token: str | None = None) -> GatewayClient | None:
+        """The home's live gateway, or None (then the CLI works locally)."""
+        home = paths.home
+        info = read_info(home)
+        if info is None:
+            return None
+        if needs_home_lock(paths.database_url):
+            if not lock_is_held(home):
+                return None
+        elif not pid_alive(info.pid):
+            return None
+        secret = read_secret(home)
+        if secret is None:
+            return None
+        return cls(info, secret, token=token)
+
+    @property
+    def via(self) -> str:
+        return "gateway"
+
+    def _connect_host(self) -> str:
+        host = self.info.host
+        if host in ("", "0.0.0.0"):
+            return "127.0.0.1"
+        if host == "::":
+            return "::1"
+        return host
+
+    def request(
+        self, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float = 3600
+    ) -> Any:
+        """Send one request; the JSON answer. Raises GatewayUnavailable / GatewayRefused."""
+        headers = {"Authorization": f"Bearer {self._secret}", "Accept": "application/json"}
+        if self._token:
+            headers["X-Vikingbot-Token"] = self._token
+        payload = None
+        if body is not None:
+            payload = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn = http.client.HTTPConnection(self._connect_host(), self.info.port, timeout=timeout)
+        where = f"the gateway ({self.info.describe()})"
+        try:
+            try:
+                conn.request(method, path, body=payload, headers=headers)
+            except OSError as exc:
+                raise GatewayUnavailable(f"cannot reach {where}: {exc}") from None
+            try:
+                resp = conn.getresponse()
+                raw = resp.read(MAX_RESPONSE_BYTES + 1)
+            except (OSError, http.client.HTTPException) as exc:
+                if isinstance(exc, socket.timeout | TimeoutError):
+                    raise GatewayUnavailable(
+                        f"{where} did not answer within {timeout:g}s"
+                    ) from None
+                raise GatewayUnavailable(
+                    f"{where} stopped answering during the request ({type(exc).__name__}); "
+                    "it may have stopped: check `vikingbot status` and its log"
+                ) from None
+        finally:
+            conn.close()
+        try:
+            data = json.loads(raw) if raw else None
+        except ValueError:
+            data = None
+        if resp.status >= 400:
+            message = data.get("error") if isinstance(data, dict) else None
+            raise GatewayRefused(resp.status, str(message or f"HTTP {resp.status}"))
+        return data
+
+    def get(self, path: str, *, timeout: float = 3600) -> Any:
+        return self.request("GET", path, timeout=timeout)
+
+    def post(self, path: str, body: dict[str, Any] | None = None, *, timeout: float = 3600) -> Any:
+        return self.request("POST", path, body or {}, timeout=timeout)

@@ -1,0 +1,281 @@
+"""The gateway's control API: `/api/v1/...` routes on the gateway's Starlette app.
+
+Authentication (:class:`ControlGuard`): every `/api/` request carries
+``Authorization: Bearer <secret>``, the per-home secret the gateway writes to
+``<home>/run/control.secret`` (0600) at start. A peer that is not on loopback must
+also send the gateway token (``bot.gateway.token``) as ``X-Vikingbot-Token``.
+Refusals answer 401 (no/wrong secret) or 403 (remote peer without the token), are
+audited (``control.auth``, capped per minute so a flood cannot fill the table)
+and never stop the gateway.
+
+Route handlers only parse and answer; the work is done by the plain functions of
+:class:`ControlOps` (``vikingbot.gateway.ops``), which the dashboard reuses. Every
+route is documented in docs/api.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from vikingbot.errors import VikingbotError
+
+if TYPE_CHECKING:
+    from vikingbot.gateway.ops import ControlOps
+
+API_PREFIX = "/api/"
+MAX_BODY_BYTES = 64 * 1024
+TOKEN_HEADER = b"x-vikingbot-token"
+AUDITS_PER_MINUTE = 30
+
+
+class BadRequest(VikingbotError):
+    """A control request the gateway cannot act on (answered 400)."""
+
+
+class NotFound(VikingbotError):
+    """The thing a control request names does not exist (answered 404)."""
+
+
+def _peer_is_loopback(scope: Any) -> bool:
+    from vikingbot.gateway.supervisor import is_loopback
+
+    client = scope.get("client")
+    if not client:
+        return False  # unknown peer (e.g. a Unix socket proxy): treat as remote
+    return is_loopback(str(client[0]))
+
+
+class ControlGuard:
+    """ASGI wrapper that authenticates `/api/` requests (see the module docstring)."""
+
+    def __init__(
+        self,
+        app: Any,
+        *,
+        secret: str,
+        token: str | None,
+        audit: Callable[[str, str, str], None] | None = None,
+    ) -> None:
+        self.app = app
+        self._secret = f"Bearer {secret}".encode()
+        self._token = token.encode() if token else None
+        self._audit = audit
+        self._window = (0.0, 0)
+        self.refused = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and str(scope.get("path", "")).startswith(API_PREFIX):
+            problem = self._check(scope)
+            if problem is not None:
+                status, reason = problem
+                self.refused += 1
+                await self._record(scope, reason)
+                await JSONResponse({"error": reason}, status_code=status)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+    def _check(self, scope: Any) -> tuple[int, str] | None:
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(b"authorization", b"")
+        if not hmac.compare_digest(given, self._secret):
+            what = "missing" if not given else "wrong"
+            return 401, f"{what} control secret (Authorization: Bearer <run/control.secret>)"
+        if not _peer_is_loopback(scope):
+            token = headers.get(TOKEN_HEADER, b"")
+            if self._token is None or not hmac.compare_digest(token, self._token):
+                return 403, "a remote peer needs the gateway token (X-Vikingbot-Token)"
+        return None
+
+    async def _record(self, scope: Any, reason: str) -> None:
+        client = scope.get("client")
+        peer = str(client[0]) if client else "unknown"
+        path = str(scope.get("path", ""))[:200]
+        logger.warning(
+            "control API: refused {} {} from {}: {}", scope.get("method"), path, peer, reason
+        )
+        if self._audit is None:
+            return
+        start, count = self._window
+        now = time.monotonic()
+        if now - start > 60:
+            start, count = now, 0
+        if count >= AUDITS_PER_MINUTE:
+            self._window = (start, count)
+            return
+        self._window = (start, count + 1)
+        try:
+            await asyncio.to_thread(self._audit, peer, path, reason)
+        except Exception:  # an audit failure must not take the gateway down
+            logger.exception("control API: could not audit a refused request")
+
+
+# ---------------------------------------------------------------- request helpers
+
+
+async def json_body(request: Request) -> dict[str, Any]:
+    """The request's JSON object body ({} when empty); ``BadRequest`` otherwise."""
+    raw = await request.body()
+    if len(raw) > MAX_BODY_BYTES:
+        raise BadRequest(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
+    if not raw.strip():
+        return {}
+    try:
+        data = json.loads(raw)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadRequest(f"request body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BadRequest("request body must be a JSON object")
+    return data
+
+
+def opt_str(data: dict[str, Any], key: str, *, max_len: int = 10_000) -> str | None:
+    value = data.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRequest(f"{key!r} must be a string, got {type(value).__name__}")
+    if len(value) > max_len:
+        raise BadRequest(f"{key!r} is {len(value)} characters; the limit is {max_len}")
+    return value
+
+
+def req_str(data: dict[str, Any], key: str, *, max_len: int = 10_000) -> str:
+    value = opt_str(data, key, max_len=max_len)
+    if value is None or not value.strip():
+        raise BadRequest(f"{key!r} is required")
+    return value
+
+
+def opt_bool(data: dict[str, Any], key: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise BadRequest(f"{key!r} must be true or false")
+    return value
+
+
+def opt_int(raw: str | None, key: str, default: int, lo: int, hi: int) -> int:
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise BadRequest(f"{key!r} must be an integer, got {raw[:40]!r}") from None
+    if not lo <= value <= hi:
+        raise BadRequest(f"{key!r} must be between {lo} and {hi}")
+    return value
+
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """Turn a handler returning JSON data into an endpoint with clear errors."""
+
+    async def run(request: Request) -> Response:
+        try:
+            data = await fn(request)
+        except BadRequest as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        except NotFound as exc:
+            return JSONResponse({"error": str(exc)}, status_code=404)
+        except VikingbotError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=409)
+        except Exception as exc:
+            logger.exception("control API: {} {} failed", request.method, request.url.path)
+            return JSONResponse(
+                {"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500
+            )
+        return JSONResponse(data)
+
+    return run
+
+
+def control_routes(ops: ControlOps) -> list[BaseRoute]:
+    """The `/api/v1` routes (see docs/api.md)."""
+
+    async def gateway_info(request: Request) -> Any:
+        return ops.gateway_info()
+
+    async def hb_status(request: Request) -> Any:
+        return await ops.heartbeat_status()
+
+    async def hb_run_now(request: Request) -> Any:
+        body = await json_body(request)
+        return await ops.heartbeat_run_now(
+            workspace=opt_str(body, "workspace", max_len=200), force=opt_bool(body, "force")
+        )
+
+    async def hb_enable(request: Request) -> Any:
+        return await ops.heartbeat_set_enabled(True)
+
+    async def hb_disable(request: Request) -> Any:
+        return await ops.heartbeat_set_enabled(False)
+
+    async def hb_pause(request: Request) -> Any:
+        body = await json_body(request)
+        return await ops.heartbeat_pause(req_str(body, "workspace", max_len=200))
+
+    async def hb_resume(request: Request) -> Any:
+        body = await json_body(request)
+        return await ops.heartbeat_resume(req_str(body, "workspace", max_len=200))
+
+    async def cron_run(request: Request) -> Any:
+        return await ops.cron_run(request.path_params["job_id"])
+
+    async def inbox_list(request: Request) -> Any:
+        q = request.query_params
+        return await ops.inbox_list(
+            slot=q.get("slot"),
+            unread=q.get("unread") in ("1", "true", "yes"),
+            limit=opt_int(q.get("limit"), "limit", 50, 1, 1000),
+        )
+
+    async def inbox_read(request: Request) -> Any:
+        body = await json_body(request)
+        ids = body.get("ids")
+        if ids is not None and (
+            not isinstance(ids, list)
+            or len(ids) > 10_000
+            or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids)
+        ):
+            raise BadRequest("'ids' must be a list of integers (at most 10000)")
+        return await ops.inbox_mark_read(ids=ids, slot=opt_str(body, "slot", max_len=200))
+
+    async def chat(request: Request) -> Any:
+        body = await json_body(request)
+        return await ops.chat(
+            req_str(body, "text", max_len=100_000),
+            chat_id=opt_str(body, "chat_id", max_len=200) or "local",
+        )
+
+    async def events(request: Request) -> Any:
+        q = request.query_params
+        return await ops.events(
+            after=opt_int(q.get("after"), "after", 0, 0, 2**62),
+            wait_s=opt_int(q.get("wait"), "wait", 0, 0, 60),
+        )
+
+    return [
+        Route("/api/v1/gateway", endpoint(gateway_info), methods=["GET"]),
+        Route("/api/v1/heartbeat/status", endpoint(hb_status), methods=["GET"]),
+        Route("/api/v1/heartbeat/run-now", endpoint(hb_run_now), methods=["POST"]),
+        Route("/api/v1/heartbeat/enable", endpoint(hb_enable), methods=["POST"]),
+        Route("/api/v1/heartbeat/disable", endpoint(hb_disable), methods=["POST"]),
+        Route("/api/v1/heartbeat/pause", endpoint(hb_pause), methods=["POST"]),
+        Route("/api/v1/heartbeat/resume", endpoint(hb_resume), methods=["POST"]),
+        Route("/api/v1/cron/jobs/{job_id}/run", endpoint(cron_run), methods=["POST"]),
+        Route("/api/v1/inbox", endpoint(inbox_list), methods=["GET"]),
+        Route("/api/v1/inbox/read", endpoint(inbox_read), methods=["POST"]),
+        Route("/api/v1/chat", endpoint(chat), methods=["POST"]),
+        Route("/api/v1/events", endpoint(events), methods=["GET"]),
+    ]
