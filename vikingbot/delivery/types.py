@@ -6,11 +6,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from vikingbot.session.types import SessionKey
+from vikingbot.tools.base import DeliveryStatus
 
 DestinationKind = Literal["chat", "inbox", "prompt"]
-# delivered: a channel accepted the message; inboxed: kept in the local inbox (no
-# channel could take it); failed: could not be stored anywhere.
-DeliveryStatus = Literal["delivered", "inboxed", "failed"]
 
 
 @dataclass(frozen=True)

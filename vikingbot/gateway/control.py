@@ -28,6 +28,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from vikingbot.errors import VikingbotError
+from vikingbot.gateway.errors import BadRequest, NotFound
+from vikingbot.gateway.peers import is_loopback
 
 if TYPE_CHECKING:
     from vikingbot.gateway.ops import ControlOps
@@ -38,17 +40,7 @@ TOKEN_HEADER = b"x-vikingbot-token"
 AUDITS_PER_MINUTE = 30
 
 
-class BadRequest(VikingbotError):
-    """A control request the gateway cannot act on (answered 400)."""
-
-
-class NotFound(VikingbotError):
-    """The thing a control request names does not exist (answered 404)."""
-
-
 def _peer_is_loopback(scope: Any) -> bool:
-    from vikingbot.gateway.supervisor import is_loopback
-
     client = scope.get("client")
     if not client:
         return False  # unknown peer (e.g. a Unix socket proxy): treat as remote

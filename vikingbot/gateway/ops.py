@@ -153,7 +153,7 @@ class ControlOps:
         return data
 
     async def heartbeat_pause(self, workspace: str) -> dict[str, Any]:
-        from vikingbot.gateway.control import NotFound
+        from vikingbot.gateway.errors import NotFound
 
         problem = known_workspace(self.workspace_root, workspace)
         if problem:
@@ -163,7 +163,7 @@ class ControlOps:
         return {"workspace": workspace, "paused": True}
 
     async def heartbeat_resume(self, workspace: str) -> dict[str, Any]:
-        from vikingbot.gateway.control import NotFound
+        from vikingbot.gateway.errors import NotFound
 
         problem = known_workspace(self.workspace_root, workspace)
         if problem:
@@ -173,7 +173,7 @@ class ControlOps:
         return {"workspace": workspace, "paused": False}
 
     async def cron_run(self, name: str) -> dict[str, Any]:
-        from vikingbot.gateway.control import NotFound
+        from vikingbot.gateway.errors import NotFound
 
         if self.cron is None:
             raise NotFound("cron is not running in this gateway")
@@ -199,7 +199,7 @@ class ControlOps:
         return {"marked": changed}
 
     async def chat(self, text: str, *, chat_id: str) -> dict[str, Any]:
-        from vikingbot.gateway.control import NotFound
+        from vikingbot.gateway.errors import NotFound
 
         if self.chat_turn is None:
             raise NotFound("chat is not available in this gateway")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import os
 import signal
 from collections.abc import Awaitable, Callable
@@ -24,19 +23,11 @@ from loguru import logger
 from vikingbot import __version__
 from vikingbot.config.loader import load_config
 from vikingbot.errors import ConfigError, VikingbotError
+from vikingbot.gateway.peers import is_loopback
 from vikingbot.metrics import Metrics
 from vikingbot.runtime import Runtime
 
 Say = Callable[[str], None]
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 @dataclass
