@@ -12,19 +12,16 @@ import os
 import re
 import stat
 import time
-from dataclasses import dataclass, field, replace
-from datetime import datetime
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from cronsim import CronSim, CronSimError
-
+from vikingbot.heartbeat.entry_keys import has_keys, scheduled_fields, short
 from vikingbot.heartbeat.types import (
     Entry,
     EntryProblem,
     Heading,
     ParseResult,
-    Schedule,
     Section,
     normalise_key,
 )
@@ -34,38 +31,9 @@ BOM = "\ufeff"
 ACTIVE = "active tasks"
 COMPLETED = "completed"
 
-_LIST_MARKER = re.compile(r"(?:[-*+]|\d{1,9}[.)])(?=\s|$)")
+_LIST_MARKER = re.compile(r"(?:[-*+]|[0-9]{1,9}[.)])(?=\s|$)")
 _CHECKBOX = re.compile(r"\[([ xX])\](?=\s|$)")
-_HEADING = re.compile(r"(#{1,6})(?:\s+(.*?))?\s*$")
-_SEPARATOR = re.compile(r"(?:([-*_=])[ \t]*)(?:\1[ \t]*){2,}")
-_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
-_DELIVER = re.compile(r"<!--\s*deliver:\s*(.*?)\s*-->", re.DOTALL | re.IGNORECASE)
-_PARKED = re.compile(r"<!--\s*parked:\s*(.*?)\s*-->", re.DOTALL | re.IGNORECASE)
-
-# A key is one of these words, at the start or after whitespace, followed by ':'.
-_KEYS = {
-    "every": "every",
-    "alle": "every",
-    "daily": "daily",
-    "täglich": "daily",
-    "taeglich": "daily",
-    "cron": "cron",
-    "only-if": "only-if",
-    "nur-wenn": "only-if",
-    "title": "title",
-    "titel": "title",
-    "task": "task",
-    "aufgabe": "task",
-}
-_KEY = re.compile(r"(?<!\S)(" + "|".join(sorted(_KEYS, key=len, reverse=True)) + r"):", re.I)
-_DURATION = re.compile(r"(\d{1,9})\s*([smhd])", re.I)
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_HHMM = re.compile(r"(\d{1,2}):(\d{2})")
-# The same rules the checker runner applies (docs/checkers.md): a name, then an
-# optional scope; both start with a letter or digit, neither can hold a command.
-_CHECKER = re.compile(
-    r"([A-Za-z0-9][A-Za-z0-9_.-]{0,63})(?::([A-Za-z0-9][A-Za-z0-9_.@+/#-]{0,199}))?"
-)
+_SEPARATOR_CHARS = "-*_="
 
 
 # path -> (file identity, max_bytes, result); see read_heartbeat.
@@ -181,7 +149,7 @@ def _read_at_most(fd: int, expected: int, limit: int) -> bytes:
 
 
 def parse_heartbeat(text: str) -> ParseResult:
-    """Parse HEARTBEAT.md text. Never raises; malformed entries become ``errors``."""
+    """Parse HEARTBEAT.md text. Never raises, runs in linear time; bad entries become ``errors``."""
     if len(text) <= 8192:
         return _parse_cached(text)
     return _parse(text)
@@ -205,82 +173,111 @@ class _Draft:
     parts: list[str] = field(default_factory=list)
 
 
-def _parse(text: str) -> ParseResult:
-    if text.startswith(BOM):
-        text = text[1:]
-    drafts: list[_Draft] = []
-    section = "none"  # resolved to "other" or "flat" once the whole file is seen
-    saw_active = False
-    in_comment = False
-    cur: _Draft | None = None
-    headings: list[Heading] = []
+class _Scanner:
+    """Reads the file one line at a time: headings, separators, entries and their continuations."""
 
-    for i, line in enumerate(text.split("\n")):
-        if line.endswith("\r"):
-            line = line[:-1]
-        was_in_comment = in_comment
-        if in_comment or "<!--" in line:
-            visible, in_comment, had_comment = strip_comments(line, in_comment)
+    def __init__(self) -> None:
+        self.drafts: list[_Draft] = []
+        self.headings: list[Heading] = []
+        self.section = "none"  # resolved to "other" or "flat" once the whole file is seen
+        self.saw_active = False
+        self.in_comment = False
+        self.cur: _Draft | None = None
+
+    def feed(self, i: int, line: str) -> None:
+        was_in_comment = self.in_comment
+        if self.in_comment or "<!--" in line:
+            visible, self.in_comment, had_comment = strip_comments(line, self.in_comment)
         else:
             visible, had_comment = line, False
         stripped = visible.strip()
-
+        cur = self.cur
         if cur is not None and (
             was_in_comment or (line[:1] in (" ", "\t") and (stripped or had_comment))
         ):
             cur.raw.append(line)
             if stripped:
                 cur.parts.append(stripped)
-            continue
-        if cur is not None:
-            drafts.append(cur)
-            cur = None
-        if not stripped:
-            continue
-        heading = _HEADING.fullmatch(stripped) if stripped[0] == "#" else None
-        if heading:
-            name = " ".join((heading.group(2) or "").strip("#").split()).casefold().rstrip(":")
-            headings.append(Heading(i + 1, len(heading.group(1)), name))
-            if name == ACTIVE:
-                section, saw_active = "active", True
-            elif name == COMPLETED:
-                section = "completed"
-            elif len(heading.group(1)) <= 2:
-                section = "none"
-            continue
-        if _SEPARATOR.fullmatch(stripped):
-            continue
-        body = stripped
+            return
+        self.close()
+        if not stripped or self._heading(i, stripped) or _is_separator(stripped):
+            return
+        self._start(i, line, stripped, was_in_comment)
+
+    def close(self) -> None:
+        if self.cur is not None:
+            self.drafts.append(self.cur)
+            self.cur = None
+
+    def _heading(self, i: int, stripped: str) -> bool:
+        found = heading_of(stripped)
+        if found is None:
+            return False
+        level, name = found
+        self.headings.append(Heading(i + 1, level, name))
+        if name == ACTIVE:
+            self.section, self.saw_active = "active", True
+        elif name == COMPLETED:
+            self.section = "completed"
+        elif level <= 2:
+            self.section = "none"
+        return True
+
+    def _start(self, i: int, line: str, body: str, was_in_comment: bool) -> None:
         marker = _LIST_MARKER.match(body)
         if marker:
             body = body[marker.end() :].lstrip()
-        checked = False
         box = _CHECKBOX.match(body)
+        checked = bool(box) and box is not None and box.group(1) in "xX"
         if box:
-            checked = box.group(1) in "xX"
             body = body[box.end() :].lstrip()
-        cur = _Draft(start=i, section=section, checked=checked, starts_in_comment=was_in_comment)
-        cur.raw.append(line)
+        cur = _Draft(i, self.section, checked, was_in_comment, raw=[line])
         if body:
             cur.parts.append(body)
-    if cur is not None:
-        drafts.append(cur)
+        self.cur = cur
 
-    outside: Section = "other" if saw_active else "flat"
-    entries: list[Entry] = []
-    for d in drafts:
-        if d.parts:
-            sect: Section = outside
-            if d.section == "active":
-                sect = "active"
-            elif d.section == "completed":
-                sect = "completed"
-            entries.append(_build(d, sect))
-    entries = _mark_duplicate_titles(entries)
-    errors = tuple(
-        EntryProblem(e.line, e.error, e.raw[0]) for e in entries if e.error and e.is_work
-    )
-    return ParseResult(entries=tuple(entries), errors=errors, headings=tuple(headings))
+    def result(self) -> ParseResult:
+        self.close()
+        outside: Section = "other" if self.saw_active else "flat"
+        entries: list[Entry] = []
+        seen = _Seen()
+        for d in self.drafts:
+            if d.parts:
+                sect: Section = outside
+                if d.section in ("active", "completed"):
+                    sect = "active" if d.section == "active" else "completed"
+                entries.append(_build(d, sect, seen))
+        errors = tuple(
+            EntryProblem(e.line, e.error, e.raw[0]) for e in entries if e.error and e.is_work
+        )
+        return ParseResult(entries=tuple(entries), errors=errors, headings=tuple(self.headings))
+
+
+def _parse(text: str) -> ParseResult:
+    scanner = _Scanner()
+    for i, line in enumerate(text.removeprefix(BOM).split("\n")):
+        scanner.feed(i, line.removesuffix("\r"))
+    return scanner.result()
+
+
+def heading_of(stripped: str) -> tuple[int, str] | None:
+    """``(level, name)`` when a stripped line is an ATX heading (``## Active Tasks``)."""
+    level = len(stripped) - len(stripped.lstrip("#"))
+    if not 1 <= level <= 6:
+        return None
+    rest = stripped[level:]
+    if rest and not rest[0].isspace():
+        return None
+    name = " ".join(rest.strip().strip("#").split()).casefold().rstrip(":")
+    return level, name
+
+
+def _is_separator(stripped: str) -> bool:
+    """A thematic break such as ``---``, ``* * *`` or ``===``."""
+    c = stripped[0]
+    if c not in _SEPARATOR_CHARS or stripped.count(c) < 3:
+        return False
+    return not stripped.replace(c, "").strip(" \t")
 
 
 def starts_section(heading: Heading) -> bool:
@@ -310,26 +307,82 @@ def strip_comments(line: str, in_comment: bool) -> tuple[str, bool, bool]:
     return visible, in_comment, had
 
 
-def _build(d: _Draft, section: Section) -> Entry:
-    text = "\n".join(d.parts)
+def comments(text: str) -> tuple[str, ...]:
+    """Every closed ``<!-- ... -->`` in ``text``, as written, in one linear pass."""
+    found = []
+    pos = 0
+    while (start := text.find("<!--", pos)) >= 0:
+        end = text.find("-->", start + 4)
+        if end < 0:
+            break
+        found.append(text[start : end + 3])
+        pos = end + 3
+    return tuple(found)
+
+
+def tag_value(tag: str, name: str) -> str | None:
+    """The value of ``<!-- name: value -->`` (name matched without regard to ASCII case)."""
+    inner = tag[4:-3].strip()
+    head = inner[: len(name) + 1]
+    if head.isascii() and head.lower() == name + ":":
+        return inner[len(name) + 1 :].strip()
+    return None
+
+
+def _tags(d: _Draft) -> tuple[str, ...]:
     joined = "\n".join(d.raw)
     if d.starts_in_comment:
         # The first line begins inside a comment opened above the entry: not a tag.
         close = joined.find("-->")
         joined = joined[close + 3 :] if close >= 0 else ""
-    tags = tuple(_COMMENT.findall(joined)) if "<!--" in joined else ()
-    problems: list[str] = []
+    return comments(joined) if "<!--" in joined else ()
+
+
+@dataclass
+class _Seen:
+    """What earlier entries used: titles (folded) with their line, keys with their count."""
+
+    titles: dict[str, int] = field(default_factory=dict)
+    keys: dict[str, int] = field(default_factory=dict)
+
+
+def _tag_values(tags: tuple[str, ...], problems: list[str]) -> tuple[str | None, str | None]:
     deliver = parked = None
     for tag in tags:
-        m = _DELIVER.fullmatch(tag)
-        if m:
-            if deliver is not None and m.group(1) != deliver:
-                problems.append(f"two different deliver: tags ({deliver!r} and {m.group(1)!r})")
-            deliver = deliver or m.group(1)
-        m = _PARKED.fullmatch(tag)
-        if m and parked is None:
-            parked = m.group(1) or "parked"
-    entry = Entry(
+        value = tag_value(tag, "deliver")
+        if value is not None:
+            if deliver is not None and value != deliver:
+                problems.append(
+                    f"two different deliver: tags ({short(deliver)!r} and {short(value)!r})"
+                )
+            deliver = deliver or value
+        value = tag_value(tag, "parked")
+        if value is not None and parked is None:
+            parked = value or "parked"
+    return deliver, parked
+
+
+def _build(d: _Draft, section: Section, seen: _Seen) -> Entry:
+    tags = _tags(d)
+    problems: list[str] = []
+    deliver, parked = _tag_values(tags, problems)
+    text = "\n".join(d.parts)
+    fields = scheduled_fields(text, problems) if has_keys(text) else {}
+    work = not d.checked and section in ("active", "flat")
+    title = fields.get("title")
+    if work and title and not problems:
+        first = seen.titles.setdefault(title.casefold(), d.start + 1)
+        if first != d.start + 1:
+            problems.append(
+                f"title {short(title)!r} is already used by the entry on line {first}; "
+                "titles name entries and must be unique"
+            )
+    key = title or normalise_key(text)  # as Entry.key
+    occurrence = 0
+    if work:
+        occurrence = seen.keys.get(key, 0)
+        seen.keys[key] = occurrence + 1
+    return Entry(
         line=d.start + 1,
         end_line=d.start + len(d.raw),
         text=text,
@@ -339,153 +392,7 @@ def _build(d: _Draft, section: Section) -> Entry:
         tags=tags,
         deliver=deliver,
         parked=parked,
+        error="; ".join(problems) or None,
+        occurrence=occurrence,
+        **fields,
     )
-    if _KEY.search(text):
-        entry = _scheduled(entry, problems)
-    if problems:
-        entry = replace(entry, error="; ".join(problems))
-    return entry
-
-
-def _scheduled(entry: Entry, problems: list[str]) -> Entry:
-    """Read the keys of a scheduled entry; append what is wrong to ``problems``."""
-    text = entry.text
-    found = list(_KEY.finditer(text))
-    values: dict[str, tuple[str, str]] = {}
-    before = text[: found[0].start()].strip()
-    if before:
-        problems.append(
-            f"text before the first key ({_short(before)!r}); "
-            "a scheduled entry is only keys, put the words after task:"
-        )
-    for n, m in enumerate(found):
-        word = m.group(1)
-        canon = _KEYS[word.casefold()]
-        end = found[n + 1].start() if n + 1 < len(found) else len(text)
-        value = text[m.end() : end].strip()
-        if canon in values:
-            problems.append(f"{values[canon][0]}: is given twice")
-            continue
-        values[canon] = (word, value)
-
-    title = task = None
-    schedule: Schedule | None = None
-    only_if: tuple[str, str | None] | None = None
-    kinds = [k for k in ("every", "daily", "cron") if k in values]
-    if "title" not in values and not kinds:
-        used = ", ".join(w + ":" for w, _ in values.values())
-        problems.append(
-            f"this entry uses {used} so it is read as a scheduled entry, but it has no "
-            "title: and no every:/daily:/cron:; add both, or reword it without "
-            f"{used} to keep it a plain task"
-        )
-    elif "title" not in values:
-        problems.append(
-            "a scheduled entry needs title: (titel:), the name it has in plan, status and state"
-        )
-    elif not values["title"][1]:
-        problems.append(f"{values['title'][0]}: is empty")
-    else:
-        title = normalise_key(values["title"][1])
-
-    if len(kinds) > 1 or (not kinds and "title" in values):
-        given = ", ".join(values[k][0] + ":" for k in kinds) or "none"
-        problems.append(
-            "a scheduled entry needs exactly one of every: (alle:), daily: (täglich:) "
-            f"or cron:, found {given}"
-        )
-    elif kinds:
-        word, value = values[kinds[0]]
-        schedule = _schedule(kinds[0], word, value, problems)
-
-    if "only-if" in values:
-        word, value = values["only-if"]
-        checker = _CHECKER.fullmatch(value)
-        if checker and ".." not in value:
-            only_if = (checker.group(1), checker.group(2))
-        else:
-            problems.append(
-                f"{word}: must name a checker configured under bot.heartbeat.checkers "
-                f"(as name or name:scope), never a command; got {_short(value)!r}"
-            )
-    if "task" in values:
-        if values["task"][1]:
-            task = values["task"][1]
-        else:
-            problems.append(f"{values['task'][0]}: is empty")
-    return replace(
-        entry, scheduled=True, schedule=schedule, only_if=only_if, title=title, task=task
-    )
-
-
-def _schedule(kind: str, word: str, value: str, problems: list[str]) -> Schedule | None:
-    if kind == "every":
-        m = _DURATION.fullmatch(value)
-        seconds = int(m.group(1)) * _UNIT_S[m.group(2).lower()] if m else 0
-        if seconds <= 0:
-            problems.append(
-                f"{word}: needs a duration above zero like 90s, 30m, 2h or 1d, "
-                f"got {_short(value)!r}"
-            )
-            return None
-        return Schedule(kind="every", every_s=float(seconds))
-    if kind == "daily":
-        m = _HHMM.fullmatch(value)
-        if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
-            problems.append(f"{word}: needs a time of day HH:MM (00:00-23:59), got {value!r}")
-            return None
-        return Schedule(kind="daily", daily=f"{int(m.group(1)):02d}:{m.group(2)}")
-    expr = value
-    if len(expr) >= 2 and expr[0] in "\"'" and expr[-1] == expr[0]:
-        expr = expr[1:-1].strip()
-    elif expr[:1] in ("'", '"'):
-        problems.append(f"cron: has an unclosed quote: {_short(value)!r}")
-        return None
-    reason = cron_problem(expr)
-    if reason:
-        problems.append(reason)
-        return None
-    return Schedule(kind="cron", cron=" ".join(expr.split()))
-
-
-@lru_cache(maxsize=1024)
-def cron_problem(expr: str) -> str | None:
-    """Why a 5-field cron expression is not usable, or ``None`` when it is fine."""
-    fields = expr.split()
-    if len(fields) != 5:
-        return (
-            "cron: needs 5 fields (minute hour day month weekday), quoted when it has "
-            f'spaces, e.g. cron: "0 9 * * 1-5"; got {len(fields)} in {_short(expr)!r}'
-        )
-    try:
-        next(CronSim(" ".join(fields), datetime(2000, 1, 1)))
-    except CronSimError as exc:
-        return f"cron: {expr!r} is not a valid expression ({exc})"
-    except StopIteration:
-        return f"cron: {expr!r} never fires"
-    return None
-
-
-def _mark_duplicate_titles(entries: list[Entry]) -> list[Entry]:
-    seen: dict[str, int] = {}
-    out = []
-    for e in entries:
-        if e.scheduled and e.is_work and e.title and e.error is None:
-            folded = e.title.casefold()
-            if folded in seen:
-                e = replace(
-                    e,
-                    error=(
-                        f"title {e.title!r} is already used by the entry on line "
-                        f"{seen[folded]}; titles name entries and must be unique"
-                    ),
-                )
-            else:
-                seen[folded] = e.line
-        out.append(e)
-    return out
-
-
-def _short(text: str, limit: int = 60) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

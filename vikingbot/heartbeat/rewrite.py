@@ -249,6 +249,19 @@ def add_entry(text: str, entry_text: str) -> str:
     ``locked_edit`` so it cannot race a cycle's rewrite. Further lines of
     ``entry_text`` become indented continuation lines.
     """
+    new = _new_entry_lines(entry_text)
+    doc = _Doc(text)
+    index = _append_index(doc)
+    if index and doc.ends_in_comment(0, index)[-1]:
+        raise HeartbeatError(
+            "HEARTBEAT.md has an HTML comment (<!--) that is never closed; "
+            "close it with --> before adding entries"
+        )
+    doc.insert(index, new)
+    return doc.text()
+
+
+def _new_entry_lines(entry_text: str) -> list[str]:
     body = [line.strip() for line in entry_text.strip().split("\n") if line.strip()]
     if not body:
         raise HeartbeatError("a new HEARTBEAT.md entry needs some text")
@@ -259,27 +272,23 @@ def add_entry(text: str, entry_text: str) -> str:
         raise HeartbeatError(
             "a new HEARTBEAT.md entry opens an HTML comment (<!--) it never closes"
         )
-    new = [f"- {body[0]}"] + [f"  {line}" for line in body[1:]]
-    doc = _Doc(text)
+    return [f"- {body[0]}"] + [f"  {line}" for line in body[1:]]
+
+
+def _append_index(doc: _Doc) -> int:
+    """Where a new entry goes: after the last line of Active Tasks, else before Completed."""
     heads = [h for h in doc.parse().headings if starts_section(h)]
     active = [n for n, h in enumerate(heads) if h.name == ACTIVE]
     if active:
         n = active[0]
         end = heads[n + 1].line - 1 if n + 1 < len(heads) else len(doc.lines)
         filled = [i for i in range(heads[n].line, end) if doc.lines[i].strip()]
-        index = filled[-1] + 1 if filled else heads[n].line
-    else:
-        completed = [h for h in heads if h.name == COMPLETED]
-        index = completed[0].line - 1 if completed else len(doc.lines)
-        while index > 0 and not doc.lines[index - 1].strip():
-            index -= 1
-    if index and doc.ends_in_comment(0, index)[-1]:
-        raise HeartbeatError(
-            "HEARTBEAT.md has an HTML comment (<!--) that is never closed; "
-            "close it with --> before adding entries"
-        )
-    doc.insert(index, new)
-    return doc.text()
+        return filled[-1] + 1 if filled else heads[n].line
+    completed = [h for h in heads if h.name == COMPLETED]
+    index = completed[0].line - 1 if completed else len(doc.lines)
+    while index > 0 and not doc.lines[index - 1].strip():
+        index -= 1
+    return index
 
 
 def _clean(reason: str) -> str:

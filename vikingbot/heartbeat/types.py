@@ -78,6 +78,17 @@ class Entry:
     deliver: str | None = None  # untrusted; validated by delivery, not here
     parked: str | None = None  # reason from a ``<!-- parked: ... -->`` tag
     error: str | None = None  # set when the entry is malformed (then it never runs)
+    occurrence: int = 0  # how many work entries before this one have the same key
+
+    @property
+    def ident(self) -> str:
+        """Stable identity of a work entry: its ``key``, then `` #2``, `` #3`` for repeats.
+
+        Two active entries with the same text are two entries; a look-alike
+        under ``## Completed`` (or any checked line) is never work and never
+        shares an identity with one, so it cannot take an active entry's outcome.
+        """
+        return self.key if not self.occurrence else f"{self.key} #{self.occurrence + 1}"
 
     @property
     def key(self) -> str:
@@ -176,8 +187,12 @@ class ParseResult:
         return not self.errors and not any(e.is_work for e in self.entries)
 
     def find(self, key: str) -> Entry | None:
-        """The first entry outside ``## Completed`` with this key."""
+        """The work entry with this identity (``Entry.ident``; a plain ``key`` is the first).
+
+        Only unchecked entries in the active part of the file count: a checked
+        line or a look-alike under ``## Completed`` is never found.
+        """
         for e in self.entries:
-            if e.section != "completed" and e.key == key:
+            if e.is_work and e.ident == key:
                 return e
         return None
