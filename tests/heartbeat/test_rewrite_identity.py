@@ -32,7 +32,11 @@ def test_look_alike_under_completed_is_never_found() -> None:
 def test_duplicates_have_their_own_identity_and_move_separately() -> None:
     text = "## Active Tasks\n- Feed the cat\n- Feed the cat\n- Feed the cat <!-- deliver: x -->\n"
     parsed = parse_heartbeat(text)
-    assert [e.ident for e in parsed.active] == ["Feed the cat", "Feed the cat #2", "Feed the cat #3"]
+    assert [e.ident for e in parsed.active] == [
+        "Feed the cat",
+        "Feed the cat #2",
+        "Feed the cat #3",
+    ]
     new, report = apply_moves_to_text(text, [Delete("Feed the cat #3")])
     assert report.applied and "deliver: x" not in new
     assert [e.ident for e in parse_heartbeat(new).active] == ["Feed the cat", "Feed the cat #2"]
