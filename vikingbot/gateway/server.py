@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-OPEN_PATHS = {"/health"}
+OPEN_PATHS = {"/health", "/"}  # "/" only redirects to the dashboard (/ui/, own login)
 
 
 def build_app(

@@ -239,6 +239,7 @@ class Gateway:
             workspaces=self.rt.workspaces,
             clock=self.rt.clock,
         )
+        self.cron = cron
         self.metrics.add_dict_source("vikingbot_cron", lambda: cron.metrics)
         self._spawn("cron", lambda: cron.run_forever(self.stop_event), "")
         self.say("✓ Cron: scheduler running")
@@ -376,22 +377,27 @@ class Gateway:
             self._stat_config()
             if self._config_mtime == before:
                 continue
-            try:
-                config, _ = await asyncio.to_thread(
-                    load_config, self.rt.paths.config_file, create=False, environ=self.rt.environ
-                )
-            except ConfigError as exc:
-                logger.error("config change not applied: {}", exc)
-                continue
-            old = self.rt.config.bot.heartbeat
-            self.rt.reconfigure(config)
-            new = config.bot.heartbeat
-            if old.enabled != new.enabled or old.interval_seconds != new.interval_seconds:
-                state = f"every {new.interval_seconds}s" if new.enabled else "disabled"
-                self.say(f"↻ Heartbeat: {state}")
-            if self.heartbeat is not None:
-                self.heartbeat.wake()
-            logger.info("config reloaded from {}", self.rt.paths.config_file)
+            await self.reload_config()
+
+    async def reload_config(self) -> None:
+        """Re-read the config file now (the watcher, and the dashboard after an edit)."""
+        self._stat_config()
+        try:
+            config, _ = await asyncio.to_thread(
+                load_config, self.rt.paths.config_file, create=False, environ=self.rt.environ
+            )
+        except ConfigError as exc:
+            logger.error("config change not applied: {}", exc)
+            return
+        old = self.rt.config.bot.heartbeat
+        self.rt.reconfigure(config)
+        new = config.bot.heartbeat
+        if old.enabled != new.enabled or old.interval_seconds != new.interval_seconds:
+            state = f"every {new.interval_seconds}s" if new.enabled else "disabled"
+            self.say(f"↻ Heartbeat: {state}")
+        if self.heartbeat is not None:
+            self.heartbeat.wake()
+        logger.info("config reloaded from {}", self.rt.paths.config_file)
 
     # ------------------------------------------------------------ http
 
@@ -476,6 +482,34 @@ class Gateway:
             f"peer:{peer}", "control.auth", path, "refused", reason=reason, details={"peer": peer}
         )
 
+    def _dashboard_routes(self) -> list[Any]:
+        """The web dashboard (/ui), built from the gateway's own parts; its actions go
+        through the same ControlOps as the control API."""
+        from vikingbot.dashboard import DashboardParts, dashboard_routes
+        from vikingbot.gateway.lock import SECRET_FILE, run_dir
+
+        rt = self.rt
+
+        async def run_turn(prompt: str, key: Any, meta: dict[str, Any]) -> Any:
+            return await rt.agent().run_turn(prompt, key, meta)
+
+        parts = DashboardParts(
+            store=rt.store,
+            clock=rt.clock,
+            config=lambda: rt.config,
+            config_file=rt.paths.config_file,
+            workspace_root=rt.paths.workspace_root,
+            secret_file=run_dir(rt.paths.home) / SECRET_FILE,
+            heartbeat=self.heartbeat,
+            sessions=rt.sessions,
+            health=self.health,
+            provider_problem=rt.provider_problem,
+            run_turn=run_turn,
+            apply_config=self.reload_config,
+            ops=self.ops,
+        )
+        return dashboard_routes(parts)
+
     async def _start_http(self) -> Any:
         import uvicorn
 
@@ -489,6 +523,7 @@ class Gateway:
             routes = list(webhook_routes(self.channels))
         self.ops = self._control_ops()
         routes.extend(control_routes(self.ops))
+        routes += self._dashboard_routes()
         token = self.rt.config.bot.gateway.token
         token_text = token.get_secret_value() if token else None
         app = build_app(
@@ -496,7 +531,7 @@ class Gateway:
             metrics=self.metrics.render,
             token=token_text,
             extra_routes=routes,
-            self_authenticating=("/webhook/", "/api/"),
+            self_authenticating=("/webhook/", "/api/", "/ui/"),
         )
         app = ControlGuard(
             app, secret=self.home_lock.secret, token=token_text, audit=self._audit_control

@@ -1,0 +1,97 @@
+"""The dashboard in a real headless Chromium (Debian's `chromium`) driven by Playwright,
+against a real `vikingbot gateway` child process with the loopback fakes of tests/e2e.
+
+Playwright's own browser download cannot work on these machines; the tests launch
+the system executable. Without it they skip, except in CI (``CI`` set), where
+`.ci/run` installs it and a missing browser is a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import TIMEOUT_S, Home
+from vikingbot.testing.fake_openai import FakeOpenAI
+from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.gateway_proc import GatewayProcess
+
+CHROMIUM = os.environ.get("VIKINGBOT_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        message = f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    # module scope: the sync API runs an event loop in this thread while it is open,
+    # which the asyncio tests of other modules must not find there
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+def login_path(home_path: Path, gw: GatewayProcess) -> str:
+    """A one-time login link, obtained as `vikingbot dashboard` does."""
+    secret = (home_path / "run" / "control.secret").read_text().strip()
+    req = urllib.request.Request(
+        gw.base_url + "/ui/login-token",
+        method="POST",
+        headers={"Authorization": f"Bearer {secret}"},
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return str(json.loads(resp.read())["path"])
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
+    """One home per test module (starting a gateway costs seconds): the heartbeat off,
+    results for the dashboard. Each test works in workspaces of its own."""
+    with FakeOpenAI.start() as fake_llm:
+        fake_tg = FakeTelegram()
+        with fake_tg.serve() as api:
+            h = Home(tmp_path_factory.mktemp("dash") / "home", fake_llm, fake_tg, api)
+            h.write_config(heartbeat={"enabled": False, "timezone": "UTC", "target": "dashboard"})
+            yield h
+
+
+@pytest.fixture(scope="module")
+def gw(home: Home) -> Iterator[GatewayProcess]:
+    proc = GatewayProcess(home.path, start_timeout_s=TIMEOUT_S).start()
+    yield proc
+    if proc.proc is not None and proc.proc.poll() is None:
+        proc.kill()
+
+
+@pytest.fixture
+def page(browser: Any, home: Home, gw: GatewayProcess) -> Iterator[Any]:
+    """A logged-in page (a fresh browser context: its own session cookie)."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(30_000)
+    page = context.new_page()
+    page.goto(gw.base_url + login_path(home.path, gw))
+    assert page.url.endswith("/ui/"), page.url
+    yield page
+    context.close()

@@ -1,0 +1,172 @@
+"""What a person does in the dashboard, in a real Chromium against a real gateway.
+
+The tests of this module share one gateway (see conftest.py); each uses its own
+workspace, and the run-now test counts the bell relative to where it was.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+from playwright.sync_api import expect
+
+from tests.e2e.conftest import Home, with_tasks
+from vikingbot.testing.fake_openai import reply
+from vikingbot.testing.gateway_proc import GatewayProcess
+
+HOSTILE = (
+    "Done. <script>window.__pwned = 1</script>\n\n"
+    '<img src="x" onerror="window.__pwned = 2"> [click](javascript:window.__pwned=3)'
+)
+
+
+def test_switching_the_heartbeat_on_and_off_edits_the_config_and_the_gateway_follows(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    expect(page.locator("#hb-state")).to_have_text("off")
+    page.click("#hb-toggle")
+    expect(page.locator("#hb-state")).to_have_text("on")
+    assert gw.get("/health")["heartbeat"]["enabled"] is True
+    page.click("#hb-toggle")
+    expect(page.locator("#hb-state")).to_have_text("off")
+    config = json.loads((home.path / "config.json").read_text())
+    assert config["bot"]["heartbeat"]["enabled"] is False
+    assert config["bot"]["owner"] == home.config["bot"]["owner"]  # the rest is kept
+    assert gw.get("/health")["heartbeat"]["enabled"] is False
+
+
+def test_a_save_over_a_file_another_process_appended_to_keeps_both(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    path = home.write_heartbeat(with_tasks("- Water the plants", "- Check the invoices"), "edit")
+    page.goto(gw.base_url + "/ui/w/edit")
+    box = page.locator("#heartbeat-text")
+    box.fill(box.input_value().replace("- Water the plants", "- Water the plants and herbs"))
+    # meanwhile, another process appends a line
+    appended = "- Renew the TLS certificate"
+    code = f"open({str(path)!r}, 'a').write({appended + chr(10)!r})"
+    subprocess.run([sys.executable, "-c", code], check=True)
+    page.click("#save")
+    expect(page.locator("#save-status")).to_contain_text("both your edit and the other change")
+    saved = path.read_text()
+    assert "- Water the plants and herbs\n" in saved
+    assert appended in saved
+    assert "- Check the invoices" in saved
+    assert appended in page.locator("#heartbeat-text").input_value()  # the editor shows it
+
+
+def test_a_conflicting_save_is_refused_and_shows_both_versions(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    path = home.write_heartbeat(with_tasks("- Water the plants"), "clash")
+    page.goto(gw.base_url + "/ui/w/clash")
+    box = page.locator("#heartbeat-text")
+    box.fill(box.input_value().replace("- Water the plants", "- Water the roses"))
+    path.write_text(path.read_text().replace("- Water the plants", "- Water the cactus"))
+    page.click("#save")
+    expect(page.locator("#save-status")).to_contain_text("Not saved")
+    expect(page.locator("#save-status pre.file")).to_contain_text("- Water the cactus")
+    assert "- Water the roses" in page.locator("#heartbeat-text").input_value()
+    assert "- Water the cactus" in path.read_text()  # the other writer's text is untouched
+    page.click("#save")  # saving again, now over the text shown, goes through
+    expect(page.locator("#save-status")).to_have_text("Saved.")
+    assert "- Water the roses" in path.read_text()
+
+
+def test_parse_errors_are_shown_on_their_lines_while_typing(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    home.write_heartbeat(with_tasks("- Fine entry"), "typos")
+    page.goto(gw.base_url + "/ui/w/typos")
+    expect(page.locator("#problems")).to_contain_text("No problems")
+    box = page.locator("#heartbeat-text")
+    lines = box.input_value().split("\n")
+    at = lines.index("- Fine entry")
+    lines.insert(at + 1, "- every: banana title: Backup task: Check the backup")
+    box.fill("\n".join(lines))
+    expect(page.locator("#problems")).to_contain_text(f"line {at + 2}: ")
+    expect(page.locator("#problems")).to_contain_text("got 'banana'")
+
+
+def test_run_now_result_arrives_in_the_inbox_and_the_bell_rises_without_reload(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    home.add_user_session()
+    home.write_heartbeat(with_tasks("- Check whether the nightly build is green"))
+    home.llm.script([reply("The nightly build is red since 02:10.")])
+    page.goto(gw.base_url + "/ui/inbox")
+    expect(page.locator("#bell-count")).not_to_have_text("…")
+    before = int(page.locator("#bell-count").inner_text())
+    page.evaluate("window.__marker = 'same page'")
+    other = page.context.new_page()
+    other.goto(gw.base_url + "/ui/w/shared")
+    other.click("#run-now")
+    expect(page.locator("#bell-count")).to_have_text(str(before + 1), timeout=30_000)
+    expect(page.locator("#inbox-list")).to_contain_text("The nightly build is red since 02:10.")
+    assert page.evaluate("window.__marker") == "same page"  # no reload happened
+    page.click("#mark-all-read")
+    expect(page.locator("#bell-count")).to_have_text("0")
+
+
+def test_a_hostile_model_reply_is_shown_as_text_and_never_runs(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    home.llm.script([reply(HOSTILE)])
+    page.goto(gw.base_url + "/ui/chat/hostile")
+    page.fill("textarea[name=text]", "status?")
+    page.click(".chat-form button")
+    log = page.locator("#chat-log")
+    expect(log).to_contain_text("window.__pwned = 1", timeout=30_000)
+    assert log.locator("script, img, a[href^='javascript']").count() == 0
+    assert page.evaluate("window.__pwned") is None
+    # the same text as an inbox item (a delivered result) is inert there too
+    from vikingbot.delivery.inbox import Inbox
+    from vikingbot.store.db import StateStore
+
+    store = StateStore.open(home.database_url)
+    try:
+        Inbox(store).add("hostile", HOSTILE, source="heartbeat:shared")
+    finally:
+        store.close()
+    page.goto(gw.base_url + "/ui/inbox")
+    expect(page.locator("#inbox-list")).to_contain_text("window.__pwned = 1")
+    assert page.locator("#inbox-list").locator("script, img").count() == 0
+    assert page.evaluate("window.__pwned") is None
+
+
+def test_a_request_without_the_csrf_token_is_refused(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    before = (home.path / "config.json").read_text()
+    # the same browser with its session cookie, but no token: refused
+    response = page.request.post(gw.base_url + "/ui/heartbeat", form={"enabled": "1"})
+    assert response.status == 403
+    assert "CSRF" in response.text()
+    wrong = page.request.post(gw.base_url + "/ui/heartbeat", form={"enabled": "1", "csrf": "x"})
+    assert wrong.status == 403
+    assert (home.path / "config.json").read_text() == before
+    assert gw.get("/health")["heartbeat"]["enabled"] is False
+    # and nothing is readable without a session at all
+    anonymous = page.context.browser.new_context()
+    try:
+        answer = anonymous.request.get(gw.base_url + "/ui/inbox", max_redirects=0)
+        assert answer.status == 303
+        assert answer.headers["location"].endswith("/ui/login")
+    finally:
+        anonymous.close()
+
+
+def test_pages_send_a_strict_content_security_policy_and_a_strict_cookie(
+    gw: GatewayProcess, page: Any
+) -> None:
+    for path in ("/ui/", "/ui/workspaces", "/ui/runs", "/ui/inbox", "/ui/cron", "/ui/audit"):
+        response = page.goto(gw.base_url + path)
+        assert response is not None and response.status == 200, path
+        csp = response.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    (session,) = [c for c in page.context.cookies() if c["name"] == "vb_session"]
+    assert session["httpOnly"] is True
+    assert session["sameSite"] == "Strict"

@@ -1,0 +1,73 @@
+"""The bell: the inbox's unread count, pushed to open pages over server-sent events.
+
+One poller per gateway reads ``(unread count, newest id)`` from the state store
+while at least one page listens (every ``interval_s``; nothing runs when no page
+is open). Reading the store rather than hooking the inbox's writers means a
+result written by anyone (this gateway, a CLI run with no gateway, another
+gateway on the same PostgreSQL database) rings the bell.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from loguru import logger
+
+Reading = tuple[int, int]  # (unread count, newest item id)
+
+
+class Bell:
+    def __init__(self, read: Callable[[], Reading], interval_s: float = 0.25) -> None:
+        self._read = read
+        self.interval_s = interval_s
+        self._listeners: set[asyncio.Queue[Reading]] = set()
+        self._task: asyncio.Task[None] | None = None
+        self.last: Reading | None = None
+
+    async def listen(self, stop: asyncio.Event | None = None) -> AsyncIterator[Reading]:
+        """Yield the current reading, then every change, until the client goes."""
+        queue: asyncio.Queue[Reading] = asyncio.Queue(maxsize=16)
+        self._listeners.add(queue)
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._poll(), name="vikingbot:dashboard-bell")
+        try:
+            if self.last is None:
+                self.last = await asyncio.to_thread(self._read)
+            yield self.last
+            while stop is None or not stop.is_set():
+                yield await queue.get()
+        finally:
+            self._listeners.discard(queue)
+
+    async def _poll(self) -> None:
+        while self._listeners:
+            try:
+                reading = await asyncio.to_thread(self._read)
+            except Exception as exc:  # the database is away: keep the last reading
+                logger.warning("dashboard bell: cannot read the inbox: {}", exc)
+                reading = self.last or (0, 0)
+            if reading != self.last:
+                self.last = reading
+                for q in list(self._listeners):
+                    with contextlib.suppress(asyncio.QueueFull):
+                        q.put_nowait(reading)
+            await asyncio.sleep(self.interval_s)
+
+
+def inbox_reading(store: object) -> Callable[[], Reading]:
+    from sqlalchemy import func, select
+
+    from vikingbot.store.tables import inbox
+
+    def read() -> Reading:
+        engine = store.engine  # type: ignore[attr-defined]
+        with engine.connect() as conn:
+            unread = conn.execute(
+                select(func.count()).select_from(inbox).where(inbox.c.read_at.is_(None))
+            ).scalar_one()
+            newest = conn.execute(select(func.max(inbox.c.id))).scalar_one()
+        return int(unread), int(newest or 0)
+
+    return read

@@ -1,0 +1,24 @@
+// vikingbot dashboard: the bell. One EventSource per page; on each reading the
+// unread count is updated and a "bell" event is fired on <body>, which lists
+// (inbox, chat) use as their htmx refresh trigger. No inline script anywhere.
+(function () {
+  "use strict";
+  var url = document.body.getAttribute("data-events");
+  var count = document.getElementById("bell-count");
+  if (!url || !count || !window.EventSource) { return; }
+  var last = null;
+  var source = new EventSource(url);
+  source.addEventListener("bell", function (ev) {
+    var parts = String(ev.data).split(" ");
+    var unread = parseInt(parts[0], 10) || 0;
+    count.textContent = String(unread);
+    count.classList.toggle("zero", unread === 0);
+    document.title = document.title.replace(/^\(\d+\) /, "");
+    if (unread > 0) { document.title = "(" + unread + ") " + document.title; }
+    if (last !== null && last !== ev.data) {
+      document.body.dispatchEvent(new CustomEvent("bell", { bubbles: true }));
+    }
+    last = ev.data;
+  });
+  window.addEventListener("pagehide", function () { source.close(); });
+})();
