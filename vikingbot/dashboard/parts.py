@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from vikingbot.session.types import SessionKey
     from vikingbot.store.db import StateStore
 
+
 class ControlActions(Protocol):
     """The control API's actions (the gateway's ``ControlOps``); the dashboard's buttons
     call these, so a click and `vikingbot heartbeat pause` take the same path."""
