@@ -1,32 +1,34 @@
 """Which workspaces a heartbeat cycle looks at, and what it reads there.
 
-Blocking I/O, run in a worker thread. Everything is cached so that a cycle over
-thousands of quiet workspaces costs little more than one ``stat`` per
-HEARTBEAT.md: sessions are grouped by workspace once per change of the session
-listing, files are parsed once per change of their mtime/size, and a quiet
-workspace (stale, template, no sessions) whose inputs did not change reuses its
-previous decisions.
+Blocking I/O, run in a worker thread. What the sessions and HEARTBEAT.md files
+hold comes from :class:`~vikingbot.heartbeat.index.HeartbeatIndex`, which keeps
+it current from file system events (or cheap polling). A gateway cycle
+(``memo``) plans again only the workspaces that changed, fell due (a session went
+stale) or did something last time; a quiet workspace (stale, template, no
+sessions) keeps its previous decisions. ``plan``/``collect`` plan every workspace.
 """
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
-from collections.abc import Callable
-from datetime import datetime, timedelta
+from collections.abc import Callable, Iterable
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.heartbeat.index import HeartbeatIndex
 from vikingbot.heartbeat.planner import Decision, WorkspaceInput
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceState
 from vikingbot.heartbeat.types import ParseResult
+from vikingbot.session.store import SYSTEM_TYPES
 from vikingbot.session.types import SessionKey, SessionMeta
 
 if TYPE_CHECKING:
     from vikingbot.runtime import Runtime
 
-IGNORED_SESSION_TYPES = frozenset({"heartbeat", "cron"})
+IGNORED_SESSION_TYPES = SYSTEM_TYPES
 # Skips that depend only on the sessions and the file, never on the clock's cadence.
 QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
 
@@ -36,11 +38,13 @@ class Scanner:
         self.rt = rt
         self._state = state
         self.busy = busy  # shared with the service: workspaces whose cycle is running
-        self._files: dict[str, tuple[int, int, ParseResult]] = {}
-        self._ws_of: dict[tuple[str, SessionKey], str] = {}
-        self._grouped: Any = None
+        self.index = HeartbeatIndex(rt.sessions, rt.paths.workspace_root)
+        # workspace -> (memo key, decisions) of quiet workspaces; the service fills it
         self.quiet: dict[str, tuple[Any, list[Decision]]] = {}
-        self._hb_paths: dict[str, str] = {}  # workspace -> HEARTBEAT.md path
+        self._planned: set[str] = set()  # workspaces planned by the last memo scan
+        self._seen: tuple[Any, frozenset[str]] | None = None  # (config, paused) last time
+        # changed workspaces not yet planned by a memo scan (None: all of them)
+        self._pending: set[str] | None = None
 
     @property
     def cfg(self) -> HeartbeatConfig:
@@ -50,23 +54,10 @@ class Scanner:
         return self.rt.clock.now()
 
     def read_file(self, path: Path | str) -> ParseResult:
-        """HEARTBEAT.md parsed, re-read only when its mtime or size changed."""
+        """HEARTBEAT.md parsed (the parser re-reads it only when it changed)."""
         from vikingbot.heartbeat.parser import read_heartbeat
 
-        key = str(path)
-        try:
-            st = os.stat(key)
-        except FileNotFoundError:
-            self._files.pop(key, None)
-            return ParseResult(missing=True)
-        except OSError as exc:
-            return ParseResult(unreadable=f"cannot stat: {exc.strerror}")
-        cached = self._files.get(key)
-        if cached and cached[0] == st.st_mtime_ns and cached[1] == st.st_size:
-            return cached[2]
-        result = read_heartbeat(Path(key), max_bytes=self.cfg.max_file_bytes)
-        self._files[key] = (st.st_mtime_ns, st.st_size, result)
-        return result
+        return read_heartbeat(Path(path), max_bytes=self.cfg.max_file_bytes)
 
     def workspace_id(self, path: Path) -> str:
         try:
@@ -75,37 +66,42 @@ class Scanner:
             return path.name
 
     def workspace_of(self, key: SessionKey) -> str:
-        """Workspace name of a session (cached: resolving a path costs syscalls)."""
-        mode = self.rt.config.bot.sandbox.mode
-        cached = self._ws_of.get((mode, key))
-        if cached is None:
-            cached = self.workspace_id(self.rt.workspaces.path_for(key))
-            self._ws_of[(mode, key)] = cached
-        return cached
+        """Workspace name of a session (pure: no file system access)."""
+        from vikingbot.workspace.manager import checked_name
+
+        return checked_name(key, self.rt.config.bot.sandbox.mode)
 
     def workspace_path(self, name: str) -> Path:
         return self.rt.paths.workspace_root / name
 
-    def groups(self) -> tuple[dict[str, list[SessionMeta]], dict[str, datetime | None]]:
-        """Sessions by workspace, and until when each workspace has an eligible session.
+    # ------------------------------------------------------------ the index
 
-        Rebuilt only when the session listing changed (see ``SessionStore.snapshot``).
-        """
-        version, metas = self.rt.sessions.snapshot()
-        key = (version, self.rt.config.bot.sandbox.mode, self.cfg.stale_after)
-        if self._grouped is not None and self._grouped[0] == key:
-            return self._grouped[1], self._grouped[2]
-        groups: dict[str, list[SessionMeta]] = defaultdict(list)
-        for meta in metas:
-            if meta.key.type not in IGNORED_SESSION_TYPES:
-                groups[self.workspace_of(meta.key)].append(meta)
-        stale = timedelta(seconds=self.cfg.stale_after)
-        fresh_until: dict[str, datetime | None] = {}
-        for name, members in groups.items():
-            times = [m.last_user_at for m in members if m.last_user_at and not m.skip_heartbeat]
-            fresh_until[name] = max(times) + stale if times else None
-        self._grouped = (key, dict(groups), fresh_until)
-        return self._grouped[1], fresh_until
+    def watch(self) -> bool:
+        """Learn changes from file system events from now on (the gateway calls this)."""
+        self._refresh()
+        return self.index.watch()
+
+    def close(self) -> None:
+        self.index.close()
+
+    def _refresh(self) -> None:
+        """Update the index; what changed waits for the next memo scan, whoever asked."""
+        cfg = self.cfg
+        changed = self.index.refresh(
+            self.now(), self.rt.config.bot.sandbox.mode, cfg.stale_after, cfg.max_file_bytes
+        )
+        if changed is None:
+            self._pending = None
+        elif self._pending is not None:
+            self._pending |= changed
+
+    def groups(self) -> tuple[dict[str, list[SessionMeta]], dict[str, datetime | None]]:
+        """Sessions by workspace, and until when each workspace has an eligible session."""
+        self._refresh()
+        index = self.index
+        return {ws: index.sessions_of(ws) for ws in index.members}, dict(index.until)
+
+    # ------------------------------------------------------------ scans
 
     def collect(
         self, only: str | None = None, *, include_idle: bool = True
@@ -124,69 +120,79 @@ class Scanner:
         include_idle: bool,
         memo: bool,
     ) -> tuple[list[WorkspaceInput], list[Decision]]:
-        """Inputs for the planner; with ``memo`` (a callable), quiet workspaces whose
-        sessions and file did not change reuse their previous decisions instead."""
+        """Inputs for the planner, and (with ``memo``) the reused decisions of quiet
+        workspaces that nothing touched since they were planned."""
         self._state().refresh()
-        groups, fresh_until = self.groups()
+        self._refresh()
+        ws_states = self._state().all_workspaces()
+        if memo and only is None:
+            changed, self._pending = self._pending, set()
+            names, reused = self._changed(changed, ws_states)
+        else:
+            names, reused = self._everything(only, include_idle), []
+        now = self.now()
+        inputs = [self._input(name, ws_states.get(name), now) for name in sorted(names)]
+        self._attach_entries(inputs)
+        return inputs, reused
+
+    def _everything(self, only: str | None, include_idle: bool) -> set[str]:
         if only is not None:
-            groups = {only: groups.get(only, [])}
-        elif include_idle:  # nobody talks to these: shown as no-sessions
-            groups = dict(groups)
+            return {only}
+        names = set(self.index.members)
+        if include_idle:  # nobody talks to these: shown as no-sessions
             root = self.rt.paths.workspace_root
             if root.is_dir():
                 with os.scandir(root) as it:
-                    for d in it:
-                        if d.is_dir() and not d.name.startswith(".") and d.name not in groups:
-                            groups[d.name] = []
-        now = self.now()
-        ws_states = self._state().all_workspaces()
-        root_s = str(self.rt.paths.workspace_root)
-        max_bytes = self.cfg.max_file_bytes
-        listing = self._grouped[0] if self._grouped else None
-        need_entries: list[WorkspaceInput] = []
-        inputs: list[WorkspaceInput] = []
-        reused: list[Decision] = []
+                    names.update(d.name for d in it if d.is_dir() and not d.name.startswith("."))
+        return names
+
+    def _changed(
+        self, changed: set[str] | None, ws_states: dict[str, WorkspaceState]
+    ) -> tuple[set[str], list[Decision]]:
+        """Which workspaces to plan again; the kept decisions of all the others."""
+        seen = (self.rt.config, frozenset(n for n, w in ws_states.items() if w.paused))
+        members = self.index.members
+        if changed is None or self._seen is None or seen[0] is not self._seen[0]:
+            todo = set(members)  # first cycle, or other settings: everything
+        else:
+            todo = changed | self.index.due(self.now()) | (seen[1] ^ self._seen[1])
+            todo |= {n for n in self._planned if n not in self.quiet}  # did something
+            todo |= self.busy
+        self._seen = seen
         quiet = self.quiet
-        paths = self._hb_paths
-        busy = self.busy
-        stat = os.stat
-        for name in sorted(groups):
-            until = fresh_until.get(name)
-            eligible = until is not None and now <= until
-            state = ws_states.get(name)
-            path = None
-            sig: Any = None
-            if eligible:
-                path = paths.get(name)
-                if path is None:
-                    path = paths[name] = os.path.join(root_s, name, "HEARTBEAT.md")
-                try:
-                    st = stat(path)
-                    sig = (st.st_mtime_ns, st.st_size)
-                except OSError:
-                    sig = "missing"
-            mkey = (listing, eligible, sig, state.paused if state else False, max_bytes)
-            if memo and name not in busy:
-                hit = quiet.get(name)
-                if hit is not None and hit[0] == mkey:
-                    reused.extend(hit[1])
-                    continue
-            parsed = self.read_file(path) if path is not None else None
-            wsin = WorkspaceInput(
-                name=name,
-                sessions=groups[name],
-                parsed=parsed,
-                state=state or WorkspaceState(workspace=name),
-                busy=name in self.busy,
-                memo_key=mkey,
-            )
-            if parsed is not None and not parsed.is_empty:
-                need_entries.append(wsin)
-            inputs.append(wsin)
-        if need_entries:
-            by_ws: dict[str, dict[str, Any]] = defaultdict(dict)
-            for (w, k), v in self._state().all_entries().items():
-                by_ws[w][k] = v
-            for wsin in need_entries:
-                wsin.entries = by_ws.get(wsin.name, {})
-        return inputs, reused
+        for name in [n for n in todo if n not in members]:
+            quiet.pop(name, None)  # no sessions left: nothing to plan
+        todo &= members.keys()
+        self._planned = todo
+        reused = _kept(quiet, todo)
+        return todo, reused
+
+    def _input(self, name: str, state: WorkspaceState | None, now: datetime) -> WorkspaceInput:
+        until = self.index.until.get(name)
+        eligible = until is not None and now <= until
+        return WorkspaceInput(
+            name=name,
+            sessions=self.index.sessions_of(name),
+            parsed=self.index.parsed_for(name) if eligible else None,
+            state=state or WorkspaceState(workspace=name),
+            busy=name in self.busy,
+        )
+
+    def _attach_entries(self, inputs: list[WorkspaceInput]) -> None:
+        need = [w for w in inputs if w.parsed is not None and not w.parsed.is_empty]
+        if not need:
+            return
+        by_ws: dict[str, dict[str, Any]] = defaultdict(dict)
+        for (w, k), v in self._state().all_entries().items():
+            by_ws[w][k] = v
+        for wsin in need:
+            wsin.entries = by_ws.get(wsin.name, {})
+
+
+def _kept(quiet: dict[str, tuple[Any, list[Decision]]], todo: Iterable[str]) -> list[Decision]:
+    skip = set(todo)
+    out: list[Decision] = []
+    for name, (_, decisions) in quiet.items():
+        if name not in skip:
+            out.extend(decisions)
+    return out

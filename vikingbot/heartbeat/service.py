@@ -434,6 +434,15 @@ class HeartbeatService:
         """Tick at ``interval_seconds`` from the persisted last cycle (at most one catch-up)."""
         stop = stop or asyncio.Event()
         logger.info("heartbeat loop started")
+        try:
+            await self._loop(stop)
+        finally:
+            self.scanner.close()
+        logger.info("heartbeat loop stopped")
+
+    async def _loop(self, stop: asyncio.Event) -> None:
+        if not await asyncio.to_thread(self.scanner.watch):
+            logger.info("heartbeat: no file system events, polling for changes each cycle")
         while not stop.is_set() and not self._stopping:
             due = await asyncio.to_thread(self._next_cycle_at)
             now = self.now()
@@ -448,7 +457,6 @@ class HeartbeatService:
             wait_s = min((due - now).total_seconds(), 60.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait_s)
-        logger.info("heartbeat loop stopped")
 
     async def drain(self, timeout: float) -> None:
         """Wait for running workspace turns (shutdown), then cancel what is left."""

@@ -143,7 +143,11 @@ class HeartbeatState:
                 conn.execute(
                     insert(heartbeat_workspaces).values(workspace=marker, last_cycle_at=at)
                 )
-        self._ws = None
+        cached = self._ws.get(marker) if self._ws is not None else None
+        if cached is not None:  # keep the other rows: reloading them all costs every cycle
+            cached.last_cycle_at = at
+        else:
+            self._ws = None
 
     def workspace(self, name: str) -> WorkspaceState:
         return self._load_ws().get(name) or WorkspaceState(workspace=name)

@@ -1,6 +1,12 @@
 """The session store: one JSONL file per conversation under ``<data>/sessions/``.
 
 Owns reading and writing session files (format in :mod:`vikingbot.session.codec`).
+Heartbeat and cron sessions (:data:`SYSTEM_TYPES`) live apart, in
+``<sessions>/.system/``: they are written on every unattended turn, and the
+user's folder changes only when the user's conversations do (the heartbeat
+watches that folder). Files of those types left in the main folder by an older
+version are moved there once, on first use.
+
 Every write goes to a temp file in the same folder, is fsynced and then moved
 over the old file with ``os.replace``, under an OS file lock per session
 (``<sessions>/.locks/<name>.lock``) so the CLI and the gateway never clobber each
@@ -28,6 +34,8 @@ from vikingbot.fsutil import fsync_dir
 from vikingbot.session import codec
 from vikingbot.session.types import Message, SessionKey, SessionMeta
 
+SYSTEM_TYPES = frozenset({"heartbeat", "cron"})
+SYSTEM_DIR = ".system"
 FULL_RESCAN_S = 60.0  # re-stat every file at least this often
 DIR_MTIME_SETTLE_NS = 2_000_000_000  # trust a folder mtime only once it is this old
 
@@ -55,12 +63,64 @@ class SessionStore:
         self._dir_listing: (
             tuple[tuple[int, int], float, list[SessionMeta], list[SessionError]] | None
         ) = None
+        self._system_moved = False
+
+    @property
+    def system_dir(self) -> Path:
+        """Where heartbeat and cron sessions live (not among the user's sessions)."""
+        return self.sessions_dir / SYSTEM_DIR
 
     # ----------------------------------------------------------------- paths
 
     def path_for(self, key: KeyLike) -> Path:
         """Where the session's file lives (whether or not it exists yet)."""
-        return self.sessions_dir / codec.key_to_filename(codec.as_key(key))
+        k = codec.as_key(key)
+        if k.type in SYSTEM_TYPES:
+            if not self._system_moved:
+                self.move_system_sessions()
+            return self.system_dir / codec.key_to_filename(k)
+        return self.sessions_dir / codec.key_to_filename(k)
+
+    def move_system_sessions(self) -> int:
+        """Move heartbeat/cron session files an older version kept in the main folder.
+
+        Never overwrites: when the new place already holds that session, the old
+        file is kept beside it as ``<name>.before-move`` (nothing is lost).
+        Returns how many files were moved.
+        """
+        self._system_moved = True
+        prefixes = tuple(f"{t}+" for t in SYSTEM_TYPES)
+        try:
+            names = [
+                e.name
+                for e in os.scandir(self.sessions_dir)
+                if e.name.startswith(prefixes) and e.name.endswith(codec.SUFFIX)
+            ]
+        except FileNotFoundError:
+            return 0
+        moved = 0
+        for name in names:
+            moved += self._move_one(name)
+        return moved
+
+    def _move_one(self, name: str) -> int:
+        old = self.sessions_dir / name
+        self.system_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            with self._locked(old):
+                try:
+                    os.link(old, self.system_dir / name)  # fails if the target exists
+                except FileExistsError:
+                    os.replace(old, self.system_dir / (name + ".before-move"))
+                    return 0
+                os.unlink(old)
+        except FileNotFoundError:  # another process moved it first
+            return 0
+        except OSError as exc:
+            logger.warning("could not move {} to {}: {}", old, self.system_dir, exc)
+            return 0
+        logger.info("moved session file {} to {}", name, self.system_dir)
+        return 1
 
     @contextlib.contextmanager
     def _locked(self, path: Path) -> Iterator[None]:
@@ -125,6 +185,14 @@ class SessionStore:
             raise SessionError(f"{where}: file holds session {meta.key}, expected {expect}")
         return obj, meta
 
+    def read_meta_file(self, path: Path) -> SessionMeta | None:
+        """The metadata line of the session file at ``path`` (``None`` if it is gone).
+
+        Raises :class:`SessionError` naming file and line when it cannot be parsed.
+        """
+        found = self._read_meta_obj(path)
+        return None if found is None else found[1]
+
     def get_meta(self, key: KeyLike) -> SessionMeta | None:
         """The session's metadata, or ``None`` when there is no such session."""
         k = codec.as_key(key)
@@ -160,12 +228,16 @@ class SessionStore:
         return self._listing_version, found
 
     def list_sessions(self, errors: list[SessionError] | None = None) -> list[SessionMeta]:
-        """Every session's metadata, most recently updated first.
+        """Every user session's metadata, most recently updated first.
+
+        Heartbeat and cron sessions are not listed (they live in :attr:`system_dir`).
 
         Reads only the first line of each file, and only for files that changed
         since the last listing (inode, mtime and size are compared). A file whose
         metadata line is broken is left out, logged, and added to ``errors``.
         """
+        if not self._system_moved:
+            self.move_system_sessions()
         found: list[SessionMeta] = []
         cache: dict[str, tuple[tuple[int, int, int], SessionMeta]] = {}
         # Every write replaces a file by rename, which changes the folder's mtime: an
@@ -251,10 +323,9 @@ class SessionStore:
         """Atomically replace ``path`` with ``head`` + old message lines + ``tail``."""
         import tempfile
 
-        self.sessions_dir.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(
-            dir=self.sessions_dir, prefix=f".{path.name}.", suffix=".tmp"
-        )
+        folder = path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(head)
@@ -268,7 +339,7 @@ class SessionStore:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
             raise
-        fsync_dir(self.sessions_dir)
+        fsync_dir(folder)
 
     def _new_meta(self, key: SessionKey, skip_heartbeat: bool) -> SessionMeta:
         now = self.clock.now()

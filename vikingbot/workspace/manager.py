@@ -36,6 +36,19 @@ def workspace_name(key: SessionKey, mode: str) -> str:
     raise WorkspaceError(f"unknown sandbox mode {mode!r}: expected one of {', '.join(MODES)}")
 
 
+def checked_name(key: SessionKey, mode: str) -> str:
+    """The workspace folder's name for ``key``: pure, no file system access.
+
+    For code that only needs to know which workspace a session belongs to (the
+    heartbeat groups thousands of sessions); :meth:`WorkspaceManager.path_for`
+    also checks the folder on disk before anything uses it.
+    """
+    name = workspace_name(key, mode)
+    if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise WorkspaceError(f"refusing workspace name {name!r}: not a single folder name")
+    return name
+
+
 class WorkspaceManager:
     """Resolves sessions to workspace folders under ``root``."""
 
@@ -48,20 +61,28 @@ class WorkspaceManager:
         self.mode = mode
         self._template_dir = template_dir
         self._ready: set[Path] = set()
+        self._abs_root = Path(os.path.abspath(self.root))  # resolved once, not per session
+        self._resolved_root: Path | None = None
 
     def _inside(self, name: str) -> Path:
         if name in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name:
             raise WorkspaceError(f"refusing workspace name {name!r}: not a single folder name")
-        root = Path(os.path.abspath(self.root))
+        root = self._abs_root
         path = root / name
         if Path(os.path.abspath(path)).parent != root:
             raise WorkspaceError(f"refusing workspace {path}: outside the root {root}")
         if path.exists() and not path.is_symlink():
             # a folder the user symlinked on purpose may live elsewhere; ours may not
-            resolved_root = root.resolve()
+            if self._resolved_root is None:
+                self._resolved_root = root.resolve()
+            resolved_root = self._resolved_root
             if path.resolve().parent != resolved_root:
                 raise WorkspaceError(f"refusing workspace {path}: resolves outside {resolved_root}")
         return path
+
+    def name_for(self, key: SessionKey) -> str:
+        """The workspace folder's name for ``key`` (pure; see :func:`checked_name`)."""
+        return checked_name(key, self.mode)
 
     def path_for(self, key: SessionKey) -> Path:
         """The workspace folder for ``key`` without creating anything."""

@@ -1,0 +1,386 @@
+"""The heartbeat's view of sessions and HEARTBEAT.md files, kept current cheaply.
+
+Per workspace the index holds its sessions (metadata line only: last user
+message time, skip flag) and the last parsed HEARTBEAT.md. A cycle asks
+:meth:`HeartbeatIndex.refresh` what changed since the previous cycle and only
+those workspaces are planned again; everything else keeps its decisions.
+
+Where the changes come from, cheapest first:
+
+- **events** (:class:`vikingbot.watch.Watcher`, the gateway only): the sessions
+  folder, the workspace root and every workspace folder that has sessions are
+  watched (not recursively); a changed session file is re-read, a changed
+  HEARTBEAT.md or workspace folder marks its workspace. Workspace folders made
+  after the watch started are polled until the watch is renewed.
+- **polling** (no watcher, it could not start, or it died): the sessions folder
+  is listed only when its mtime changed, and only files with a new inode are
+  read (every write replaces the file); each HEARTBEAT.md of a workspace with
+  an eligible session is ``lstat``-ed once through the parser's cache.
+- **safety pass** (once per ``safety_pass_s``, default an hour, with either of
+  the above): every session file is stat-ed and every eligible HEARTBEAT.md
+  looked at, for file systems whose notifications do not arrive (NFS, some
+  containers) and edits in place that keep the inode.
+
+When a session's last user message grows older than ``stale_after`` its
+workspace's decisions change with nobody touching a file: those times sit in a
+priority queue and :meth:`HeartbeatIndex.due` hands back the workspaces whose
+time came.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from loguru import logger
+
+from vikingbot.errors import SessionError, WorkspaceError
+from vikingbot.heartbeat.types import ParseResult
+from vikingbot.session import codec
+from vikingbot.session.store import SYSTEM_TYPES, SessionStore
+from vikingbot.session.types import SessionMeta
+from vikingbot.watch import Watcher
+
+HEARTBEAT_FILE = "HEARTBEAT.md"
+SAFETY_PASS_S = 3600.0
+SETTLE_NS = 2_000_000_000  # a folder mtime is trusted once it is this old
+RENEW_AFTER = 64  # polled workspace folders before the watch is renewed to cover them
+_SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
+
+Ident = tuple[int, int, int]  # inode, mtime_ns, size
+
+
+@dataclass(slots=True)
+class _Session:
+    ident: Ident
+    meta: SessionMeta | None  # None: the metadata line could not be read (logged once)
+    workspace: str | None  # None: heartbeat/cron session, or no valid workspace
+
+
+class HeartbeatIndex:
+    """Sessions by workspace and parsed HEARTBEAT.md files (see the module docstring)."""
+
+    def __init__(
+        self,
+        sessions: SessionStore,
+        workspace_root: Path,
+        *,
+        safety_pass_s: float = SAFETY_PASS_S,
+    ) -> None:
+        self.store = sessions
+        self.sessions_dir = Path(sessions.sessions_dir)
+        self.root = Path(workspace_root)
+        self.safety_pass_s = safety_pass_s
+        self.files: dict[str, _Session] = {}  # session file name -> what it holds
+        self.members: dict[str, dict[str, SessionMeta]] = {}  # workspace -> file -> meta
+        self.until: dict[str, datetime | None] = {}  # workspace -> eligible until
+        self.parsed: dict[str, ParseResult] = {}  # workspace -> last read HEARTBEAT.md
+        self.polled: set[str] = set()  # workspace folders the watch does not cover
+        self.watcher: Watcher | None = None
+        self._hb_paths: dict[str, Path] = {}
+        self._heap: list[tuple[datetime, str]] = []
+        self._next: dict[str, datetime] = {}  # workspace -> its entry in the heap
+        self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
+        self._dir_sig: tuple[int, int] | None = None
+        self._settings: tuple[str, float, int] | None = None
+        self._last_full: datetime | None = None
+        self._watched: set[str] = set()
+        self.full_passes = 0  # how many times every file was looked at (for tests/benches)
+
+    # ------------------------------------------------------------ queries
+
+    def sessions_of(self, workspace: str) -> list[SessionMeta]:
+        """The workspace's sessions, most recently updated first (then by key)."""
+        metas = list(self.members.get(workspace, {}).values())
+        metas.sort(key=lambda m: (m.key.type, m.key.channel_id, m.key.chat_id))
+        metas.sort(key=lambda m: m.updated_at, reverse=True)
+        return metas
+
+    def heartbeat_path(self, workspace: str) -> Path:
+        path = self._hb_paths.get(workspace)
+        if path is None:
+            path = self._hb_paths[workspace] = self.root / workspace / HEARTBEAT_FILE
+        return path
+
+    def parsed_for(self, workspace: str) -> ParseResult:
+        """The workspace's HEARTBEAT.md as last read (read now if it never was)."""
+        found = self.parsed.get(workspace)
+        if found is None:
+            found = self.parsed[workspace] = self._read(workspace)
+        return found
+
+    def due(self, now: datetime) -> set[str]:
+        """Workspaces where a session went stale since the last call."""
+        out = set()
+        heap = self._heap
+        while heap and heap[0][0] < now:
+            at, ws = heapq.heappop(heap)
+            if self._next.get(ws) == at:  # else an entry replaced by a later change
+                del self._next[ws]
+                out.add(ws)
+        for ws in out:
+            self._recompute(ws, now)
+        if len(heap) > 4 * len(self._next) + 1024:  # drop replaced entries
+            self._heap = [(at, ws) for ws, at in self._next.items()]
+            heapq.heapify(self._heap)
+        return out
+
+    # ------------------------------------------------------------ refresh
+
+    def refresh(self, now: datetime, mode: str, stale_s: float, max_bytes: int) -> set[str] | None:
+        """Bring the index up to date; the workspaces whose sessions or file changed.
+
+        ``None`` means everything may have changed (first call, other settings).
+        """
+        settings = (mode, float(stale_s), max_bytes)
+        if settings != self._settings:
+            self._settings = settings
+            self._load_all(now)
+            return None
+        full = self._last_full is None or (now - self._last_full).total_seconds() >= (
+            self.safety_pass_s
+        )
+        events = None if full or self.watcher is None else self.watcher.drain()
+        changed = self._poll(now, full=full) if events is None else self._apply(events, now)
+        for ws in self.polled:  # folders the watch does not cover: look at them every cycle
+            self.parsed.pop(ws, None)
+        changed |= self.polled
+        return changed
+
+    def _load_all(self, now: datetime) -> None:
+        self.store.move_system_sessions()
+        self.files.clear()
+        self.members.clear()
+        self.until.clear()
+        self.parsed.clear()
+        self._heap.clear()
+        self._next.clear()
+        self._dir_sig = None
+        self._poll(now, full=True)
+
+    def _poll(self, now: datetime, *, full: bool) -> set[str]:
+        if full:
+            self._last_full = now
+            self.full_passes += 1
+            if self.watcher is not None and self.polled:
+                self._renew_watch()
+        changed = self._poll_sessions(full)
+        self._settle(now)
+        changed |= self._poll_files(now)
+        return changed
+
+    def _settle(self, now: datetime) -> None:
+        for ws in self._touched:
+            self._recompute(ws, now)
+        self._touched.clear()
+
+    def _poll_sessions(self, full: bool) -> set[str]:
+        try:
+            st = os.stat(self.sessions_dir)
+        except OSError:
+            st = None
+        if st is None:
+            names: set[str] = set()
+            entries: list[os.DirEntry[str]] = []
+        else:
+            sig = (st.st_ino, st.st_mtime_ns)
+            if not full and sig == self._dir_sig:
+                return set()  # no file was created, replaced or removed
+            settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
+            self._dir_sig = sig if settled else None
+            try:
+                with os.scandir(self.sessions_dir) as it:
+                    entries = [e for e in it if _is_session_file(e.name)]
+            except OSError:
+                entries = []
+            names = {e.name for e in entries}
+        changed: set[str] = set()
+        files = self.files
+        for entry in entries:
+            old = files.get(entry.name)
+            if not full and old is not None and old.ident[0] == entry.inode():
+                continue  # not replaced since it was read (edits in place: safety pass)
+            changed |= self._reload(entry.name, entry)
+        for name in [n for n in files if n not in names]:
+            changed |= self._drop(name)
+        return changed
+
+    def _poll_files(self, now: datetime) -> set[str]:
+        """Re-read (through the parser's stat cache) every eligible workspace's file."""
+        changed = set()
+        parsed = self.parsed
+        for ws, until in self.until.items():
+            if until is None or until < now:
+                parsed.pop(ws, None)
+                continue
+            new = self._read(ws)
+            old = parsed.get(ws)
+            if new is not old:
+                parsed[ws] = new
+                if old is None or new != old:
+                    changed.add(ws)
+        return changed
+
+    def _apply(self, paths: set[str], now: datetime) -> set[str]:
+        """Changed paths from the watcher: re-read those sessions, mark those workspaces."""
+        changed: set[str] = set()
+        sessions_dir = str(self.sessions_dir)
+        root = str(self.root)
+        for path in paths:
+            folder, name = os.path.split(path)
+            if folder == sessions_dir:
+                if _is_session_file(name):
+                    changed |= self._reload(name, None)
+            elif folder == root:  # a workspace folder made, removed or renamed
+                changed.add(name)
+                self.parsed.pop(name, None)
+                self.polled.add(name)  # its watch (if any) may be gone: poll until renewed
+            elif name == HEARTBEAT_FILE and os.path.dirname(folder) == root:
+                ws = os.path.basename(folder)
+                changed.add(ws)
+                self.parsed.pop(ws, None)
+        self._settle(now)
+        if len(self.polled) >= RENEW_AFTER:
+            self._renew_watch()
+        return changed
+
+    # ------------------------------------------------------------ sessions
+
+    def _reload(self, name: str, entry: os.DirEntry[str] | None) -> set[str]:
+        path = self.sessions_dir / name
+        try:
+            st = entry.stat() if entry is not None else os.stat(path)
+        except OSError:
+            return self._drop(name)
+        ident = (st.st_ino, st.st_mtime_ns, st.st_size)
+        old = self.files.get(name)
+        if old is not None and old.ident == ident:
+            return set()
+        try:
+            meta = self.store.read_meta_file(path)
+        except SessionError as exc:
+            logger.warning("heartbeat: skipping session file: {}", exc)
+            meta = None  # remembered with its identity: not read again until it changes
+        else:
+            if meta is None:  # removed meanwhile
+                return self._drop(name)
+        changed = self._drop(name)
+        ws = self._workspace(meta) if meta is not None else None
+        self.files[name] = _Session(ident, meta, ws)
+        if ws is not None and meta is not None:
+            self.members.setdefault(ws, {})[name] = meta
+            self._touched.add(ws)
+            changed.add(ws)
+        return changed
+
+    def _drop(self, name: str) -> set[str]:
+        old = self.files.pop(name, None)
+        if old is None or old.workspace is None:
+            return set()
+        group = self.members.get(old.workspace)
+        if group is not None:
+            group.pop(name, None)
+            if not group:
+                del self.members[old.workspace]
+        self._touched.add(old.workspace)
+        return {old.workspace}
+
+    def _workspace(self, meta: SessionMeta) -> str | None:
+        from vikingbot.workspace.manager import checked_name
+
+        if meta.key.type in SYSTEM_TYPES:
+            return None
+        assert self._settings is not None
+        try:
+            return checked_name(meta.key, self._settings[0])
+        except WorkspaceError as exc:
+            logger.warning("heartbeat: session {} has no workspace: {}", meta.key, exc)
+            return None
+
+    def _recompute(self, ws: str, now: datetime) -> None:
+        """Until when ``ws`` has an eligible session, and when its next one goes stale."""
+        assert self._settings is not None
+        group = self.members.get(ws)
+        if not group:
+            self.until.pop(ws, None)
+            self.parsed.pop(ws, None)
+            self._next.pop(ws, None)
+            return
+        stale = timedelta(seconds=self._settings[1])
+        until = nxt = None
+        for meta in group.values():
+            if meta.last_user_at is None or meta.skip_heartbeat:
+                continue
+            t = meta.last_user_at + stale
+            if until is None or t > until:
+                until = t
+            if t >= now and (nxt is None or t < nxt):
+                nxt = t
+        self.until[ws] = until
+        if nxt is None:
+            self._next.pop(ws, None)
+        elif self._next.get(ws) != nxt:
+            self._next[ws] = nxt
+            heapq.heappush(self._heap, (nxt, ws))
+
+    def _read(self, ws: str) -> ParseResult:
+        from vikingbot.heartbeat.parser import read_heartbeat
+
+        assert self._settings is not None
+        return read_heartbeat(self.heartbeat_path(ws), max_bytes=self._settings[2])
+
+    # ------------------------------------------------------------ watching
+
+    def watch(self) -> bool:
+        """Start learning changes from the OS (the gateway); ``False``: polling it is."""
+        self.sessions_dir.mkdir(parents=True, exist_ok=True)
+        self.root.mkdir(parents=True, exist_ok=True)
+        sessions_dir = str(self.sessions_dir)
+        root = str(self.root)
+
+        def accept(path: str) -> bool:
+            folder, name = os.path.split(path)
+            if folder == sessions_dir:
+                return _is_session_file(name)
+            return folder == root or (name == HEARTBEAT_FILE and os.path.dirname(folder) == root)
+
+        self.watcher = Watcher(self._watch_paths(), name="heartbeat", accept=accept)
+        if not self.watcher.start():
+            return False
+        self.polled -= self._watched
+        self._last_full = None  # one full pass after the watch is in place
+        return True
+
+    def _watch_paths(self) -> list[Path]:
+        try:
+            with os.scandir(self.root) as it:
+                dirs = {e.name for e in it if e.is_dir() and not e.name.startswith(".")}
+        except OSError:
+            dirs = set()
+        self._watched = dirs & set(self.members)
+        return [self.sessions_dir, self.root, *(self.root / ws for ws in sorted(self._watched))]
+
+    def _renew_watch(self) -> None:
+        if self.watcher is None:
+            return
+        before = set(self.polled)
+        if self.watcher.restart(self._watch_paths()):
+            self.polled -= before & self._watched
+            self.polled -= {ws for ws in before if ws not in self.members}
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher = None
+
+
+def _is_session_file(name: str) -> bool:
+    return (
+        name.endswith(codec.SUFFIX)
+        and not name.startswith(".")
+        and not name.startswith(_SYSTEM_PREFIXES)
+    )

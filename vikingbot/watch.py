@@ -1,0 +1,140 @@
+"""Which files changed, learnt from the operating system instead of by polling.
+
+A :class:`Watcher` asks ``watchfiles`` (inotify on Linux, FSEvents on macOS,
+ReadDirectoryChangesW on Windows) to watch some folders and collects the paths
+that changed, in a background thread, until the owner :meth:`~Watcher.drain`\\ s
+them. It never decides anything itself: the owner keeps its own view of the
+files and uses the drained paths to know which parts of that view to re-read.
+
+When notifications cannot be trusted the watcher says so and the owner falls
+back to polling: :meth:`Watcher.start` returns ``False`` when the platform or
+the watch limit refuses the watch (or ``watchfiles`` is not installed), and
+:meth:`Watcher.drain` returns ``None`` (meaning "rescan everything") after the
+background thread died, so changes it may have missed are never silently lost.
+:meth:`Watcher.restart` swaps in a new set of watched paths without a gap (the
+new watch is in place before the old one stops).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+Accept = Callable[[str], bool]
+
+STEP_MS = 50  # how long the thread waits for more events before handing a batch over
+TIMEOUT_MS = 1000  # how often the thread checks whether it should stop
+
+
+class _Generation:
+    """One ``watchfiles`` watch and the thread that reads it."""
+
+    def __init__(self, notify: Any, owner: Watcher) -> None:
+        self.notify = notify
+        self.stop = threading.Event()
+        self.thread = threading.Thread(
+            target=owner._run, args=(self,), name=f"watch:{owner.name}", daemon=True
+        )
+
+
+class Watcher:
+    """Collects changed paths under ``paths`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        paths: Iterable[Path | str],
+        *,
+        name: str,
+        recursive: bool = False,
+        accept: Accept | None = None,
+    ) -> None:
+        self.paths = [str(p) for p in paths]
+        self.name = name
+        self.recursive = recursive
+        self.accept = accept
+        self._lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._lost = False  # events may have been missed since the last drain
+        self._current: _Generation | None = None
+        self.problem: str | None = None  # why the watcher is not running, for status
+
+    @property
+    def running(self) -> bool:
+        gen = self._current
+        return gen is not None and gen.thread.is_alive()
+
+    def start(self) -> bool:
+        """Start watching; ``False`` (and :attr:`problem` says why) when it cannot."""
+        return self.restart(self.paths)
+
+    def restart(self, paths: Iterable[Path | str]) -> bool:
+        """Watch ``paths`` instead; the old watch runs until the new one is in place."""
+        wanted = [str(p) for p in paths]
+        notify = self._open(wanted)
+        if notify is None:
+            return False
+        gen = _Generation(notify, self)
+        old, self._current = self._current, gen
+        self.paths = wanted
+        gen.thread.start()
+        if old is not None:
+            old.stop.set()
+        return True
+
+    def _open(self, paths: list[str]) -> Any:
+        try:
+            from watchfiles._rust_notify import RustNotify
+        except ImportError as exc:  # pragma: no cover - watchfiles is a dependency
+            self.problem = f"watchfiles is not available ({exc})"
+            return None
+        try:
+            return RustNotify(paths, False, False, 0, self.recursive, True)
+        except Exception as exc:  # watch limit, missing folder, unsupported file system
+            self.problem = f"cannot watch {len(paths)} paths: {exc}"
+            logger.warning("file watcher {} not started, polling instead: {}", self.name, exc)
+            return None
+
+    def _run(self, gen: _Generation) -> None:
+        accept = self.accept
+        try:
+            while not gen.stop.is_set():
+                batch = gen.notify.watch(STEP_MS, STEP_MS, TIMEOUT_MS, gen.stop)
+                if not isinstance(batch, set):
+                    continue  # "timeout", "stop" or "signal"
+                paths = {p for _, p in batch if accept is None or accept(p)}
+                if paths:
+                    with self._lock:
+                        self._pending |= paths
+        except Exception as exc:
+            if gen is self._current:
+                self.problem = f"watcher stopped: {exc}"
+                with self._lock:
+                    self._lost = True
+                logger.warning("file watcher {} stopped, polling instead: {}", self.name, exc)
+        finally:
+            close = getattr(gen.notify, "close", None)
+            if close is not None:
+                close()
+
+    def drain(self) -> set[str] | None:
+        """Paths changed since the last drain, or ``None`` when some may have been missed
+        (the watcher is not running, or it died and was restarted since the last drain)."""
+        gen = self._current
+        with self._lock:
+            if gen is None or not gen.thread.is_alive() or self._lost:
+                self._lost = gen is None or not gen.thread.is_alive()
+                self._pending.clear()
+                return None
+            out, self._pending = self._pending, set()
+        return out
+
+    def stop(self) -> None:
+        gen, self._current = self._current, None
+        if gen is not None:
+            gen.stop.set()
+            if gen.thread is not threading.current_thread():
+                gen.thread.join(timeout=2 * TIMEOUT_MS / 1000)
