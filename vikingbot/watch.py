@@ -132,6 +132,21 @@ class Watcher:
             out, self._pending = self._pending, set()
         return out
 
+    def wait_for(self, paths: Iterable[Path | str], timeout: float = 5.0) -> bool:
+        """Block until events for all ``paths`` arrived (not drained); for tests and benches."""
+        import time
+
+        wanted = {str(p) for p in paths}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._lock:
+                if wanted <= self._pending:
+                    return True
+            if not self.running:
+                return False
+            time.sleep(0.005)
+        return False
+
     def stop(self) -> None:
         gen, self._current = self._current, None
         if gen is not None:

@@ -13,13 +13,14 @@ Where the changes come from, cheapest first:
   HEARTBEAT.md or workspace folder marks its workspace. Workspace folders made
   after the watch started are polled until the watch is renewed.
 - **polling** (no watcher, it could not start, or it died): the sessions folder
-  is listed only when its mtime changed, and only files with a new inode are
-  read (every write replaces the file); each HEARTBEAT.md of a workspace with
-  an eligible session is ``lstat``-ed once through the parser's cache.
+  is listed only when its mtime changed (every write of the store replaces a
+  file, which changes it), then each session file is stat-ed once and only
+  changed ones are read; each HEARTBEAT.md of a workspace with an eligible
+  session is ``lstat``-ed once through the parser's cache.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
   the above): every session file is stat-ed and every eligible HEARTBEAT.md
   looked at, for file systems whose notifications do not arrive (NFS, some
-  containers) and edits in place that keep the inode.
+  containers) and hand edits in place, which leave the folder's mtime alone.
 
 When a session's last user message grows older than ``stale_after`` its
 workspace's decisions change with nobody touching a file: those times sit in a
@@ -201,9 +202,6 @@ class HeartbeatIndex:
         changed: set[str] = set()
         files = self.files
         for entry in entries:
-            old = files.get(entry.name)
-            if not full and old is not None and old.ident[0] == entry.inode():
-                continue  # not replaced since it was read (edits in place: safety pass)
             changed |= self._reload(entry.name, entry)
         for name in [n for n in files if n not in names]:
             changed |= self._drop(name)
@@ -257,6 +255,10 @@ class HeartbeatIndex:
         except OSError:
             return self._drop(name)
         ident = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if time.time_ns() - st.st_mtime_ns < SETTLE_NS:
+            # written within the timestamp granularity: another write could keep this
+            # identity (git's "racy clean" rule), so it is read again next time
+            ident = (-1, st.st_mtime_ns, st.st_size)
         old = self.files.get(name)
         if old is not None and old.ident == ident:
             return set()

@@ -1,0 +1,404 @@
+"""The event-driven index: a cycle plans what changed, and agrees with a full rescan."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from vikingbot.clock import FakeClock
+from vikingbot.config.loader import Paths
+from vikingbot.config.schema import Config
+from vikingbot.heartbeat.planner import Decision
+from vikingbot.heartbeat.service import HeartbeatService
+from vikingbot.runtime import Runtime
+from vikingbot.session.types import Message, SessionKey
+from vikingbot.workspace.manager import checked_name
+
+TEMPLATE = "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- add tasks below -->\n\n## Completed\n"
+TASK = TEMPLATE.replace("<!-- add tasks below -->\n", "<!-- add tasks below -->\n- Check mail\n")
+SCHEDULED = TEMPLATE.replace(
+    "<!-- add tasks below -->\n", "<!-- add tasks below -->\n- Water plants every: 2h\n"
+)
+FILES = {"template": TEMPLATE, "task": TASK, "scheduled": SCHEDULED, "bad": "- \udcff"}
+
+
+class Home:
+    def __init__(self, root: Path, mode: str = "per-session") -> None:
+        self.clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+        paths = Paths(
+            home=root,
+            config_file=root / "config.json",
+            data_dir=root / "data",
+            database_url=f"sqlite:///{root / 'data' / 'state.db'}",
+        )
+        config = Config.model_validate(
+            {"bot": {"sandbox": {"mode": mode}, "heartbeat": {"timezone": "UTC"}}}
+        )
+        self.rt = Runtime(config, paths, clock=self.clock, environ={})
+        self.svc = HeartbeatService(self.rt)
+        self.mode = mode
+        self.rt.paths.workspace_root.mkdir(parents=True, exist_ok=True)
+
+    def key(self, chat: int) -> SessionKey:
+        return SessionKey("telegram", f"bot{chat % 2}", f"c{chat}")
+
+    def ws(self, chat: int) -> Path:
+        return self.rt.paths.workspace_root / checked_name(self.key(chat), self.mode)
+
+    def talk(self, chat: int, ago: timedelta = timedelta(minutes=5)) -> None:
+        at = self.clock.now() - ago
+        self.rt.sessions.append(self.key(chat), Message("user", "hi", at))
+
+    def write(self, chat: int, text: str, *, atomic: bool = False) -> Path:
+        path = self.ws(chat) / "HEARTBEAT.md"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_dir() or path.is_symlink():
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        if atomic:
+            tmp = path.parent / ".hb.tmp"
+            tmp.write_text(text, encoding="utf-8", errors="surrogateescape")
+            os.replace(tmp, path)
+        else:
+            path.write_text(text, encoding="utf-8", errors="surrogateescape")
+        return path
+
+    def memo_cycle(self) -> list[tuple[Any, ...]]:
+        """What the gateway's cycle decides (planning only; no agent turn)."""
+        reused, fresh, _ = self.svc._plan(
+            "scheduled", workspace=None, force=True, include_idle=False, memo=True
+        )
+        return norm(reused + fresh)
+
+    def rescan(self) -> list[tuple[Any, ...]]:
+        """The same decisions from a scanner that has never seen this home."""
+        decisions, _ = HeartbeatService(self.rt).plan("scheduled", force=True, include_idle=False)
+        return norm(decisions)
+
+    def close(self) -> None:
+        self.svc.scanner.close()
+        self.rt.close()
+
+
+def norm(decisions: list[Decision]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (d.workspace, d.decision, d.reason, d.session or "", d.entry or "", d.detail or "")
+        for d in decisions
+    )
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Iterator[Home]:
+    h = Home(tmp_path / "home")
+    yield h
+    h.close()
+
+
+def run_decisions(rows: list[tuple[Any, ...]]) -> list[str]:
+    return sorted(r[0] for r in rows if r[1] == "run")
+
+
+# ---------------------------------------------------------------- behaviour
+
+
+def test_heartbeat_sessions_live_apart_and_old_ones_are_moved(home: Home) -> None:
+    store = home.rt.sessions
+    legacy = SessionKey("heartbeat", "hb", "ws1")
+    old_path = store.sessions_dir / "heartbeat+hb+ws1.jsonl"
+    store.sessions_dir.mkdir(parents=True, exist_ok=True)
+    # a file an older version wrote among the user's sessions
+    fresh = SessionStore_like_line(legacy)
+    old_path.write_bytes(fresh)
+    home.talk(1)
+    listed = [m.key for m in store.list_sessions()]
+    assert listed == [home.key(1)]  # the user's sessions only
+    assert not old_path.exists()
+    assert (store.system_dir / old_path.name).read_bytes() == fresh  # moved, unchanged
+    before = os.stat(store.sessions_dir).st_mtime_ns
+    store.append(legacy, Message("assistant", "HEARTBEAT_OK", home.clock.now()))
+    assert os.stat(store.sessions_dir).st_mtime_ns == before  # user folder untouched
+    assert store.path_for(legacy).parent == store.system_dir
+
+
+def test_moving_never_overwrites_a_session_already_in_the_new_place(home: Home) -> None:
+    store = home.rt.sessions
+    key = SessionKey("cron", "job", "daily")
+    store.append(key, Message("assistant", "new", home.clock.now()))  # in .system
+    old_path = store.sessions_dir / store.path_for(key).name
+    old_path.write_bytes(SessionStore_like_line(key))
+    store._system_moved = False  # a new process
+    store.list_sessions()
+    assert not old_path.exists()
+    kept = store.system_dir / (old_path.name + ".before-move")
+    assert kept.read_bytes() == SessionStore_like_line(key)
+    assert store.read_messages(key)[-1].content == "new"
+
+
+def SessionStore_like_line(key: SessionKey) -> bytes:
+    from vikingbot.session import codec
+    from vikingbot.session.types import SessionMeta
+
+    at = datetime(2026, 1, 1, tzinfo=UTC)
+    return codec.dumps_line(codec.meta_to_obj(SessionMeta(key, at, at)))
+
+
+def test_cycle_plans_only_what_changed_and_keeps_the_rest(home: Home) -> None:
+    for chat in range(4):
+        home.talk(chat)
+        home.write(chat, TEMPLATE)
+    first = home.memo_cycle()
+    assert {r[2] for r in first} == {"empty"}
+    home.write(2, TASK)
+    second = home.memo_cycle()
+    assert run_decisions(second) == [home.ws(2).name]
+    assert second == home.rescan()
+    assert home.svc.scanner._planned == {home.ws(2).name}  # the other three were kept
+
+
+def test_a_session_going_stale_changes_the_decision_without_any_file_change(home: Home) -> None:
+    home.talk(1, ago=timedelta(hours=47))
+    home.write(1, TEMPLATE)
+    assert {r[2] for r in home.memo_cycle()} == {"empty"}  # quiet: kept from now on
+    home.clock.advance(hours=2)  # stale_after is two days
+    rows = home.memo_cycle()
+    assert {r[2] for r in rows} == {"stale"} and rows == home.rescan()
+
+
+def test_pause_from_another_process_replans_a_quiet_workspace(home: Home) -> None:
+    home.talk(1)
+    home.write(1, TEMPLATE)
+    home.memo_cycle()
+    HeartbeatService(home.rt).pause(home.ws(1).name)  # e.g. the CLI
+    home.write(1, TASK)
+    rows = home.memo_cycle()
+    assert "paused" in {r[2] for r in rows} and rows == home.rescan()
+
+
+def test_polling_stats_sessions_only_when_the_folder_changed(home: Home) -> None:
+    for chat in range(3):
+        home.talk(chat)
+    home.memo_cycle()
+    index = home.svc.scanner.index
+    # make the folder's mtime old enough to be trusted
+    old = time_ago(10)
+    os.utime(index.sessions_dir, ns=(old, old))
+    home.memo_cycle()  # lists once more, now trusting the mtime
+    calls: list[str] = []
+    real = index._reload
+    index._reload = lambda name, entry: calls.append(name) or real(name, entry)  # type: ignore[method-assign]
+    home.memo_cycle()
+    assert calls == []  # nothing was stat-ed
+    home.talk(1)
+    home.memo_cycle()
+    assert len(calls) == 3  # each file stat-ed once, not read unless changed
+
+
+def time_ago(seconds: float) -> int:
+    return int((datetime.now(UTC).timestamp() - seconds) * 1e9)
+
+
+def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
+    for chat in range(3):
+        home.talk(chat)
+        home.write(chat, TEMPLATE)
+    assert home.svc.scanner.watch()
+    home.memo_cycle()
+    watcher = home.svc.scanner.index.watcher
+    assert watcher is not None and watcher.running
+    path = home.write(1, TASK, atomic=True)
+    assert watcher.wait_for([path])
+    rows = home.memo_cycle()
+    assert run_decisions(rows) == [home.ws(1).name] and rows == home.rescan()
+    assert home.svc.scanner.index.full_passes == 2  # start, and once after the watch began
+
+
+def test_a_dead_watcher_falls_back_to_polling(home: Home) -> None:
+    home.talk(1)
+    home.write(1, TEMPLATE)
+    assert home.svc.scanner.watch()
+    home.memo_cycle()
+    watcher = home.svc.scanner.index.watcher
+    assert watcher is not None and watcher._current is not None
+    watcher._current.notify.close()  # the OS watch goes away under the thread
+    watcher._current.thread.join(5)
+    assert not watcher.running and watcher.problem
+    home.write(1, TASK)  # no event will come for this
+    rows = home.memo_cycle()
+    assert run_decisions(rows) == [home.ws(1).name]
+
+
+# ---------------------------------------------------------------- faults
+
+CHATS = st.integers(0, 3)
+OPS = st.one_of(
+    st.tuples(st.just("talk"), CHATS, st.sampled_from([5, 60 * 46, 60 * 72])),
+    st.tuples(st.just("skip"), CHATS, st.booleans()),
+    st.tuples(st.just("forget"), CHATS),
+    st.tuples(st.just("write"), CHATS, st.sampled_from(sorted(FILES)), st.booleans()),
+    st.tuples(st.just("rm_file"), CHATS),
+    st.tuples(st.just("file_to_dir"), CHATS),
+    st.tuples(st.just("file_to_link"), CHATS),
+    st.tuples(st.just("rm_ws"), CHATS),
+    st.tuples(st.just("mv_ws"), CHATS),
+    st.tuples(st.just("time"), st.sampled_from([10, 60 * 3, 60 * 24])),
+    st.tuples(st.just("cycle")),
+)
+
+
+def apply(h: Home, op: tuple[Any, ...], outside: Path) -> list[Path]:
+    """Do one change; the paths a watcher should report for it."""
+    kind, *args = op
+    ws = h.ws(args[0]) if args and kind != "time" else None
+    hb = ws / "HEARTBEAT.md" if ws else None
+    if kind == "talk":
+        h.talk(args[0], timedelta(minutes=args[1]))
+        return [h.rt.sessions.path_for(h.key(args[0]))]
+    if kind == "skip" and h.rt.sessions.get_meta(h.key(args[0])) is not None:
+        h.rt.sessions.update_metadata(h.key(args[0]), skip_heartbeat=args[1])
+        return [h.rt.sessions.path_for(h.key(args[0]))]
+    if kind == "forget" and h.rt.sessions.path_for(h.key(args[0])).exists():
+        h.rt.sessions.path_for(h.key(args[0])).unlink()
+        return [h.rt.sessions.path_for(h.key(args[0]))]
+    if kind == "write":
+        return [h.write(args[0], FILES[args[1]], atomic=args[2])]
+    if kind == "rm_file" and hb is not None and hb.is_file() and not hb.is_symlink():
+        hb.unlink()
+        return [hb]
+    if kind == "file_to_dir" and hb is not None and ws is not None and ws.is_dir():
+        if hb.is_file() or hb.is_symlink():
+            hb.unlink()
+        hb.mkdir(exist_ok=True)
+        return [hb]
+    if kind == "file_to_link" and hb is not None and ws is not None and ws.is_dir():
+        target = outside / "tasks.md"
+        target.write_text(TASK)
+        if hb.is_dir() and not hb.is_symlink():
+            shutil.rmtree(hb)
+        elif hb.exists() or hb.is_symlink():
+            hb.unlink()
+        hb.symlink_to(target)
+        return [hb]
+    if kind == "rm_ws" and ws is not None and ws.is_dir():
+        shutil.rmtree(ws)
+        return [ws]
+    if kind == "mv_ws" and ws is not None and ws.is_dir():
+        aside = ws.with_name(ws.name + ".aside")
+        shutil.rmtree(aside, ignore_errors=True)
+        ws.rename(aside)
+        return [ws]
+    if kind == "time":
+        h.clock.advance(minutes=args[0])
+    return []
+
+
+def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        h = Home(Path(tmp) / "home", mode="per-channel" if len(ops) % 3 == 0 else "per-session")
+        outside = Path(tmp) / "outside"
+        outside.mkdir()
+        try:
+            for chat in range(2):  # some state from before the gateway started
+                h.talk(chat)
+                h.write(chat, TEMPLATE)
+            if watch:
+                assert h.svc.scanner.watch()
+            assert h.memo_cycle() == h.rescan()
+            for op in ops:
+                touched = apply(h, op, outside)
+                if op[0] != "cycle":
+                    continue
+                watcher = h.svc.scanner.index.watcher
+                if watcher is not None:
+                    assert watcher.wait_for(touched) or not watcher.running
+                assert h.memo_cycle() == h.rescan(), ops
+            watcher = h.svc.scanner.index.watcher
+            if watcher is not None:
+                assert watcher.wait_for(touched) or not watcher.running
+            assert h.memo_cycle() == h.rescan(), ops
+        finally:
+            h.close()
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(OPS, min_size=1, max_size=10))
+def test_polling_index_agrees_with_a_full_rescan(ops: list[tuple[Any, ...]]) -> None:
+    check_sequence(ops, watch=False)
+
+
+def test_watched_index_agrees_with_a_full_rescan() -> None:
+    """Random sequences with the watcher on; each cycle runs once the events arrived."""
+    import random
+
+    rnd = random.Random(12)
+    strategy_ops: list[list[tuple[Any, ...]]] = []
+    for _ in range(6):
+        seq: list[tuple[Any, ...]] = []
+        for _ in range(8):
+            seq.append(_random_op(rnd))
+            if rnd.random() < 0.4:
+                seq.append(("cycle",))
+        strategy_ops.append(seq)
+    for seq in strategy_ops:
+        check_sequence_with_pending_events(seq)
+
+
+def check_sequence_with_pending_events(ops: list[tuple[Any, ...]]) -> None:
+    """Like :func:`check_sequence`, but every change is waited for (no race with the OS)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        h = Home(Path(tmp) / "home")
+        outside = Path(tmp) / "outside"
+        outside.mkdir()
+        try:
+            for chat in range(2):
+                h.talk(chat)
+                h.write(chat, TEMPLATE)
+            assert h.svc.scanner.watch()
+            h.memo_cycle()
+            for op in [*ops, ("cycle",)]:
+                index = h.svc.scanner.index
+                if op[0] == "kill" and index.watcher is not None and index.watcher._current:
+                    index.watcher._current.notify.close()  # the watch dies under its thread
+                    index.watcher._current.thread.join(5)
+                    continue
+                if op[0] == "down":  # the gateway stops; changes happen; it starts again
+                    index.close()
+                    apply(h, ("write", 0, "task", False), outside)
+                    h.talk(3)
+                    assert h.svc.scanner.watch()
+                    continue
+                touched = apply(h, op, outside)
+                watcher = index.watcher
+                assert watcher is not None
+                assert watcher.wait_for(touched) or not watcher.running, (op, touched)
+                if op[0] == "cycle":
+                    assert h.memo_cycle() == h.rescan(), ops
+        finally:
+            h.close()
+
+
+def _random_op(rnd: Any) -> tuple[Any, ...]:
+    chat = rnd.choice([0, 0, 1, 1, 2, 3])  # 0 and 1 have folders the watch covers
+    return rnd.choice(
+        [
+            ("talk", chat, rnd.choice([5, 60 * 46, 60 * 72])),
+            ("skip", chat, rnd.random() < 0.5),
+            ("forget", chat),
+            ("write", chat, rnd.choice(sorted(FILES)), rnd.random() < 0.5),
+            ("rm_file", chat),
+            ("file_to_dir", chat),
+            ("file_to_link", chat),
+            ("rm_ws", chat),
+            ("mv_ws", chat),
+            ("time", rnd.choice([10, 60 * 3, 60 * 24])),
+            ("kill",),
+            ("down",),
+        ]
+    )
