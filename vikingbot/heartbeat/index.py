@@ -237,6 +237,7 @@ class HeartbeatIndex:
                 changed.add(name)
                 self.parsed.pop(name, None)
                 self.polled.add(name)  # its watch (if any) may be gone: poll until renewed
+                self._watched.discard(name)
             elif name == HEARTBEAT_FILE and os.path.dirname(folder) == root:
                 ws = os.path.basename(folder)
                 changed.add(ws)
