@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime, time, timedelta
-from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -17,7 +16,7 @@ from vikingbot.heartbeat.schedule import (
     next_active_start,
     next_due,
 )
-from vikingbot.heartbeat.timezone import resolve_timezone
+from vikingbot.heartbeat.timezone import local_zone_name, resolve_timezone
 from vikingbot.heartbeat.types import Schedule
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -298,7 +297,7 @@ def test_next_active_start() -> None:
 
 
 def test_timezone_from_config_wins() -> None:
-    assert resolve_timezone("Europe/Berlin", environ={"TZ": "Asia/Tokyo"}).key == "Europe/Berlin"
+    assert resolve_timezone("Europe/Berlin", local=lambda: "Asia/Tokyo").key == "Europe/Berlin"
 
 
 def test_unknown_configured_timezone_is_a_config_error() -> None:
@@ -306,30 +305,30 @@ def test_unknown_configured_timezone_is_a_config_error() -> None:
         resolve_timezone("Mars/Olympus_Mons")
 
 
+def test_timezone_is_the_machines_when_config_has_none() -> None:
+    assert resolve_timezone(None, local=lambda: "Asia/Tokyo").key == "Asia/Tokyo"
+    assert resolve_timezone("Europe/Berlin", local=lambda: "Asia/Tokyo").key == "Europe/Berlin"
+
+
+@pytest.mark.parametrize("found", [None, "", "CET-1CEST", "Not/A_Zone", "../../etc/passwd"])
+def test_timezone_falls_back_to_utc(found: str | None) -> None:
+    assert resolve_timezone(None, local=lambda: found).key == "UTC"
+
+
 @pytest.mark.parametrize(
     ("tz_env", "expected"),
-    [
-        ("Asia/Tokyo", "Asia/Tokyo"),
-        (":America/New_York", "America/New_York"),
-        ("/usr/share/zoneinfo/Europe/Paris", "Europe/Paris"),
-    ],
+    [("Asia/Tokyo", "Asia/Tokyo"), (":America/New_York", "America/New_York")],
 )
-def test_timezone_from_tz_env(tmp_path: Path, tz_env: str, expected: str) -> None:
-    zone = resolve_timezone(None, environ={"TZ": tz_env}, localtime=tmp_path / "none")
-    assert zone.key == expected
+def test_the_machines_zone_honours_tz(
+    monkeypatch: pytest.MonkeyPatch, tz_env: str, expected: str
+) -> None:
+    import tzlocal
 
-
-def test_timezone_from_localtime_link_when_tz_is_unusable(tmp_path: Path) -> None:
-    link = tmp_path / "localtime"
-    link.symlink_to("/usr/share/zoneinfo/Europe/Berlin")
-    assert (
-        resolve_timezone(None, environ={"TZ": "CET-1CEST"}, localtime=link).key == "Europe/Berlin"
-    )
-    assert resolve_timezone(None, environ={}, localtime=link).key == "Europe/Berlin"
-
-
-def test_timezone_falls_back_to_utc(tmp_path: Path) -> None:
-    plain = tmp_path / "localtime"
-    plain.write_bytes(b"TZif")
-    assert resolve_timezone(None, environ={}, localtime=plain).key == "UTC"
-    assert resolve_timezone(None, environ={}, localtime=tmp_path / "missing").key == "UTC"
+    monkeypatch.setenv("TZ", tz_env)
+    tzlocal.reload_localzone()
+    try:
+        assert local_zone_name() == expected
+        assert resolve_timezone(None).key == expected
+    finally:
+        monkeypatch.undo()
+        tzlocal.reload_localzone()

@@ -9,7 +9,7 @@ import pytest
 from vikingbot.errors import ToolError
 from vikingbot.testing.server import serve_app
 from vikingbot.tools.base import ToolContext
-from vikingbot.tools.web import WebFetchTool, forbidden_address, html_to_text
+from vikingbot.tools.web import WebFetchTool, forbidden_address, html_to_markdown
 
 PAGE = """<!doctype html><html><head><title>t</title><style>p{}</style></head>
 <body><h1>News</h1><script>alert('x')</script><p>Release 1.2 is out &amp; stable.</p></body></html>"""
@@ -77,7 +77,7 @@ async def test_allowed_private_fetch_redirect_and_text(site: str, ctx: ToolConte
     ctx.config.bot.tools.web_fetch.allow_private = True
     out = await WebFetchTool().run({"url": site + "/moved"}, ctx)
     assert out.startswith(f"status 200 from {site}/page")
-    assert "News\nRelease 1.2 is out & stable." in out
+    assert "# News\n\nRelease 1.2 is out & stable." in out
     assert "alert" not in out and "p{}" not in out
 
 
@@ -88,5 +88,24 @@ async def test_size_cap(site: str, ctx: ToolContext) -> None:
     assert out.endswith("\n\n" + "y" * 1024 + "\n[... truncated at 1024 bytes]")
 
 
-def test_html_to_text() -> None:
-    assert html_to_text("<p>a<br>b</p><div>c &lt;d&gt;</div>") == "a\nb\nc <d>"
+def test_html_becomes_markdown_the_model_can_read() -> None:
+    page = (
+        "<html><head><title>t</title></head><body><h2>Release notes</h2>"
+        "<p>See <a href='https://example.org/1.2'>the <b>1.2</b> notes</a> &amp; more.</p>"
+        "<ul><li>faster</li><li>smaller</li></ul><script>track()</script>"
+        "<table><tr><th>os</th><th>ok</th></tr><tr><td>linux</td><td>yes</td></tr></table>"
+        "</body></html>"
+    )
+    out = html_to_markdown(page)
+    assert "## Release notes" in out
+    assert "See [the **1.2** notes](https://example.org/1.2) & more." in out
+    assert "- faster\n- smaller" in out
+    assert "| linux | yes |" in out
+    assert "track()" not in out and "\nt\n" not in out
+
+
+@pytest.mark.parametrize(
+    "markup", ["", "<", "<p><b>unclosed", "<<<>>>&&&;;", "<table><td>x</table>", "\x00<p>a"]
+)
+def test_broken_html_never_raises(markup: str) -> None:
+    assert isinstance(html_to_markdown(markup), str)

@@ -1,10 +1,9 @@
-"""Which timezone the heartbeat lives in: config, else ``TZ``, else the system's, else UTC."""
+"""Which timezone the heartbeat lives in: config, else the machine's (tzlocal), else UTC."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping
-from pathlib import Path
+import warnings
+from collections.abc import Callable
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from vikingbot.errors import ConfigError
@@ -12,19 +11,32 @@ from vikingbot.errors import ConfigError
 UTC_ZONE = ZoneInfo("UTC")
 
 
+def local_zone_name() -> str | None:
+    """The machine's IANA zone name, as tzlocal finds it, or None.
+
+    tzlocal reads ``TZ`` (``Europe/Berlin``, ``:Europe/Berlin`` or a path into a
+    zoneinfo directory), then the system's settings (``/etc/timezone``, the
+    ``/etc/localtime`` link, systemd's ``timedatectl`` files; the registry on
+    Windows). The answer is cached for the life of the process.
+    """
+    import tzlocal
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "TZ and /etc/localtime disagree": TZ wins
+            return tzlocal.get_localzone_name() or None
+    except (LookupError, ValueError, OSError):
+        return None
+
+
 def resolve_timezone(
-    name: str | None,
-    *,
-    environ: Mapping[str, str] | None = None,
-    localtime: Path = Path("/etc/localtime"),
+    name: str | None, *, local: Callable[[], str | None] = local_zone_name
 ) -> ZoneInfo:
     """The heartbeat timezone.
 
     ``name`` (``bot.heartbeat.timezone``) wins and must be a valid IANA name.
-    Without it: the ``TZ`` environment variable if it names an IANA zone
-    (``Europe/Berlin``, ``:Europe/Berlin`` or a path into a zoneinfo
-    directory), else the zone ``/etc/localtime``
-    links to, else UTC.
+    Without it, the machine's zone (``local``, tzlocal by default) if it is an
+    IANA zone this Python knows, else UTC.
     """
     if name:
         zone = _zone(name)
@@ -33,20 +45,8 @@ def resolve_timezone(
                 f"bot.heartbeat.timezone: unknown IANA timezone {name!r} (e.g. Europe/Berlin, UTC)"
             )
         return zone
-    env = os.environ if environ is None else environ
-    tz_env = env.get("TZ", "").strip().lstrip(":")
-    if tz_env.startswith("/"):
-        tz_env = _after_zoneinfo(tz_env) or ""
-    if tz_env:
-        zone = _zone(tz_env)
-        if zone is not None:
-            return zone
-    linked = _linked_zone_name(localtime)
-    if linked:
-        zone = _zone(linked)
-        if zone is not None:
-            return zone
-    return UTC_ZONE
+    found = local()
+    return (_zone(found) if found else None) or UTC_ZONE
 
 
 def _zone(name: str) -> ZoneInfo | None:
@@ -54,20 +54,3 @@ def _zone(name: str) -> ZoneInfo | None:
         return ZoneInfo(name)
     except (ZoneInfoNotFoundError, ValueError, OSError):
         return None
-
-
-def _linked_zone_name(localtime: Path) -> str | None:
-    """``/etc/localtime -> /usr/share/zoneinfo/Europe/Berlin`` gives ``Europe/Berlin``."""
-    try:
-        target = os.readlink(localtime)
-    except OSError:
-        return None
-    return _after_zoneinfo(target)
-
-
-def _after_zoneinfo(path: str) -> str | None:
-    marker = "zoneinfo/"
-    idx = path.rfind(marker)
-    if idx < 0:
-        return None
-    return path[idx + len(marker) :] or None

@@ -6,13 +6,12 @@ resolves to is checked: private, loopback, link-local, multicast, reserved and
 unspecified addresses are refused unless ``bot.tools.web_fetch.allow_private``.
 (The check and the connection resolve separately, so this guards against a
 model being pointed at the local network, not against a hostile DNS server.)
-The body is read up to ``max_bytes``; HTML is reduced to text.
+The body is read up to ``max_bytes``; HTML becomes Markdown (markdownify).
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import ipaddress
 import re
 import socket
@@ -61,19 +60,26 @@ async def check_host(host: str, port: int) -> None:
             )
 
 
-_DROP = re.compile(r"<(script|style|noscript|svg|head)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
-_BREAK = re.compile(r"<\s*(?:br|/p|/div|/h[1-6]|/li|/tr|p|div|h[1-6]|li|tr)\b[^>]*>", re.IGNORECASE)
-_TAG = re.compile(r"<[^>]+>")
+# Elements whose content is never text a reader sees.
+_INVISIBLE = ("script", "style", "noscript", "svg", "head", "template", "iframe", "object")
 
 
-def html_to_text(markup: str) -> str:
-    """Crude but dependable: drop scripts/styles, tags become line breaks or nothing."""
-    text = _DROP.sub(" ", markup)
-    text = _BREAK.sub("\n", text)
-    text = html.unescape(_TAG.sub("", text))
-    text = re.sub(r"[ \t\r\f\v]+", " ", text)
-    text = re.sub(r"\s*\n\s*", "\n", text)
-    return text.strip()
+def html_to_markdown(markup: str) -> str:
+    """A page as Markdown: headings, links, lists, emphasis, code and tables kept.
+
+    Parsed with BeautifulSoup's ``html.parser`` (tolerant of any input, no
+    exception on broken markup) and rendered by ``markdownify``; scripts, styles
+    and the ``<head>`` are dropped first.
+    """
+    from bs4 import BeautifulSoup
+    from markdownify import MarkdownConverter
+
+    soup = BeautifulSoup(markup, "html.parser")
+    for node in soup(list(_INVISIBLE)):
+        node.decompose()
+    text = MarkdownConverter(heading_style="ATX", bullets="-", strip=["img"]).convert_soup(soup)
+    text = re.sub(r"[ \t]+\n", "\n", text)
+    return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
 class WebFetchTool(Tool):
@@ -128,7 +134,7 @@ def _render(url: str, resp: Any, body: bytes, truncated: bool, cap: int) -> str:
         return f"status {resp.status_code}; {url} is {ctype} ({len(body)} bytes), not text"
     text = body.decode(resp.encoding or "utf-8", errors="replace")
     if "html" in ctype or text.lstrip()[:15].lower().startswith(("<!doctype", "<html")):
-        text = html_to_text(text)
+        text = html_to_markdown(text)
     if len(text) > MAX_TEXT_CHARS:
         text, truncated = text[:MAX_TEXT_CHARS], True
     note = f"\n[... truncated at {cap} bytes]" if truncated else ""
