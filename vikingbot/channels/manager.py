@@ -242,33 +242,63 @@ class ChannelManager:
     async def _send_with_retries(
         self, channel: Channel, msg: OutboundMessage
     ) -> tuple[int, ChannelError | None]:
-        """Send one piece, retrying with backoff: (attempts made, the last error or None)."""
+        """Send one piece, retrying with backoff: (attempts made, the last error or None).
+
+        stamina (``vikingbot.retries``) schedules the attempts: the delay starts at
+        ``retry_delay_s`` and doubles (capped, jittered by up to one first delay); a
+        :class:`ChannelBusy` waits what the platform asked; a :class:`ChannelRejected`
+        is not retried.
+        """
+        from vikingbot.retries import retry_context
+
         tries = 1 + self._retries
-        error: ChannelError | None = None
-        for attempt in range(tries):
-            try:
-                await channel.send(msg)
-                return attempt + 1, None
-            except ChannelRejected as exc:
-                return attempt + 1, exc
-            except ChannelError as exc:
-                error = exc
-            except Exception as exc:  # a channel bug must not take the manager down
-                logger.exception("channel {} raised an unexpected error", channel.name)
-                error = ChannelError(f"channel {channel.name!r} failed: {exc}")
-            if attempt + 1 >= tries:
-                break
-            delay = min(self.retry_delay_s * 2**attempt, MAX_BACKOFF_S)
-            if isinstance(error, ChannelBusy) and error.retry_after is not None:
-                delay = min(max(delay, error.retry_after), MAX_BACKOFF_S)
+        made = 0
+        try:
+            async for attempt in retry_context(
+                on=_retry_hook,
+                attempts=tries,
+                timeout=None,
+                wait_initial=self.retry_delay_s,
+                wait_max=MAX_BACKOFF_S,
+                wait_jitter=self.retry_delay_s,
+            ):
+                with attempt:
+                    made = attempt.num
+                    await self._send_once(channel, msg, made, tries, attempt.next_wait)
+        except ChannelError as exc:
+            return made, exc
+        return made, None
+
+    async def _send_once(
+        self, channel: Channel, msg: OutboundMessage, num: int, tries: int, next_wait: float
+    ) -> None:
+        try:
+            await channel.send(msg)
+            return
+        except ChannelError as exc:
+            error = exc
+        except Exception as exc:  # a channel bug must not take the manager down
+            logger.exception("channel {} raised an unexpected error", channel.name)
+            error = ChannelError(f"channel {channel.name!r} failed: {exc}")
+        if num < tries and _retry_hook(error) is not False:
+            hook = _retry_hook(error)
+            delay = next_wait if hook is True else float(hook)
             logger.warning(
                 "channel {}: send to {} failed ({}); retry {}/{} in {:.1f}s",
                 channel.name,
                 msg.chat_id,
                 error,
-                attempt + 1,
-                self._retries,
+                num,
+                tries - 1,
                 delay,
             )
-            await asyncio.sleep(delay)
-        return tries, error
+        raise error
+
+
+def _retry_hook(exc: Exception) -> bool | float:
+    """stamina's ``on``: retry channel errors, not refusals; honour ``retry_after``."""
+    if isinstance(exc, ChannelRejected) or not isinstance(exc, ChannelError):
+        return False
+    if isinstance(exc, ChannelBusy) and exc.retry_after is not None:
+        return min(max(exc.retry_after, 0.0), MAX_BACKOFF_S)
+    return True
