@@ -151,6 +151,20 @@ async def test_own_and_bot_messages_and_edits_are_not_answered(
         await manager.stop()
 
 
+async def test_markdown_arrives_as_slack_mrkdwn(
+    fake: tuple[FakeSlack, str], store: Any, bus: MessageBus, make_config: Callable[..., Config]
+) -> None:
+    slack, api = fake
+    manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
+    try:
+        text = "**Build red**, see [the log](https://ci.example/1) & _retry_"
+        assert await bus.send(OutboundMessage("slack", OWNER_DM, text, dedupe_key="md-1"))
+        posts = slack.wait_for_posts(1)
+        assert posts[0]["text"] == "*Build red*, see <https://ci.example/1|the log> &amp; _retry_"
+    finally:
+        await manager.stop()
+
+
 async def test_a_long_reply_is_split_to_slacks_limit(
     fake: tuple[FakeSlack, str], store: Any, bus: MessageBus, make_config: Callable[..., Config]
 ) -> None:

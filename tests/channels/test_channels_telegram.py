@@ -47,7 +47,12 @@ async def test_a_dm_to_the_bot_gets_an_answer(
         telegram.push_text(chat_id=OWNER, user_id=OWNER, text="hello bot")
         sent = await telegram.wait_sent(1)
         assert sent == [
-            {"chat_id": str(OWNER), "text": "echo: hello bot", "message_thread_id": None}
+            {
+                "chat_id": str(OWNER),
+                "text": "echo: hello bot",
+                "message_thread_id": None,
+                "parse_mode": "HTML",
+            }
         ]
         assert echo.seen[0].sender_id == str(OWNER)
         assert manager.channel("telegram").bot_username == telegram.username  # type: ignore[union-attr]
@@ -122,6 +127,23 @@ async def test_a_stranger_is_ignored_and_audited(
         )
         assert [m.text for m in echo.seen] == ["friend"]
         assert [s["chat_id"] for s in telegram.sent] == ["1001"]
+    finally:
+        await manager.stop()
+
+
+async def test_markdown_arrives_formatted_as_telegram_html(
+    fake: tuple[FakeTelegram, str], store: Any, bus: MessageBus, make_config: Callable[..., Config]
+) -> None:
+    telegram, api = fake
+    manager = await started(make_config(telegram=section(telegram, api)), bus, store)
+    try:
+        text = "**Build red** since 02:10 & counting:\n\n- `make test` <fails>"
+        assert await bus.send(OutboundMessage("telegram", str(OWNER), text, dedupe_key="md-1"))
+        sent = telegram.wait_for_sent(1)
+        assert sent[0]["parse_mode"] == "HTML"
+        assert sent[0]["text"] == (
+            "<b>Build red</b> since 02:10 &amp; counting:\n\n• <code>make test</code> &lt;fails&gt;"
+        )
     finally:
         await manager.stop()
 

@@ -30,6 +30,7 @@ def test_a_dm_gets_the_models_answer_back_in_the_same_chat(
             "chat_id": str(OWNER_ID),
             "text": "Dentist at 15:00, nothing else.",
             "message_thread_id": None,
+            "parse_mode": "HTML",
         }
     ]
     # the turn is in the owner's history once the reply has gone out

@@ -39,6 +39,7 @@ def test_one_task_one_turn_and_its_message_reaches_the_owner_once(
             "chat_id": str(OWNER_ID),
             "text": "The nightly build is red since 02:10.",
             "message_thread_id": None,
+            "parse_mode": "HTML",
         }
     ]
     assert (run["workspace"], run["reason"], run["outcome"]) == ("shared", "due", "delivered")

@@ -49,7 +49,9 @@ def test_a_message_pending_at_a_crash_arrives_exactly_once_after_restart(
         "the outbox row marked sent",
     )
     assert second.stop() == 0
-    assert sent == [{"chat_id": str(OWNER_ID), "text": TEXT, "message_thread_id": None}]
+    assert sent == [
+        {"chat_id": str(OWNER_ID), "text": TEXT, "message_thread_id": None, "parse_mode": "HTML"}
+    ]
     assert home.telegram.sent == sent  # exactly once
     assert len(home.llm.requests) == 1  # the restart did not run the turn again
     assert "re-sending" in second.output

@@ -284,7 +284,7 @@ class ChannelManager:
             hook = _retry_hook(error)
             delay = next_wait if hook is True else float(hook)
             logger.warning(
-                "channel {}: send to {} failed ({}); retry {}/{} in {:.1f}s",
+                "channel {}: send to {} failed ({}); retry {}/{} in {:.2f}s",
                 channel.name,
                 msg.chat_id,
                 error,

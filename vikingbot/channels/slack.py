@@ -172,9 +172,14 @@ class SlackChannel(Channel):
     async def send(self, msg: OutboundMessage) -> None:
         if self._web is None:
             raise ChannelError("Slack channel is not started")
+        from vikingbot.channels.markup import to_slack_mrkdwn
+
         try:
             await self._web.chat_postMessage(
-                channel=msg.chat_id, text=msg.text, thread_ts=msg.thread, mrkdwn=True
+                channel=msg.chat_id,
+                text=to_slack_mrkdwn(msg.text),
+                thread_ts=msg.thread,
+                mrkdwn=True,
             )
         except _sdk_errors() as exc:
             raise _convert(exc, f"chat.postMessage to {msg.chat_id}") from exc

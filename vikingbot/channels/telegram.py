@@ -169,9 +169,25 @@ class TelegramChannel(Channel):
             if not _INT.fullmatch(msg.thread):
                 raise ChannelRejected(f"Telegram thread id must be a number, got {msg.thread!r}")
             thread = int(msg.thread)
+        from telegram.error import BadRequest
+
+        from vikingbot.channels.markup import to_telegram_html
+
+        chat = _chat(msg.chat_id)
         try:
-            await self._bot.send_message(
-                chat_id=_chat(msg.chat_id), text=msg.text, message_thread_id=thread
-            )
+            try:
+                await self._bot.send_message(
+                    chat_id=chat,
+                    text=to_telegram_html(msg.text),
+                    parse_mode="HTML",
+                    message_thread_id=thread,
+                )
+            except BadRequest as exc:
+                if "parse entities" not in str(exc).lower():
+                    raise
+                # Our HTML is always well formed; should Telegram still refuse it,
+                # the words matter more than the formatting.
+                logger.warning("telegram: formatting refused ({}); sending plain text", exc)
+                await self._bot.send_message(chat_id=chat, text=msg.text, message_thread_id=thread)
         except TelegramError as exc:
             raise _convert(exc, f"sendMessage to {msg.chat_id}") from exc

@@ -33,6 +33,43 @@ WAIT_TIMEOUT_S = 10.0
 DATE = 1_700_000_000
 
 
+# Telegram's HTML: these tags only (https://core.telegram.org/bots/api#html-style),
+# each closed, and only &lt; &gt; &amp; &quot; and numeric entities.
+TELEGRAM_TAGS = {
+    "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler", "a",
+    "code", "pre", "blockquote", "tg-emoji",
+}  # fmt: skip
+
+
+def html_problem(text: str) -> str | None:
+    """Why Telegram would refuse ``text`` as ``parse_mode=HTML``, or None."""
+    import re
+    from html.parser import HTMLParser
+
+    bad = re.search(r"&(?!(?:lt|gt|amp|quot|#\d+|#x[0-9a-fA-F]+);)", text)
+    if bad:
+        return f"unsupported entity at byte offset {bad.start()}"
+    found: list[str] = []
+
+    class Check(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag not in TELEGRAM_TAGS:
+                found.append(f"unsupported start tag {tag!r}")
+            stack.append(tag)
+
+        def handle_endtag(self, tag: str) -> None:
+            if not stack or stack.pop() != tag:
+                found.append(f"can't find end tag corresponding to start tag {tag!r}")
+
+    stack: list[str] = []
+    checker = Check(convert_charrefs=True)
+    checker.feed(text)
+    checker.close()
+    if stack:
+        found.append(f"can't find end tag corresponding to start tag {stack[-1]!r}")
+    return found[0] if found else None
+
+
 class FakeTelegram:
     def __init__(
         self,
@@ -196,6 +233,13 @@ class FakeTelegram:
         chat, text = params.get("chat_id"), params.get("text")
         if not text:
             return self._fail(400, "Bad Request: message text is empty")
+        mode = params.get("parse_mode")
+        if mode == "HTML":
+            problem = html_problem(str(text))
+            if problem:
+                return self._fail(400, f"Bad Request: can't parse entities: {problem}")
+        elif mode:
+            return self._fail(400, f"Bad Request: unsupported parse_mode {mode!r} in this fake")
         if not chat:
             return self._fail(400, "Bad Request: chat not found")
         with self._cond:
@@ -210,6 +254,7 @@ class FakeTelegram:
                     "chat_id": str(chat),
                     "text": text,
                     "message_thread_id": str(thread) if thread else None,
+                    "parse_mode": mode,
                 }
             )
             self._cond.notify_all()
