@@ -52,16 +52,3 @@ def test_no_words_are_lost() -> None:
 def test_any_text_gives_html_telegram_accepts(text: str) -> None:
     assert html_problem(to_telegram_html(text)) is None
     assert isinstance(to_slack_mrkdwn(text), str)
-
-
-def test_rendering_time_grows_linearly() -> None:
-    import time
-
-    def cost(n: int) -> float:
-        text = "**a** [b](c) `d` " * n + "\n- e\n" * n
-        start = time.perf_counter()
-        to_telegram_html(text)
-        return time.perf_counter() - start
-
-    small, large = cost(500), cost(5000)
-    assert large < small * 30  # 10x the input: far from the 100x of a quadratic renderer

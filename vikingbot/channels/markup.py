@@ -185,15 +185,14 @@ def _table(rows: list[list[str]], flavour: Flavour) -> str:
 
 def _join(blocks: list[str]) -> str:
     """Blocks one per line; list items stay together, other blocks get a blank line."""
-    out = ""
+    out: list[str] = []
+    last = ""
     for block in blocks:
-        if not out:
-            out = block
-        elif _is_item(block) and _is_item(out.rsplit("\n", 1)[-1]):
-            out += "\n" + block
-        else:
-            out += "\n\n" + block
-    return out.strip("\n")
+        if out:
+            out.append("\n" if _is_item(block) and _is_item(last) else "\n\n")
+        out.append(block)
+        last = block.rsplit("\n", 1)[-1]
+    return "".join(out).strip("\n")
 
 
 def _is_item(line: str) -> bool:
