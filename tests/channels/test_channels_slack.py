@@ -61,12 +61,14 @@ async def test_a_dm_to_the_bot_gets_an_answer(
             "name": "cli",
             "enabled": False,
             "running": False,
+            "receiving": False,
             "last_error": None,
         }
         assert {
             "name": "slack",
             "enabled": True,
             "running": True,
+            "receiving": True,
             "last_error": None,
         } in manager.status()
     finally:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # The schema the newest migration leaves, table -> columns, on both backends. When
 # tables.py or the revisions change: if RECORDED_VERSION was never released, update
 # this record; otherwise add a revision and record its version here.
-RECORDED_VERSION = 3
+RECORDED_VERSION = 4
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
     "cron_jobs": {
@@ -60,7 +60,12 @@ SCHEMA: dict[str, set[str]] = {
     "notices": {"at", "digest", "kind", "workspace"},
     "outbox": {
         "attempts", "channel", "channel_id", "chat_id", "created_at", "dedupe_key",
-        "details", "id", "last_error", "sent_at", "status", "text", "thread",
+        "details", "id", "last_error", "lease_until", "sender", "sent_at", "status", "text",
+        "thread",
+    },
+    "gateways": {
+        "address", "details", "host", "id", "pid", "seen_at", "started_at", "stopped_at",
+        "version",
     },
     "alembic_version": {"version_num"},
 }  # fmt: skip

@@ -49,6 +49,11 @@ class Channel(ABC):
     name: ClassVar[str] = ""
     #: Longest text one platform message may carry; None means no limit.
     max_message_chars: ClassVar[int | None] = 4000
+    #: Only one process may receive at a time (Telegram long polling, Slack Socket
+    #: Mode). With several gateways on one database the channel manager sets
+    #: ``defer_receiving`` before ``start``; ``channels/leadership.py`` then calls
+    #: ``start_receiving``/``stop_receiving`` on the gateway holding the channel's lease.
+    exclusive_inbound: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -66,6 +71,7 @@ class Channel(ABC):
         self._strangers_seen: dict[tuple[str, str], datetime] = {}
         self.running = False
         self.last_error: str | None = None
+        self.defer_receiving = False
 
     @abstractmethod
     async def start(self, bus: MessageBus) -> None:
@@ -74,6 +80,19 @@ class Channel(ABC):
     @abstractmethod
     async def stop(self) -> None:
         """Disconnect; safe to call when not started."""
+
+    async def start_receiving(self) -> None:
+        """Begin handing inbound messages to the bus (channels with ``exclusive_inbound``)."""
+        return None
+
+    async def stop_receiving(self) -> None:
+        """Stop receiving but stay able to send; safe to call when not receiving."""
+        return None
+
+    @property
+    def receiving(self) -> bool:
+        """Whether this process is receiving this channel's messages right now."""
+        return self.running and not self.exclusive_inbound
 
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None:

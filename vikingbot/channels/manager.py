@@ -2,8 +2,10 @@
 
 It is the bus's outbound handler. Each message goes through the outbox (see
 :mod:`vikingbot.delivery.outbox`): written as pending, split to the channel's
-limit, sent piece by piece with retries and backoff, marked sent. On start it
-re-sends whatever a previous run left pending.
+limit, sent piece by piece with retries and backoff, marked sent. On start, and
+every ``outbox_sweep_s`` after, it re-sends what a previous run, or another
+gateway on the same database that died, left pending (``Outbox.claim_pending``:
+one sender per row, see docs/scaling.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from loguru import logger
 from vikingbot import registry
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
+from vikingbot.channels.leadership import CHECK_S as LEASE_CHECK_S
+from vikingbot.channels.leadership import TTL_S as LEASE_TTL_S
+from vikingbot.channels.leadership import Leadership, channel_key
 from vikingbot.channels.owner import channel_sections, owner_chat_for
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
@@ -52,6 +57,8 @@ class ChannelManager:
         clock: Clock | None = None,
         retry_delay_s: float = 0.5,
         on_resent: Callable[[OutboundMessage], Awaitable[None]] | None = None,
+        sender: str | None = None,
+        outbox_sweep_s: float = 30.0,
     ) -> None:
         from vikingbot.delivery.outbox import Outbox
 
@@ -61,11 +68,16 @@ class ChannelManager:
         self.clock: Clock = clock or SystemClock()
         self.retry_delay_s = retry_delay_s
         self.on_resent = on_resent
-        self.outbox = Outbox(store, self.clock)
+        self.outbox = Outbox(store, self.clock, sender=sender)
+        self.outbox_sweep_s = outbox_sweep_s
         self._channels: dict[str, Channel] = {}
         self._errors: dict[str, str] = {}
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._recovery: asyncio.Task[int] | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._leaders: dict[str, tuple[Leadership, asyncio.Task[None]]] = {}
+        self.lease_ttl_s = LEASE_TTL_S
+        self.lease_check_s = LEASE_CHECK_S
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -87,9 +99,12 @@ class ChannelManager:
                     clock=self.clock,
                 )
                 self._channels[name] = channel
+                channel.defer_receiving = channel.exclusive_inbound
                 await channel.start(self.bus)
                 channel.running = True
                 logger.info("channel {} started", name)
+                if channel.exclusive_inbound:
+                    await self._lead(name, channel)
             except Exception as exc:
                 self._errors[name] = str(exc) or type(exc).__name__
                 logger.opt(exception=not isinstance(exc, VikingbotError)).error(
@@ -98,21 +113,67 @@ class ChannelManager:
         self.bus.set_outbound_handler(self.deliver_outbound)
         self._recovery = asyncio.create_task(self._recover(), name="outbox-recovery")
 
+    async def _lead(self, name: str, channel: Channel) -> None:
+        """Receive on ``channel`` only while this gateway holds its lease (leadership.py)."""
+        from vikingbot.store.leases import Leases
+
+        leader = Leadership(
+            Leases(self.store, self.clock),
+            self.outbox.sender,
+            channel_key(name),
+            start=channel.start_receiving,
+            stop=channel.stop_receiving,
+            ttl_s=self.lease_ttl_s,
+            check_s=self.lease_check_s,
+        )
+        await leader.step()  # the first claim now: a lone gateway receives from the start
+        if not leader.held:
+            logger.info("channel {}: another gateway receives; this one only sends", name)
+        task = asyncio.create_task(self._keep_leading(leader), name=f"lease:{name}")
+        self._leaders[name] = (leader, task)
+
+    @staticmethod
+    async def _keep_leading(leader: Leadership) -> None:
+        await asyncio.sleep(leader.check_s)
+        await leader.run()
+
+    def held(self) -> list[str]:
+        """The channels this gateway receives on as the lease holder."""
+        return sorted(name for name, (leader, _) in self._leaders.items() if leader.held)
+
     async def _recover(self) -> int:
+        sent = await self._sweep()
+        self._sweeper = asyncio.create_task(self._sweep_forever(), name="outbox-sweep")
+        return sent
+
+    async def _sweep(self) -> int:
         try:
             return await self.resend_pending()
         except Exception:  # supervisor boundary: the gateway keeps running
             logger.exception("outbox: re-sending pending messages failed")
             return 0
 
+    async def _sweep_forever(self) -> None:
+        """Pick up rows a dead gateway (or a failed start-up sweep) left pending."""
+        while True:
+            await asyncio.sleep(self.outbox_sweep_s)
+            await self._sweep()
+
     async def wait_recovered(self) -> int:
         """Wait until the start-up re-send of pending rows is done; how many were sent."""
         return await self._recovery if self._recovery is not None else 0
 
     async def stop(self) -> None:
-        if self._recovery is not None and not self._recovery.done():
-            self._recovery.cancel()
-            await asyncio.gather(self._recovery, return_exceptions=True)
+        for leader, leading in self._leaders.values():
+            leading.cancel()
+            await asyncio.gather(leading, return_exceptions=True)
+            await leader.release()  # a task cancelled before run() started holds it still
+        self._leaders.clear()
+        background: list[asyncio.Task[Any] | None] = [self._recovery, self._sweeper]
+        for task in background:
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         for name, channel in reversed(list(self._channels.items())):
             try:
                 await channel.stop()
@@ -134,6 +195,7 @@ class ChannelManager:
                     "name": name,
                     "enabled": section.enabled,
                     "running": bool(ch and ch.running),
+                    "receiving": bool(ch and ch.running and ch.receiving),
                     "last_error": (ch.last_error if ch else None) or self._errors.get(name),
                 }
             )
@@ -167,32 +229,33 @@ class ChannelManager:
             if row.status == "sent":
                 logger.debug("outbox: {} was already sent; not sending again", key)
                 return True
+            if not row.mine:
+                logger.info("outbox: {} is being sent by another gateway; leaving it", key)
+                return True
             return await self._send_row(row)
 
     async def resend_pending(self) -> int:
-        """Send every pending outbox row (left by a crash); how many went out."""
+        """Send every pending outbox row nobody is sending (left by a crash); how many went out."""
         sent = 0
-        ours = channel_sections(self.config)
-        for row in await asyncio.to_thread(self.outbox.pending):
-            if row.channel not in ours:  # e.g. inbox bookkeeping rows of the delivery service
-                continue
-            async with self._key_lock(row.dedupe_key):
-                current = await asyncio.to_thread(self.outbox.get, row.dedupe_key)
-                if current is None or current.status != "pending":
-                    continue
-                logger.info(
-                    "outbox: re-sending {} to {}:{}", row.dedupe_key, row.channel, row.chat_id
-                )
-                if await self._send_row(current, recovering=True):
-                    sent += 1
-                    if self.on_resent is not None:
-                        try:
-                            await self.on_resent(current.message())
-                        except VikingbotError as exc:
-                            logger.warning(
-                                "outbox: re-sent {}; afterwards: {}", row.dedupe_key, exc
-                            )
-        return sent
+        ours = list(channel_sections(self.config))  # not e.g. the inbox's bookkeeping rows
+        while True:
+            rows = await asyncio.to_thread(self.outbox.claim_pending, ours, 100)
+            for row in rows:
+                async with self._key_lock(row.dedupe_key):
+                    sent += await self._resend(row)
+            if len(rows) < 100:
+                return sent
+
+    async def _resend(self, row: OutboxRow) -> int:
+        logger.info("outbox: re-sending {} to {}:{}", row.dedupe_key, row.channel, row.chat_id)
+        if not await self._send_row(row, recovering=True):
+            return 0
+        if self.on_resent is not None:
+            try:
+                await self.on_resent(row.message())
+            except VikingbotError as exc:
+                logger.warning("outbox: re-sent {}; afterwards: {}", row.dedupe_key, exc)
+        return 1
 
     async def _send_row(self, row: OutboxRow, *, recovering: bool = False) -> bool:
         """Send a claimed row. A recovered row for a channel that is down stays pending."""

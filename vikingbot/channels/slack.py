@@ -81,6 +81,7 @@ def _convert(exc: BaseException, what: str) -> ChannelError:
 class SlackChannel(Channel):
     name: ClassVar[str] = "slack"
     max_message_chars: ClassVar[int | None] = 4000
+    exclusive_inbound: ClassVar[bool] = True  # one Socket Mode consumer per app
 
     def __init__(self, config: SlackConfig, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -102,8 +103,6 @@ class SlackChannel(Channel):
         return AsyncWebClient(**kwargs)
 
     async def start(self, bus: MessageBus) -> None:
-        from slack_sdk.socket_mode.aiohttp import SocketModeClient
-
         self._bus = bus
         web = self._web_client()
         try:
@@ -116,6 +115,18 @@ class SlackChannel(Channel):
         if app_token is None or not app_token.get_secret_value():
             logger.warning("slack: no app_token (xapp-...); sending only, nothing is received")
             return
+        if not self.defer_receiving:
+            await self.start_receiving()
+
+    async def start_receiving(self) -> None:
+        from slack_sdk.socket_mode.aiohttp import SocketModeClient
+
+        app_token = self.slack.app_token
+        web = self._web
+        if web is None or self._socket is not None:
+            return
+        if app_token is None or not app_token.get_secret_value():
+            return
         socket = SocketModeClient(app_token=app_token.get_secret_value(), web_client=web)
         socket.socket_mode_request_listeners.append(self._on_request)
         self._socket = socket
@@ -123,11 +134,18 @@ class SlackChannel(Channel):
             socket.wss_uri = await socket.issue_new_wss_url()
             await asyncio.wait_for(socket.connect(), timeout=CONNECT_TIMEOUT_S)
         except _sdk_errors() as exc:
-            await self.stop()
+            await self.stop_receiving()
             raise _convert(exc, "Socket Mode connect") from exc
         logger.info("slack: connected as {} over Socket Mode", self.bot_user_id)
 
+    @property
+    def receiving(self) -> bool:
+        return self._socket is not None
+
     async def stop(self) -> None:
+        await self.stop_receiving()
+
+    async def stop_receiving(self) -> None:
         socket, self._socket = self._socket, None
         if socket is not None:
             try:

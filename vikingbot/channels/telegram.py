@@ -54,6 +54,7 @@ class TelegramChannel(Channel):
     name: ClassVar[str] = "telegram"
     max_message_chars: ClassVar[int | None] = 4000  # Telegram allows 4096 UTF-16 units
     poll_timeout_s: ClassVar[int] = 25
+    exclusive_inbound: ClassVar[bool] = True  # Telegram allows one getUpdates consumer
 
     def __init__(self, config: TelegramConfig, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -89,15 +90,29 @@ class TelegramChannel(Channel):
             raise _convert(exc, "getMe") from exc
         self._bot = bot
         self.bot_username = bot.username
-        self._poller = asyncio.create_task(self._poll(bot), name="telegram-poll")
+        if not self.defer_receiving:
+            await self.start_receiving()
+
+    async def start_receiving(self) -> None:
+        if self._bot is None or self._poller is not None:
+            return
+        self._poller = asyncio.create_task(self._poll(self._bot), name="telegram-poll")
         logger.info("telegram: polling as @{}", self.bot_username)
 
-    async def stop(self) -> None:
+    async def stop_receiving(self) -> None:
         poller, self._poller = self._poller, None
         if poller is not None:
             poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
+            logger.info("telegram: stopped polling")
+
+    @property
+    def receiving(self) -> bool:
+        return self._poller is not None and not self._poller.done()
+
+    async def stop(self) -> None:
+        await self.stop_receiving()
         bot, self._bot = self._bot, None
         if bot is not None:
             try:

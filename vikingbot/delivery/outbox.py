@@ -6,6 +6,17 @@ every piece, so after a crash the channel manager re-sends what is still
 pending, and a key that is already ``sent`` is never sent again. A message split
 into pieces remembers how many pieces went out (``details.parts_sent``), so a
 crash in the middle does not repeat the first pieces.
+
+Several gateways may share the database (see docs/scaling.md). A pending row is
+sent by one gateway at a time: the row records its ``sender`` and a
+``lease_until``; the writer of a new row holds it from the start, and
+``claim_pending`` hands out rows whose sender's lease ran out (it died, or it is a
+row a crash left behind) with ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL,
+under SQLite's write lock otherwise. A row whose sender is not a live gateway in
+the ``gateways`` registry (it stopped, its row went stale, or it never registered,
+like the previous run of a restarted gateway) is taken over at once. Every part sent renews the lease. Expiry is
+judged by the same clock as ``vikingbot.store.leases`` (the database's on
+PostgreSQL).
 """
 
 from __future__ import annotations
@@ -21,9 +32,24 @@ from vikingbot.clock import Clock, SystemClock
 from vikingbot.errors import StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from sqlalchemy import Connection
+
     from vikingbot.store.db import StateStore
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
+SEND_LEASE_S = 120.0  # a sender silent this long is taken to be dead
+GATEWAY_DEAD_AFTER_S = 30.0  # a gateway whose registry row is older is taken to be dead
+
+
+def default_sender() -> str:
+    """A sender id unique to this process: ``host:pid:random``."""
+    import os
+    import socket
+    import uuid
+
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 @dataclass(frozen=True)
@@ -41,6 +67,9 @@ class OutboxRow:
     sent_at: datetime | None = None
     last_error: str | None = None
     metadata: dict[str, Any] | None = None
+    #: Whether this outbox (this gateway) holds the row's send lease. False: another
+    #: gateway is sending it right now; leave it alone.
+    mine: bool = True
 
     def message(self) -> OutboundMessage:
         return OutboundMessage(
@@ -73,11 +102,56 @@ def db_errors(doing: str) -> Iterator[None]:
 
 
 class Outbox:
-    def __init__(self, store: StateStore, clock: Clock | None = None) -> None:
+    """The outbox of one sender (a gateway, a CLI command).
+
+    ``sender`` names this process in the rows it is sending (default: host, pid and
+    a random suffix); ``lease_s`` is how long its claim on a pending row lasts
+    without a sign of progress.
+    """
+
+    def __init__(
+        self,
+        store: StateStore,
+        clock: Clock | None = None,
+        *,
+        sender: str | None = None,
+        lease_s: float = SEND_LEASE_S,
+    ) -> None:
         self._store = store
         self._clock: Clock = clock or SystemClock()
+        self.sender = (sender or default_sender())[:200]
+        self.lease_s = lease_s
 
-    def _row(self, r: Any) -> OutboxRow:
+    def _now(self, conn: Connection) -> datetime:
+        from vikingbot.store.leases import store_now
+
+        return store_now(
+            conn, self._clock, "database" if conn.dialect.name == "postgresql" else "clock"
+        )
+
+    def _until(self, conn: Connection) -> datetime:
+        from datetime import timedelta
+
+        return self._now(conn) + timedelta(seconds=self.lease_s)
+
+    def _sender_alive(self, now: datetime) -> Any:
+        """SQL: the row's sender is a live gateway other than this one."""
+        from datetime import timedelta
+
+        from sqlalchemy import exists, select
+
+        from vikingbot.store.tables import gateways, outbox
+
+        fresh = now - timedelta(seconds=GATEWAY_DEAD_AFTER_S)
+        return exists(
+            select(gateways.c.id).where(
+                gateways.c.id == outbox.c.sender,
+                gateways.c.stopped_at.is_(None),
+                gateways.c.seen_at > fresh,
+            )
+        )
+
+    def _row(self, r: Any, *, mine: bool = True) -> OutboxRow:
         details = r.details or {}
         return OutboxRow(
             dedupe_key=r.dedupe_key,
@@ -93,6 +167,7 @@ class Outbox:
             sent_at=r.sent_at,
             last_error=r.last_error,
             metadata=details.get("metadata"),
+            mine=mine,
         )
 
     def get(self, dedupe_key: str) -> OutboxRow | None:
@@ -108,7 +183,8 @@ class Outbox:
         """Write ``msg`` as pending under ``dedupe_key``, or return the row already there.
 
         A ``failed`` row is set back to ``pending`` (it is being tried again);
-        a ``sent`` row is returned as it is, so the caller sends nothing.
+        a ``sent`` row is returned as it is, so the caller sends nothing; a pending
+        row another gateway is sending comes back with ``mine=False`` (send nothing).
         """
         from sqlalchemy import insert
         from sqlalchemy.exc import IntegrityError
@@ -129,6 +205,8 @@ class Outbox:
                         attempts=0,
                         created_at=self._clock.now(),
                         details={"parts_sent": 0, "metadata": _plain(msg.metadata)},
+                        sender=self.sender,
+                        lease_until=self._until(conn),
                     )
                 )
         except StoreError as exc:
@@ -150,14 +228,78 @@ class Outbox:
         )
 
     def _existing(self, msg: OutboundMessage, dedupe_key: str) -> OutboxRow:
-        """The row already holding ``dedupe_key``; a failed one goes back to pending."""
-        existing = self.get(dedupe_key)
-        if existing is None:  # deleted in between; try once more
-            return self.claim(msg, dedupe_key)
-        if existing.status == FAILED:
-            self._update(dedupe_key, status=PENDING)
-            return replace(existing, status=PENDING)
-        return existing
+        """The row already holding ``dedupe_key``, taken over when nobody is sending it.
+
+        A failed row goes back to pending and becomes ours; a pending row whose
+        sender's lease ran out (or that is ours) becomes ours; a pending row another
+        live sender holds comes back with ``mine=False``; a sent row as it is.
+        """
+        from sqlalchemy import select, update
+
+        from vikingbot.store.tables import outbox
+
+        with db_errors("write the outbox"), self._store.engine.begin() as conn:
+            now = self._now(conn)
+            alive = self._sender_alive(now).label("alive")
+            query = select(outbox, alive).where(outbox.c.dedupe_key == dedupe_key)
+            if conn.dialect.name == "postgresql":
+                query = query.with_for_update(of=outbox)
+            r = conn.execute(query).first()
+            if r is not None:
+                if r.status == SENT:
+                    return self._row(r)
+                live = r.lease_until is not None and r.lease_until > now and bool(r.alive)
+                if r.status == PENDING and live and r.sender != self.sender:
+                    return self._row(r, mine=False)
+                conn.execute(
+                    update(outbox)
+                    .where(outbox.c.id == r.id)
+                    .values(status=PENDING, sender=self.sender, lease_until=self._until(conn))
+                )
+                return replace(self._row(r), status=PENDING)
+        return self.claim(msg, dedupe_key)  # deleted in between; try once more
+
+    def claim_pending(
+        self, channels: Collection[str] | None = None, limit: int = 100
+    ) -> list[OutboxRow]:
+        """Take up to ``limit`` pending rows nobody is sending (oldest first).
+
+        Rows held by a live sender, and rows another gateway is claiming at this
+        very moment (``SKIP LOCKED``), are left alone. ``channels`` limits the
+        rows to channels this gateway can send on.
+        """
+        from sqlalchemy import or_, select, update
+
+        from vikingbot.store.tables import outbox
+
+        with db_errors("claim pending outbox rows"), self._store.engine.begin() as conn:
+            now = self._now(conn)
+            query = (
+                select(outbox)
+                .where(
+                    outbox.c.status == PENDING,
+                    outbox.c.sender.is_distinct_from(self.sender),
+                    or_(
+                        outbox.c.lease_until.is_(None),
+                        outbox.c.lease_until <= now,
+                        ~self._sender_alive(now),
+                    ),
+                )
+                .order_by(outbox.c.id)
+                .limit(limit)
+            )
+            if channels is not None:
+                query = query.where(outbox.c.channel.in_(list(channels)))
+            if conn.dialect.name == "postgresql":
+                query = query.with_for_update(skip_locked=True, of=outbox)
+            found = conn.execute(query).all()
+            if found:
+                conn.execute(
+                    update(outbox)
+                    .where(outbox.c.id.in_([r.id for r in found]))
+                    .values(sender=self.sender, lease_until=self._until(conn))
+                )
+        return [self._row(r) for r in found]
 
     def _update(self, dedupe_key: str, **values: Any) -> None:
         from sqlalchemy import update
@@ -168,18 +310,37 @@ class Outbox:
             conn.execute(update(outbox).where(outbox.c.dedupe_key == dedupe_key).values(**values))
 
     def part_sent(self, row: OutboxRow, parts_sent: int) -> None:
-        """Record that the first ``parts_sent`` pieces went out."""
-        details = {"parts_sent": parts_sent, "metadata": row.metadata or {}}
-        self._update(row.dedupe_key, details=details)
+        """Record that the first ``parts_sent`` pieces went out (and renew the lease)."""
+        self.renew(
+            row.dedupe_key, details={"parts_sent": parts_sent, "metadata": row.metadata or {}}
+        )
+
+    def renew(self, dedupe_key: str, **values: Any) -> None:
+        """Keep this sender's lease on a row it is still working on."""
+        from sqlalchemy import update
+
+        from vikingbot.store.tables import outbox
+
+        with db_errors("update the outbox"), self._store.engine.begin() as conn:
+            conn.execute(
+                update(outbox)
+                .where(outbox.c.dedupe_key == dedupe_key)
+                .values(lease_until=self._until(conn), sender=self.sender, **values)
+            )
 
     def mark_sent(self, dedupe_key: str, attempts: int | None = None) -> None:
-        values: dict[str, Any] = {"status": SENT, "sent_at": self._clock.now(), "last_error": None}
+        values: dict[str, Any] = {
+            "status": SENT,
+            "sent_at": self._clock.now(),
+            "last_error": None,
+            "lease_until": None,
+        }
         if attempts is not None:
             values["attempts"] = attempts
         self._update(dedupe_key, **values)
 
     def mark_failed(self, dedupe_key: str, error: str, attempts: int | None = None) -> None:
-        values: dict[str, Any] = {"status": FAILED, "last_error": error[:2000]}
+        values: dict[str, Any] = {"status": FAILED, "last_error": error[:2000], "lease_until": None}
         if attempts is not None:
             values["attempts"] = attempts
         self._update(dedupe_key, **values)

@@ -67,6 +67,8 @@ class Gateway:
         self.home_lock: Any = None
         self.ops: Any = None
         self._server_task: asyncio.Task[Any] | None = None
+        self.registry: Any = None  # gateway/registry.GatewayRegistry once the store is open
+        self.peers: list[dict[str, Any]] = []  # the gateways sharing the database (cached)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -170,6 +172,9 @@ class Gateway:
         if self._server_task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.wait_for(self._server_task, timeout=5)
+        if self.registry is not None:
+            with contextlib.suppress(VikingbotError):
+                await asyncio.to_thread(self.registry.stopped)
         await self.rt.aclose()
 
     # ------------------------------------------------------------ services
@@ -192,8 +197,38 @@ class Gateway:
         state.task = asyncio.create_task(guarded(), name=f"vikingbot:{name}")
         self.services[name] = state
 
+    async def _register(self) -> None:
+        """Join the gateways registry (several gateways may share a PostgreSQL store)."""
+        from vikingbot.gateway.registry import GatewayRegistry
+
+        self.registry = GatewayRegistry(
+            self.rt.store, self.rt.clock, address=f"{self.host}:{self.port}"
+        )
+        try:
+            await asyncio.to_thread(self.registry.register)
+            await self._beat()
+        except VikingbotError as exc:
+            logger.warning("gateway registry: {}", exc)
+        self._spawn("registry", self._beat_forever, f"gateway id {self.registry.id}")
+
+    async def _beat(self) -> None:
+        held = self.channels.held() if self.channels is not None else []
+        await asyncio.to_thread(self.registry.beat, {"channels": held})
+        peers = await asyncio.to_thread(self.registry.list)
+        self.peers = [p.as_dict() for p in peers]
+
+    async def _beat_forever(self, beat_s: float = 5.0) -> None:
+        while not self.stop_event.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self.stop_event.wait(), timeout=beat_s)
+            try:
+                await self._beat()
+            except VikingbotError as exc:
+                logger.warning("gateway registry: {}", exc)
+
     async def _start_services(self) -> None:
         cfg = self.rt.config
+        await self._register()
         # channels first: heartbeat results need somewhere to go
         try:
             from vikingbot.channels.manager import ChannelManager
@@ -204,6 +239,7 @@ class Gateway:
                 store=self.rt.store,
                 clock=self.rt.clock,
                 on_resent=self.rt.delivery.record_resent,
+                sender=self.registry.id,
             )
             await self.channels.start()
             for row in self.channels.status():
@@ -414,6 +450,8 @@ class Gateway:
                 "interval_seconds": self.rt.config.bot.heartbeat.interval_seconds,
             },
             "provider_configured": self.rt.provider_problem() is None,
+            "gateway_id": self.registry.id if self.registry is not None else None,
+            "gateways": self.peers,
         }
 
     def _publish(self) -> None:

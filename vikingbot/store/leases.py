@@ -103,9 +103,7 @@ class Leases:
     ) -> None:
         self.store = store
         self.clock = clock
-        if time_source is None:
-            time_source = "database" if store.backend == "postgresql" else "clock"
-        self.time_source: TimeSource = time_source
+        self.time_source: TimeSource = time_source or default_time_source(store)
         self._postgres = store.backend == "postgresql"
 
     # ------------------------------------------------------------------ claiming
@@ -263,14 +261,7 @@ class Leases:
     # ------------------------------------------------------------------ internals
 
     def _now(self, conn: Connection) -> datetime:
-        if self.time_source == "clock":
-            return self.clock.now()
-        if not self._postgres:  # SQLite: the machine's clock, shared by every process
-            return datetime.now(UTC)
-        found = conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one()
-        if not isinstance(found, datetime) or found.tzinfo is None:
-            raise StoreError(f"the database clock returned {found!r}, not a timestamp")
-        return found.astimezone(UTC)
+        return store_now(conn, self.clock, self.time_source)
 
     def _held_unlocked(self, conn: Connection, key: str) -> Held:
         row = conn.execute(select(leases).where(leases.c.key == key)).mappings().first()
@@ -283,6 +274,27 @@ class Leases:
         opening = self.store.engine.begin() if write else self.store.engine.connect()
         with self.store._failures(doing), opening as conn:
             yield conn
+
+
+def default_time_source(store: StateStore) -> TimeSource:
+    """The database's clock on PostgreSQL, the injected clock on SQLite."""
+    return "database" if store.backend == "postgresql" else "clock"
+
+
+def store_now(conn: Connection, clock: Clock, time_source: TimeSource) -> datetime:
+    """Now, for judging leases: ``clock`` or the database's clock (see the module doc).
+
+    Anything else that keeps lease-like columns (the outbox's ``lease_until``) uses
+    this too, so every expiry in the database is judged by one clock.
+    """
+    if time_source == "clock":
+        return clock.now()
+    if conn.dialect.name != "postgresql":  # SQLite: the machine's clock, one per process set
+        return datetime.now(UTC)
+    found = conn.exec_driver_sql("SELECT clock_timestamp()").scalar_one()
+    if not isinstance(found, datetime) or found.tzinfo is None:
+        raise StoreError(f"the database clock returned {found!r}, not a timestamp")
+    return found.astimezone(UTC)
 
 
 def _is(claim: Claim) -> Any:

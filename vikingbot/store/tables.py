@@ -130,6 +130,9 @@ outbox = Table(
     Column("created_at", UtcDateTime(), nullable=False),
     Column("sent_at", UtcDateTime()),
     Column("details", JSON),
+    # Which gateway is sending a pending row, until when; another takes it over after.
+    Column("sender", String(200)),
+    Column("lease_until", UtcDateTime()),
     UniqueConstraint("dedupe_key", name="uq_outbox_dedupe_key"),
     Index("ix_outbox_status", "status"),
 )
@@ -203,4 +206,20 @@ leases = Table(
     Column("acquired_at", UtcDateTime(), nullable=False),
     Column("expires_at", UtcDateTime(), nullable=False, index=True),
     Column("done_at", UtcDateTime()),
+)
+
+# The gateways sharing this database: one row per running gateway process, refreshed
+# every few seconds; ``vikingbot status`` and ``/health`` list them.
+gateways = Table(
+    "gateways",
+    metadata,
+    Column("id", String(100), primary_key=True),  # host:pid:random, new each start
+    Column("host", String(200), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("address", String(200)),  # host:port of its HTTP server
+    Column("version", String(50)),
+    Column("started_at", UtcDateTime(), nullable=False),
+    Column("seen_at", UtcDateTime(), nullable=False, index=True),
+    Column("stopped_at", UtcDateTime()),
+    Column("details", JSON),  # channels held, running turns, ...
 )

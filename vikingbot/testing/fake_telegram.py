@@ -85,6 +85,8 @@ class FakeTelegram:
         self.updates: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
         self.polls = 0
+        self.polling = 0  # getUpdates requests in flight right now
+        self.overlaps = 0  # getUpdates begun while another was in flight (answered 409)
         self.send_errors: list[tuple[int, str, int | None]] = []  # (code, description, retry_after)
         self._cond = threading.Condition()
         self._next_update = 1
@@ -199,7 +201,7 @@ class FakeTelegram:
                 }
             )
         if method == "getUpdates":
-            return self._ok(await self._get_updates(params))
+            return await self._get_updates_once(params, request)
         if method == "sendMessage":
             return self._send_message(params)
         if method in ("deleteWebhook", "close", "logOut"):
@@ -210,7 +212,27 @@ class FakeTelegram:
         with self._cond:
             return [u for u in self.updates if u["update_id"] >= offset]
 
-    async def _get_updates(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+    async def _get_updates_once(self, params: dict[str, Any], request: Request) -> Response:
+        """Like Telegram: a second concurrent consumer gets 409 Conflict."""
+        with self._cond:
+            overlap = self.polling > 0
+            self.overlaps += overlap
+            self.polling += 1
+        try:
+            if overlap:
+                with self._cond:
+                    self.polls += 1
+                    self._cond.notify_all()
+                return self._fail(409, "Conflict: terminated by other getUpdates request")
+            return self._ok(await self._get_updates(params, request))
+        finally:
+            with self._cond:
+                self.polling -= 1
+                self._cond.notify_all()
+
+    async def _get_updates(
+        self, params: dict[str, Any], request: Request | None = None
+    ) -> list[dict[str, Any]]:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
             self._changed = asyncio.Event()
@@ -226,8 +248,10 @@ class FakeTelegram:
             left = deadline - time.monotonic()
             if found or left <= 0 or changed is None or self._closing:
                 return found
+            if request is not None and await request.is_disconnected():
+                return []  # the poller went away (stopped, or its process was killed)
             with suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), left)
+                await asyncio.wait_for(changed.wait(), min(left, 0.05))
 
     def _send_message(self, params: dict[str, Any]) -> Response:
         chat, text = params.get("chat_id"), params.get("text")

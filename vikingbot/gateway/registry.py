@@ -1,0 +1,164 @@
+"""The gateways registry: which gateways share this state database, and are they alive.
+
+Each gateway process registers a row in ``gateways`` when it starts (its id is
+``host:pid:random``, new on every start), refreshes ``seen_at`` every
+``beat_s`` seconds with what it holds (chat channels it polls), and marks the row
+stopped on a clean exit. A gateway whose row is older than ``dead_after_s`` is
+taken to be dead: the outbox hands its pending messages to another gateway
+(``vikingbot.delivery.outbox``), and its leases run out on their own.
+
+``vikingbot status`` and ``/health`` list the rows (``GatewayRegistry.list``).
+Times are the database's clock on PostgreSQL (see ``vikingbot.store.leases``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from loguru import logger
+from sqlalchemy import delete, insert, select, update
+
+from vikingbot import __version__
+from vikingbot.clock import Clock
+from vikingbot.errors import VikingbotError
+from vikingbot.store.db import StateStore
+from vikingbot.store.leases import Leases, default_time_source, store_now
+from vikingbot.store.tables import gateways
+
+BEAT_S = 5.0
+DEAD_AFTER_S = 30.0  # must match vikingbot.delivery.outbox.GATEWAY_DEAD_AFTER_S
+FORGET_AFTER = timedelta(days=7)  # stopped or dead rows older than this are deleted
+CHANNEL_PREFIX = "channel:"
+
+
+def new_gateway_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+@dataclass(frozen=True)
+class GatewayInfo:
+    id: str
+    host: str
+    pid: int
+    address: str | None
+    version: str | None
+    started_at: datetime
+    seen_at: datetime
+    state: str  # running | stopped | dead (no sign of life for DEAD_AFTER_S)
+    channels: list[str] = field(default_factory=list)  # leases held: "telegram:default"
+
+    def as_dict(self) -> dict[str, Any]:
+        found = asdict(self)
+        found["started_at"] = self.started_at.isoformat()
+        found["seen_at"] = self.seen_at.isoformat()
+        return found
+
+
+class GatewayRegistry:
+    """This gateway's row in ``gateways``, and a reader of everyone's."""
+
+    def __init__(
+        self,
+        store: StateStore,
+        clock: Clock,
+        *,
+        gateway_id: str | None = None,
+        address: str | None = None,
+        dead_after_s: float = DEAD_AFTER_S,
+    ) -> None:
+        self.store = store
+        self.clock = clock
+        self.id = (gateway_id or new_gateway_id())[:100]
+        self.address = address
+        self.dead_after_s = dead_after_s
+        self._time_source = default_time_source(store)
+
+    def register(self) -> None:
+        """Write this gateway's row (and forget rows of gateways long gone)."""
+        with self.store._failures("register the gateway"), self.store.engine.begin() as conn:
+            now = store_now(conn, self.clock, self._time_source)
+            conn.execute(delete(gateways).where(gateways.c.seen_at < now - FORGET_AFTER))
+            conn.execute(
+                insert(gateways).values(
+                    id=self.id,
+                    host=socket.gethostname()[:200],
+                    pid=os.getpid(),
+                    address=self.address,
+                    version=__version__,
+                    started_at=now,
+                    seen_at=now,
+                    details={},
+                )
+            )
+        logger.info("gateway {} registered in the state database", self.id)
+
+    def beat(self, details: dict[str, Any] | None = None) -> None:
+        """Say this gateway is alive (and what it holds)."""
+        values: dict[str, Any] = {"stopped_at": None}
+        if details is not None:
+            values["details"] = details
+        with self.store._failures("refresh the gateway row"), self.store.engine.begin() as conn:
+            now = store_now(conn, self.clock, self._time_source)
+            conn.execute(
+                update(gateways).where(gateways.c.id == self.id).values(seen_at=now, **values)
+            )
+
+    def stopped(self) -> None:
+        """Mark this gateway stopped (a clean exit)."""
+        with self.store._failures("mark the gateway stopped"), self.store.engine.begin() as conn:
+            now = store_now(conn, self.clock, self._time_source)
+            conn.execute(
+                update(gateways).where(gateways.c.id == self.id).values(stopped_at=now, seen_at=now)
+            )
+
+    async def run(
+        self, beat_s: float = BEAT_S, details: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
+        """Beat every ``beat_s`` seconds until cancelled; a failed beat is logged, not fatal."""
+        while True:
+            await asyncio.sleep(beat_s)
+            try:
+                await asyncio.to_thread(self.beat, details() if details is not None else None)
+            except VikingbotError as exc:
+                logger.warning("gateway registry: {}", exc)
+
+    def list(self, *, include_stopped: bool = False) -> list[GatewayInfo]:
+        """The gateways sharing the database, oldest first; dead ones too, stopped on request."""
+        leases = Leases(self.store, self.clock, time_source=self._time_source)
+        held: dict[str, list[str]] = {}
+        for lease in leases.holders(CHANNEL_PREFIX):
+            held.setdefault(lease.holder, []).append(lease.key.removeprefix(CHANNEL_PREFIX))
+        with self.store._failures("read the gateways"), self.store.engine.connect() as conn:
+            now = store_now(conn, self.clock, self._time_source)
+            rows = conn.execute(select(gateways).order_by(gateways.c.started_at)).all()
+        found = []
+        for r in rows:
+            if r.stopped_at is not None:
+                state = "stopped"
+            elif r.seen_at <= now - timedelta(seconds=self.dead_after_s):
+                state = "dead"
+            else:
+                state = "running"
+            if state == "stopped" and not include_stopped:
+                continue
+            found.append(
+                GatewayInfo(
+                    id=r.id,
+                    host=r.host,
+                    pid=r.pid,
+                    address=r.address,
+                    version=r.version,
+                    started_at=r.started_at,
+                    seen_at=r.seen_at,
+                    state=state,
+                    channels=sorted(held.get(r.id, [])),
+                )
+            )
+        return found
