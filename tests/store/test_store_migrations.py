@@ -240,6 +240,10 @@ def test_a_database_from_before_alembic_is_adopted_and_upgraded(
                 )
             if legacy < 3:
                 conn.exec_driver_sql("DROP TABLE leases")
+            if legacy < 4:  # the old runner never had revision 0004 (several gateways)
+                conn.exec_driver_sql("DROP TABLE gateways")
+                conn.exec_driver_sql("ALTER TABLE outbox DROP COLUMN sender")
+                conn.exec_driver_sql("ALTER TABLE outbox DROP COLUMN lease_until")
             if legacy == 1 and target.backend == "sqlite":
                 for name in ("history_docs_fts_ai", "history_docs_fts_ad", "history_docs_fts_au"):
                     conn.exec_driver_sql(f"DROP TRIGGER {name}")
