@@ -8,9 +8,7 @@ the system executable. Without it they skip, except in CI (``CI`` set), where
 
 from __future__ import annotations
 
-import json
 import os
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -53,16 +51,11 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
-def login_path(home_path: Path, gw: GatewayProcess) -> str:
-    """A one-time login link, obtained as `vikingbot dashboard` does."""
-    secret = (home_path / "run" / "control.secret").read_text().strip()
-    req = urllib.request.Request(
-        gw.base_url + "/ui/login-token",
-        method="POST",
-        headers={"Authorization": f"Bearer {secret}"},
-    )
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return str(json.loads(resp.read())["path"])
+def login_url(h: Home) -> str:
+    """A one-time login link, from `vikingbot dashboard --no-open` as a user gets it."""
+    res = h.cli("dashboard", "--no-open")
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +84,7 @@ def page(browser: Any, home: Home, gw: GatewayProcess) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 900})
     context.set_default_timeout(30_000)
     page = context.new_page()
-    page.goto(gw.base_url + login_path(home.path, gw))
+    page.goto(login_url(home))
     assert page.url.endswith("/ui/"), page.url
     yield page
     context.close()

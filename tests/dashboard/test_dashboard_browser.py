@@ -170,3 +170,27 @@ def test_pages_send_a_strict_content_security_policy_and_a_strict_cookie(
     (session,) = [c for c in page.context.cookies() if c["name"] == "vb_session"]
     assert session["httpOnly"] is True
     assert session["sameSite"] == "Strict"
+
+
+def test_a_login_link_works_once_and_a_wrong_token_gets_the_login_form(
+    home: Home, gw: GatewayProcess, browser: Any
+) -> None:
+    from tests.dashboard.conftest import login_url
+
+    url = login_url(home)
+    assert url.startswith(gw.base_url + "/ui/login?token=")
+    first = browser.new_context()
+    second = browser.new_context()
+    try:
+        page = first.new_page()
+        page.goto(url)
+        expect(page.locator("h1")).to_have_text("Overview")
+        again = second.new_page()
+        response = again.goto(url)
+        assert response is not None and response.status == 401
+        expect(again.locator(".error")).to_contain_text("not valid")
+        again.goto(gw.base_url + "/")  # the root sends a browser to the login form
+        expect(again.locator("input[name=token]")).to_be_visible()
+    finally:
+        first.close()
+        second.close()

@@ -45,16 +45,27 @@ class Dashboard:
 
     # ------------------------------------------------------------ helpers
 
-    def page(self, request: Request, template: str, active: str, **ctx: Any) -> HTMLResponse:
+    def page(
+        self,
+        request: Request,
+        template: str,
+        active: str,
+        *,
+        seen: tuple[int, int] | None = None,
+        **ctx: Any,
+    ) -> HTMLResponse:
+        """A full page. ``seen``: the bell reading taken before the page's data was read;
+        the page's script refreshes its live lists when the first live reading differs."""
         session = request.scope["state"]["session"]
-        unread = self.bell.last[0] if self.bell.last else None
+        seen = seen or self.bell.last
         html = render(
             template,
             base=PREFIX,
             nav=NAV,
             active=active,
             csrf=session.csrf,
-            unread=unread,
+            unread=seen[0] if seen else None,
+            seen=f"{seen[0]} {seen[1]}" if seen else "",
             **ctx,
         )
         return HTMLResponse(html)

@@ -85,7 +85,7 @@ async def workspaces(dash: Dashboard, request: Request) -> Response:
         return queries.workspace_rows(names, states, parked, q, state, page_no)
 
     page = await asyncio.to_thread(load)
-    ctx = {"page": page, "q": q, "state": state, "states": queries.WS_STATES}
+    ctx: dict[str, Any] = {"page": page, "q": q, "state": state, "states": queries.WS_STATES}
     if request.headers.get("hx-request") and request.headers.get("hx-target") == "ws-table":
         return dash.fragment("_ws_table.html", **ctx)
     return dash.page(request, "workspaces.html", "workspaces", **ctx)
@@ -162,10 +162,11 @@ async def runs(dash: Dashboard, request: Request) -> Response:
 
 async def inbox(dash: Dashboard, request: Request) -> Response:
     show_all = request.query_params.get("all") == "1"
+    seen = dash.bell.last
     items = await asyncio.to_thread(queries.inbox_items, dash.parts.store, unread_only=not show_all)
     if request.headers.get("hx-request"):
         return dash.fragment("_inbox_list.html", items=items, show_all=show_all)
-    return dash.page(request, "inbox.html", "inbox", items=items, show_all=show_all)
+    return dash.page(request, "inbox.html", "inbox", seen=seen, items=items, show_all=show_all)
 
 
 def chat_log(dash: Dashboard, slot: str) -> list[dict[str, Any]]:
@@ -190,11 +191,12 @@ async def chat(dash: Dashboard, request: Request) -> Response:
     slot = request.path_params.get("slot", "default")
     if not valid_slot(slot):
         return PlainTextResponse("a slot name is letters, digits, - _ .", status_code=400)
+    seen = dash.bell.last
     log = await asyncio.to_thread(chat_log, dash, slot)
     if request.headers.get("hx-request"):
         return dash.fragment("_chat_log.html", log=log)
     slots = await asyncio.to_thread(queries.slots, dash.parts.store)
-    return dash.page(request, "chat.html", "chat", slot=slot, slots=slots, log=log)
+    return dash.page(request, "chat.html", "chat", seen=seen, slot=slot, slots=slots, log=log)
 
 
 async def cron(dash: Dashboard, request: Request) -> Response:

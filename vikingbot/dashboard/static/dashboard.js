@@ -6,7 +6,9 @@
   var url = document.body.getAttribute("data-events");
   var count = document.getElementById("bell-count");
   if (!url || !count || !window.EventSource) { return; }
-  var last = null;
+  // the reading the page was rendered with: a first live reading that differs means
+  // something arrived while the page loaded, so the live lists refresh at once
+  var last = document.body.getAttribute("data-seen") || "";
   var source = new EventSource(url);
   source.addEventListener("bell", function (ev) {
     var parts = String(ev.data).split(" ");
@@ -15,7 +17,7 @@
     count.classList.toggle("zero", unread === 0);
     document.title = document.title.replace(/^\(\d+\) /, "");
     if (unread > 0) { document.title = "(" + unread + ") " + document.title; }
-    if (last !== null && last !== ev.data) {
+    if (last !== ev.data) {
       document.body.dispatchEvent(new CustomEvent("bell", { bubbles: true }));
     }
     last = ev.data;
