@@ -12,7 +12,6 @@
     │   └── ContextTooLongError     prompt exceeds the model window
     ├── NotConfiguredError          a needed part (provider, channel) is not configured
     ├── ToolError                   a tool refused or failed (goes back to the model as text)
-    ├── ApprovalDenied              a tool call was not approved
     ├── HeartbeatError              heartbeat file / entry problems
     │   └── EntryError              one HEARTBEAT.md entry is malformed (has line number)
     ├── CheckerError                an `only-if:` checker failed or is refused
@@ -74,10 +73,6 @@ class NotConfiguredError(VikingbotError):
 
 
 class ToolError(VikingbotError):
-    pass
-
-
-class ApprovalDenied(VikingbotError):
     pass
 
 

@@ -120,3 +120,55 @@ def test_strip_tokens(text: str, expected: str) -> None:
 
 def test_strip_tokens_leaves_words_that_merely_contain_the_token() -> None:
     assert strip_tokens("see HEARTBEAT_OKAY_FLAG in config") == "see HEARTBEAT_OKAY_FLAG in config"
+
+
+# Issue 11 defect 3: markup around a token goes with it, and nothing else does.
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<b>HEARTBEAT_OK</b>", ""),
+        ("<code>HEARTBEAT_OK</code> all good", "all good"),
+        ("**HEARTBEAT_OK**", ""),
+        ("`HEARTBEAT_OK`", ""),
+        ("<strong><em>HEARTBEAT_KEEP</em></strong> waiting for Bob", "waiting for Bob"),
+        ('<span class="x">HEARTBEAT_OK</span>', ""),
+        ("I should not respond HEARTBEAT_OK.", "I should not respond."),
+        ("I should not respond **HEARTBEAT_OK**!", "I should not respond!"),
+        ("HEARTBEAT_OK. Disk is at 91%.", "Disk is at 91%."),
+        ("Disk is at 91%. <b>HEARTBEAT_KEEP</b>", "Disk is at 91%."),
+        ("<p>Disk full HEARTBEAT_OK</p>", "<p>Disk full</p>"),  # the <p> is not the token's
+        ("Keep  two  spaces HEARTBEAT_OK", "Keep  two  spaces"),
+        ("line one\nHEARTBEAT_OK\nline two", "line one\nline two"),
+        ("**bold** stays, HEARTBEAT_OK goes", "**bold** stays, goes"),
+    ],
+)
+def test_strip_tokens_removes_the_markup_around_the_token_and_nothing_else(
+    text: str, expected: str
+) -> None:
+    assert strip_tokens(text) == expected
+
+
+HUNDRED_KB = "The nightly report: " + "all rows checked. " * 5700
+
+
+# Issue 11 "Bad input": each case classified by the one rule, is_noop.
+@pytest.mark.parametrize(
+    ("reply", "noop", "delivered"),
+    [
+        ("<b></b>", True, "<b></b>"),  # only markup: nothing to say
+        ("** __ ``", True, "** __ ``"),
+        (" \n\t \u00a0", True, ""),  # only whitespace
+        ("heartbeat_ok", True, ""),  # another case
+        ("Heartbeat Ok", True, ""),
+        ("HEARTBEAT_OK!!!", True, ""),  # punctuation
+        ("HEARTBEAT_OK?", True, ""),
+        ("HEARTBEAT_OK HEARTBEAT_OK", True, ""),  # twice
+        ("<b>HEARTBEAT_OK</b>\n\n`HEARTBEAT_OK`", True, ""),
+        (HUNDRED_KB + "HEARTBEAT_OK", False, HUNDRED_KB.strip()),  # 100 kB ending with it
+        (" " * 100_000 + "HEARTBEAT_OK", True, ""),
+        ("x" * 100_000 + " HEARTBEAT_OK", False, "x" * 100_000),
+    ],
+)
+def test_bad_input_table(reply: str, noop: bool, delivered: str) -> None:
+    assert is_noop(reply) is noop
+    assert strip_tokens(reply) == delivered.strip()

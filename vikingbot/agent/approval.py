@@ -7,8 +7,8 @@ Interactive turns (someone is present):
   4. otherwise ask the person through the ``ApprovalCallback``; with no
      callback (nobody can be asked, e.g. a chat platform) -> deny.
 
-Unattended turns (``metadata["unattended"]`` or ``metadata["heartbeat"]``;
-heartbeat and cron), heartbeat spec section 6:
+Unattended turns (``is_unattended(metadata)``: heartbeat, cron, dashboard
+prompts), heartbeat spec section 6:
   1. ``bot.tools.auto_deny`` matches -> deny;
   2. the name matches an entry of ``bot.heartbeat.safe_tools`` -> approve;
   3. otherwise deny. ``auto_approve`` is ignored and so is the tool's own
@@ -19,7 +19,11 @@ Matching is by exact name. ``*`` matches every tool in ``auto_approve`` and
 ``mcp__<server>__*`` matches every tool of that one MCP server
 (``mcp__<server>__<tool>``) in all three lists; no other wildcard exists.
 
-Every decision is written to the audit table (``tool.approve`` / ``tool.deny``).
+Every decision is written to the audit table (``tool.approve`` / ``tool.deny``),
+and so is every refusal made before the policy is asked (``Approver.refuse``:
+an unknown tool name such as ``Exec`` or a look-alike ``exec``, arguments
+that are not JSON or do not fit the tool). With nobody present, a decision
+that cannot be audited (the store fails) is a denial.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from loguru import logger
 
 from vikingbot.errors import StoreError
+from vikingbot.tools.base import is_unattended
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import ApprovalCallback
@@ -43,7 +48,9 @@ _MCP_SERVER_WILDCARD = re.compile(r"^mcp__(?:(?!__)[A-Za-z0-9_.-])+__\*$")
 
 
 @dataclass(frozen=True)
-class Decision:
+class Verdict:
+    """The answer for one tool call: approve or deny (``ask`` before the person answered)."""
+
     outcome: Outcome
     reason: str
     entry: str | None = None  # the list entry that decided, if any
@@ -70,27 +77,27 @@ def first_match(entries: list[str], name: str, *, star: bool) -> str | None:
     return next((e for e in entries if entry_matches(e, name, star=star)), None)
 
 
-def decide(config: Config, name: str, *, read_only: bool, unattended: bool) -> Decision:
+def decide(config: Config, name: str, *, read_only: bool, unattended: bool) -> Verdict:
     """The policy, without I/O: approve, deny, or ask the person."""
     tools = config.bot.tools
     hit = first_match(tools.auto_deny, name, star=True)
     if hit is not None:
-        return Decision("deny", f"{name} is denied by bot.tools.auto_deny ({hit!r})", hit)
+        return Verdict("deny", f"{name} is denied by bot.tools.auto_deny ({hit!r})", hit)
     if unattended:
         hit = first_match(config.bot.heartbeat.safe_tools, name, star=False)
         if hit is not None:
-            return Decision("approve", f"{name} is in bot.heartbeat.safe_tools", hit)
-        return Decision(
+            return Verdict("approve", f"{name} is in bot.heartbeat.safe_tools", hit)
+        return Verdict(
             "deny",
             f"{name} is not in bot.heartbeat.safe_tools; unattended turns (heartbeat, cron) "
             "run only the tools listed there",
         )
     hit = first_match(tools.auto_approve, name, star=True)
     if hit is not None:
-        return Decision("approve", f"{name} is approved by bot.tools.auto_approve ({hit!r})", hit)
+        return Verdict("approve", f"{name} is approved by bot.tools.auto_approve ({hit!r})", hit)
     if read_only:
-        return Decision("approve", f"{name} is a read-only tool")
-    return Decision("ask", f"{name} changes things and needs approval")
+        return Verdict("approve", f"{name} is a read-only tool")
+    return Verdict("ask", f"{name} changes things and needs approval")
 
 
 def actor_of(metadata: dict[str, Any]) -> str:
@@ -99,7 +106,7 @@ def actor_of(metadata: dict[str, Any]) -> str:
         return str(metadata["actor"])
     if metadata.get("heartbeat"):
         return "heartbeat"
-    if metadata.get("unattended"):
+    if is_unattended(metadata):
         return "unattended"
     return "user"
 
@@ -107,6 +114,12 @@ def actor_of(metadata: dict[str, Any]) -> str:
 def _preview(args: dict[str, Any], limit: int = 300) -> str:
     text = json.dumps(args, ensure_ascii=False, default=str)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def shown_name(name: str, limit: int = 100) -> str:
+    """A tool name as the audit log shows it: look-alikes (Cyrillic, zero-width) escaped, capped."""
+    shown = name if name.isascii() and name.isprintable() else ascii(name)
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 class Approver:
@@ -128,17 +141,30 @@ class Approver:
         session: str,
         metadata: dict[str, Any],
         turn_id: str,
-    ) -> Decision:
-        unattended = bool(metadata.get("unattended") or metadata.get("heartbeat"))
+    ) -> Verdict:
+        unattended = is_unattended(metadata)
         decision = decide(self.config, name, read_only=read_only, unattended=unattended)
         if decision.outcome == "ask":
             decision = await self._ask(name, args)
-        self._audit(decision, name, args, session, metadata, turn_id, unattended)
-        return decision
+        return self._audit(decision, name, args, session, metadata, turn_id, unattended)
 
-    async def _ask(self, name: str, args: dict[str, Any]) -> Decision:
+    def refuse(
+        self,
+        name: str,
+        args: dict[str, Any],
+        reason: str,
+        *,
+        session: str,
+        metadata: dict[str, Any],
+        turn_id: str,
+    ) -> Verdict:
+        """Audit a call refused before the policy was asked (unknown tool, bad arguments)."""
+        verdict = Verdict("deny", reason)
+        return self._audit(verdict, name, args, session, metadata, turn_id, is_unattended(metadata))
+
+    async def _ask(self, name: str, args: dict[str, Any]) -> Verdict:
         if self.callback is None:
-            return Decision(
+            return Verdict(
                 "deny",
                 f"{name} needs approval and nobody can be asked here; add it to "
                 "bot.tools.auto_approve to allow it",
@@ -147,27 +173,29 @@ class Approver:
             ok = await self.callback(name, args)
         except (OSError, EOFError, RuntimeError, ValueError) as exc:
             logger.warning("approval prompt for {} failed: {}", name, exc)
-            return Decision("deny", f"asking for approval of {name} failed ({exc})")
+            return Verdict("deny", f"asking for approval of {name} failed ({exc})")
         if ok:
-            return Decision("approve", f"{name} was approved by the user")
-        return Decision("deny", f"{name} was declined by the user")
+            return Verdict("approve", f"{name} was approved by the user")
+        return Verdict("deny", f"{name} was declined by the user")
 
     def _audit(
         self,
-        decision: Decision,
+        decision: Verdict,
         name: str,
         args: dict[str, Any],
         session: str,
         metadata: dict[str, Any],
         turn_id: str,
         unattended: bool,
-    ) -> None:
+    ) -> Verdict:
+        """Write the verdict to the audit table; an unattended approval that cannot be written
+        becomes a denial (nobody is there to see the log line instead)."""
         approved = decision.approved
-        logger.bind(session=session).info(
-            "tool {} {}: {}", name, "approved" if approved else "denied", decision.reason
-        )
+        shown = shown_name(name)
+        log = logger.bind(session=session)
+        log.info("tool {} {}: {}", shown, "approved" if approved else "denied", decision.reason)
         if self.store is None:
-            return
+            return decision
         details = {
             "session": session,
             "turn_id": turn_id,
@@ -181,10 +209,17 @@ class Approver:
             self.store.audit(
                 actor_of(metadata),
                 "tool.approve" if approved else "tool.deny",
-                name,
+                shown,
                 "approved" if approved else "denied",
                 decision.reason,
                 details=details,
             )
-        except StoreError as exc:
-            logger.bind(session=session).error("could not audit the {} decision: {}", name, exc)
+        except (StoreError, OSError) as exc:
+            log.error("could not audit the {} decision: {}", shown, exc)
+            if approved and unattended:
+                return Verdict(
+                    "deny",
+                    f"{shown} was allowed but the decision could not be audited ({exc}); "
+                    "with nobody present an unaudited call does not run",
+                )
+        return decision

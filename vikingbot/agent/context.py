@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 from vikingbot.providers.base import ChatMessage, ToolCall
 from vikingbot.session.types import Message, SessionKey
+from vikingbot.tools.base import is_unattended
 
 CONTEXT_FILES = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md", "memory/MEMORY.md")
 MAX_FILE_CHARS = 32_000
@@ -57,7 +58,7 @@ def system_prompt(
         f"Your workspace is {workspace}; file tools and commands work inside it.",
         f"Current time: {local:%Y-%m-%d %H:%M %Z} ({local:%A}).",
     ]
-    if metadata.get("unattended") or metadata.get("heartbeat"):
+    if is_unattended(metadata):
         lines.append(
             "Nobody is watching this turn (it was started by a schedule): only the tools "
             "allowed for unattended turns will run. Use the `message` tool to tell the user "

@@ -35,7 +35,7 @@ from vikingbot.errors import NotConfiguredError, ToolError, VikingbotError, Work
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.replies import is_noop
 from vikingbot.session.types import Message, SessionKey
-from vikingbot.tools.base import Deliver, Tool, ToolContext
+from vikingbot.tools.base import Deliver, Tool, ToolContext, is_unattended
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -68,7 +68,7 @@ class _Turn:
 
     @property
     def background(self) -> bool:
-        return bool(self.metadata.get("heartbeat") or self.metadata.get("unattended"))
+        return is_unattended(self.metadata)
 
 
 class BuiltinLoop:
@@ -358,22 +358,19 @@ class BuiltinLoop:
                 self.on_tool_call(rec)
             return text
 
-        if tool is None:
-            known = ", ".join(sorted(self.tools)) or "none"
-            return record(
-                f"Error: there is no tool {name!r} (tools: {known})", approved=False, error=True
-            )
-        if INVALID_ARGUMENTS in args:
-            return record(
-                f"Error: the arguments for {name} were not valid JSON; send a JSON object",
-                approved=False,
-                error=True,
-            )
-        try:
-            checked = tool.check_args(args)
-        except ToolError as exc:
-            return record(f"Error: {exc}", approved=False, error=True)
         approver = Approver(self.config, store=self.store, callback=self.approval_callback)
+        refusal, checked = _precheck(self.tools, tool, name, args)
+        if refusal is not None or tool is None:
+            refusal = refusal or f"there is no tool {ascii(name[:100])}"
+            approver.refuse(
+                name,
+                args,
+                refusal,
+                session=str(turn.key),
+                metadata=turn.metadata,
+                turn_id=turn.turn_id,
+            )
+            return record(f"Error: {refusal}", approved=False, error=True)
         decision = await approver.check(
             name,
             checked,
@@ -422,10 +419,26 @@ class BuiltinLoop:
         if result.messages_sent:
             result.wrote = True
         completed = not cancelled and result.ended in ("final", "turn-limit")
-        if turn.metadata.get("heartbeat") or turn.background:
+        if turn.background:
             ack = self.config.bot.heartbeat.ack_max_chars
             if not completed or (turn.metadata.get("heartbeat") and is_noop(result.text, ack)):
                 turn.log.debug("turn {}: nothing written to history", turn.turn_id)
                 return
         messages = turn.writes + (turn.final if completed else [])
         self.sessions.append(turn.key, *messages)
+
+
+def _precheck(
+    tools: Any, tool: Tool | None, name: str, args: dict[str, Any]
+) -> tuple[str | None, dict[str, Any]]:
+    """Why a call is refused before the approval policy is asked (the caller audits it),
+    else ``None`` and the checked arguments."""
+    if tool is None:
+        known = ", ".join(sorted(tools)) or "none"
+        return f"there is no tool {ascii(name[:100])} (tools: {known})", args
+    if INVALID_ARGUMENTS in args:
+        return f"the arguments for {name} were not valid JSON; send a JSON object", args
+    try:
+        return None, tool.check_args(args)
+    except ToolError as exc:
+        return str(exc), args

@@ -35,7 +35,8 @@ class Step:
     """One scripted answer. ``status`` other than 200 makes it an error response."""
 
     text: str = ""
-    calls: tuple[tuple[str | None, str, dict[str, Any]], ...] = ()  # (id or None, name, args)
+    # (id or None, name, args); args as a str is sent verbatim (e.g. broken JSON)
+    calls: tuple[tuple[str | None, str, dict[str, Any] | str], ...] = ()
     status: int = 200
     message: str | None = None  # error message
     error_type: str | None = None
@@ -59,14 +60,15 @@ def reply(
 
 def tool_call(
     name: str,
-    arguments: dict[str, Any] | None = None,
+    arguments: dict[str, Any] | str | None = None,
     *,
     id: str | None = None,
     text: str = "",
     delay_s: float = 0.0,
 ) -> Step:
     """An answer asking for one tool call (optionally with some text beside it)."""
-    return Step(text=text, calls=((id, name, dict(arguments or {})),), delay_s=delay_s)
+    args = arguments if isinstance(arguments, str) else dict(arguments or {})
+    return Step(text=text, calls=((id, name, args),), delay_s=delay_s)
 
 
 def tool_calls(*calls: tuple[str, dict[str, Any]], text: str = "", delay_s: float = 0.0) -> Step:

@@ -58,7 +58,11 @@ class FakeOpenAI(FakeModelServer):
                 {
                     "id": call_id or f"call_{n}_{i}",
                     "type": "function",
-                    "function": {"name": name, "arguments": json.dumps(args)},
+                    "function": {
+                        "name": name,
+                        # a str is sent as written: a model's broken JSON
+                        "arguments": args if isinstance(args, str) else json.dumps(args),
+                    },
                 }
                 for i, (call_id, name, args) in enumerate(step.calls)
             ]

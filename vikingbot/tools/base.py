@@ -10,6 +10,7 @@ turn.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -40,6 +41,11 @@ class Deliver(Protocol):
     async def __call__(self, text: str, target: str | None = None) -> DeliveryStatus: ...
 
 
+def is_unattended(metadata: Mapping[str, Any]) -> bool:
+    """Nobody is present in this turn (heartbeat, cron, dashboard prompts): the one definition."""
+    return bool(metadata.get("unattended") or metadata.get("heartbeat"))
+
+
 @dataclass
 class ToolContext:
     """Everything one tool call may use.
@@ -65,7 +71,7 @@ class ToolContext:
 
     @property
     def unattended(self) -> bool:
-        return bool(self.metadata.get("unattended") or self.metadata.get("heartbeat"))
+        return is_unattended(self.metadata)
 
 
 @dataclass(frozen=True)
