@@ -361,7 +361,7 @@ class BuiltinLoop:
         approver = Approver(self.config, store=self.store, callback=self.approval_callback)
         refusal, checked = _precheck(self.tools, tool, name, args)
         if refusal is not None or tool is None:
-            refusal = refusal or f"there is no tool {ascii(name[:100])}"
+            refusal = refusal or f"there is no tool {name[:100]!a}"
             approver.refuse(
                 name,
                 args,
@@ -435,7 +435,7 @@ def _precheck(
     else ``None`` and the checked arguments."""
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        return f"there is no tool {ascii(name[:100])} (tools: {known})", args
+        return f"there is no tool {name[:100]!a} (tools: {known})", args
     if INVALID_ARGUMENTS in args:
         return f"the arguments for {name} were not valid JSON; send a JSON object", args
     try:

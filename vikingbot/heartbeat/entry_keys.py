@@ -71,7 +71,10 @@ def find_keys(text: str) -> list[_Key]:
 
 
 def has_keys(text: str) -> bool:
-    return bool(find_keys(text)) if ":" in text else False
+    """Whether ``text`` holds a key at all (stops at the first)."""
+    if ":" not in text:
+        return False
+    return any(m.group(1).lower() in KEYS for m in _WORD_COLON.finditer(text))
 
 
 def scheduled_fields(text: str, problems: list[str]) -> dict[str, Any]:
@@ -107,7 +110,9 @@ def _values(text: str, problems: list[str]) -> dict[str, tuple[str, str]]:
     for n, key in enumerate(found):
         end = found[n + 1].start if n + 1 < len(found) else len(text)
         if key.canon in values:
-            problems.append(f"{values[key.canon][0]}: is given twice")
+            twice = f"{values[key.canon][0]}: is given twice"
+            if twice not in problems:
+                problems.append(twice)
             continue
         values[key.canon] = (key.word, text[key.end : end].strip())
     return values
