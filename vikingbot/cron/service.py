@@ -8,6 +8,13 @@ to delivery unless it is a no-op (``HEARTBEAT_OK``). Before a run starts the
 job is claimed: ``next_run_at`` moves to the next run after *now*, so a bot
 that was down for days runs each job once, not once per missed slot.
 
+Several gateways may share the database (docs/scaling.md): a firing is claimed
+as the lease ``cron:<job>:<due slot>`` (``vikingbot.store.leases``) before the
+job is moved past it, so of gateways that saw the same due slot exactly one runs
+it. The lease lasts the run's timeout and is marked done at the end; a gateway
+that died between claiming and moving the job on loses the lease when it runs
+out, and another gateway fires the slot then.
+
 A job that cannot run (bad expression or timezone in the database) is marked
 ``invalid``, logged, audited and reported to the owner once; it is never
 dropped silently.
@@ -38,6 +45,7 @@ if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, TurnResult
     from vikingbot.config.schema import Config
     from vikingbot.store.db import StateStore
+    from vikingbot.store.leases import Claim
 
 DEFAULT_POLL_S = 20.0
 TIMEOUT_GRACE_S = 5.0
@@ -72,6 +80,7 @@ class CronService:
         workspaces: Any,
         clock: Clock | None = None,
         poll_s: float = DEFAULT_POLL_S,
+        owner: str | None = None,
     ) -> None:
         self.config = config
         self.store = store
@@ -82,6 +91,7 @@ class CronService:
         self.clock: Clock = clock or SystemClock()
         self.poll_s = poll_s
         self.jobs = CronJobs(store, self.clock)
+        self.owner = owner or f"cron:{uuid.uuid4().hex[:12]}"  # this gateway, in leases
         # Counters for /metrics: runs_total, runs_<outcome>_total, invalid_reports_total.
         self.metrics: dict[str, int] = {"runs_total": 0, "invalid_reports_total": 0}
         self._running: dict[str, asyncio.Task[CronRun]] = {}
@@ -175,11 +185,40 @@ class CronService:
             logger.info("cron: {} scheduled for {}", job.name, nxt)
         if decision != "run":
             return None
+        lease = await self._claim_slot(job)
+        if lease is None:
+            return None
         await self._claim(job, now)
-        task = asyncio.ensure_future(self._run(job, manual=False))
+        task = asyncio.ensure_future(self._fire(job, lease))
         self._running[job.name] = task
         task.add_done_callback(self._forget_task)
         return task
+
+    def _slot_key(self, job: CronJob) -> str:
+        slot = job.next_run_at.isoformat() if job.next_run_at is not None else "now"
+        return f"cron:{job.name}:{slot}"
+
+    async def _claim_slot(self, job: CronJob) -> Claim | None:
+        """This gateway's claim on the job's due slot; None when another gateway has it."""
+        from vikingbot.store.leases import Claim, Leases
+
+        ttl = (job.timeout_s or self.config.bot.heartbeat.task_timeout_s) + 2 * TIMEOUT_GRACE_S
+        found = await asyncio.to_thread(
+            Leases(self.store, self.clock).claim, self._slot_key(job), self.owner, ttl
+        )
+        if isinstance(found, Claim):
+            return found
+        logger.debug("cron: {} slot taken by {}", job.name, found.holder)
+        return None
+
+    async def _fire(self, job: CronJob, lease: Claim) -> CronRun:
+        from vikingbot.store.leases import Leases
+
+        try:
+            return await self._run(job, manual=False)
+        finally:
+            with contextlib.suppress(VikingbotError):
+                await asyncio.to_thread(Leases(self.store, self.clock).mark_done, lease)
 
     def _forget_task(self, task: asyncio.Task[CronRun]) -> None:
         for name, running in list(self._running.items()):
@@ -215,6 +254,11 @@ class CronService:
     async def _recover(self, job: CronJob) -> CronJob:
         """A job left ``running`` by a bot that died mid-run is marked ``interrupted``."""
         if job.last_outcome != "running":
+            return job
+        from vikingbot.store.leases import Leases
+
+        live = await asyncio.to_thread(Leases(self.store, self.clock).holders, f"cron:{job.name}:")
+        if live:  # another gateway on this database is running it right now
             return job
         logger.warning("cron: {} was interrupted by a shutdown or crash", job.name)
         await self._audit(job.name, "cron.run", "interrupted", "the bot stopped during the run")

@@ -274,6 +274,7 @@ class Gateway:
             sessions=self.rt.sessions,
             workspaces=self.rt.workspaces,
             clock=self.rt.clock,
+            owner=self.registry.id if self.registry is not None else None,
         )
         self.cron = cron
         self.metrics.add_dict_source("vikingbot_cron", lambda: cron.metrics)
@@ -288,6 +289,7 @@ class Gateway:
             sessions=self.rt.sessions,
             workspaces=self.rt.workspaces,
             clock=self.rt.clock,
+            owner=self.registry.id if self.registry is not None else None,
         )
         self.metrics.add_dict_source("vikingbot_housekeeping", lambda: self.housekeeping.metrics)
         self._spawn("housekeeping", lambda: self.housekeeping.run_forever(self.stop_event), "")

@@ -8,6 +8,11 @@
 Each job runs in a worker thread (``asyncio.to_thread``). A failure is logged,
 counted in :attr:`HousekeepingService.metrics` and never stops the other jobs,
 the next run, or anything else in the gateway.
+
+Several gateways may share the database and home (docs/scaling.md): before a
+scheduled run each job is claimed as the lease ``housekeeping:<job>`` for one
+interval, so one gateway runs it per interval and the others skip it. The daily
+prune also drops leases that ran out more than ``LEASE_KEEP`` ago.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 PRUNE_EVERY = timedelta(days=1)
+LEASE_KEEP = timedelta(days=30)  # done slots are remembered this long (see store/leases.py)
 MAX_WAIT_S = 60.0
 T = TypeVar("T")
 
@@ -48,7 +54,11 @@ class HousekeepingService:
         workspaces: Any,
         clock: Clock | None = None,
         sessions_dir: Path | None = None,
+        owner: str | None = None,
     ) -> None:
+        import uuid
+
+        self.owner = owner or f"housekeeping:{uuid.uuid4().hex[:12]}"  # in leases
         self.config = config
         self.store = store
         self.sessions = sessions
@@ -143,6 +153,25 @@ class HousekeepingService:
         ]
         return min([MAX_WAIT_S, *waits]) if waits else 0.0
 
+    async def _claim(self, job: str) -> bool:
+        """Whether this gateway runs ``job`` this interval (another may have it)."""
+        from vikingbot.errors import VikingbotError
+        from vikingbot.store.leases import Claim, Leases
+
+        leases = Leases(self.store, self.clock)
+        every = self._intervals()[job].total_seconds()
+        try:
+            found = await asyncio.to_thread(leases.claim, f"housekeeping:{job}", self.owner, every)
+            if job == "prune" and isinstance(found, Claim):
+                await asyncio.to_thread(leases.prune, LEASE_KEEP.total_seconds())
+        except VikingbotError as exc:
+            logger.warning("housekeeping: cannot claim {}: {}", job, exc)
+            found = None
+        if isinstance(found, Claim):
+            return True
+        self._last[job] = self.clock.now()  # done elsewhere (or the database is away)
+        return False
+
     async def run_forever(self, stop_event: asyncio.Event) -> None:
         """Run each job when due until ``stop_event`` is set."""
         runners = {
@@ -159,7 +188,8 @@ class HousekeepingService:
             for job in self.due(self.clock.now()):
                 if stop_event.is_set():
                     break
-                await runners[job]()
+                if await self._claim(job):
+                    await runners[job]()
             wait = max(1.0, self._seconds_to_next(self.clock.now()))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop_event.wait(), wait)
