@@ -164,10 +164,39 @@ def test_plan_when_disabled_by_the_environment(cli: Cli, shared: Path) -> None:
     )
 
 
-def test_plan_text_output(cli: Cli, shared: Path) -> None:
+def test_plan_text_output_is_a_summary_then_what_matters(
+    cli: Cli, home: Path, fresh_session: Fresh
+) -> None:
+    from vikingbot.session.types import SessionKey
+    from vikingbot.workspace.manager import checked_name
+
+    assert cli("onboard").exit_code == 0
+    assert cli("config", "set", "bot.sandbox.mode", "per-session").exit_code == 0
+    root = home / "data" / "workspace"
+    names = []
+    for chat in range(5):
+        fresh_session(f"telegram:default:{chat}")
+        names.append(checked_name(SessionKey("telegram", "default", str(chat)), "per-session"))
+        (root / names[-1]).mkdir(parents=True, exist_ok=True)
+        (root / names[-1] / "HEARTBEAT.md").write_text("## Active Tasks\n\n")
+    (root / names[3] / "HEARTBEAT.md").write_text("## Active Tasks\n\n- Water the plants\n")
+    assert cli("heartbeat", "pause", names[4]).exit_code == 0
+
     result = cli("heartbeat", "plan")
     assert result.exit_code == 0, result.stderr
-    assert "shared" in result.stdout and "empty" in result.stdout
+    out = result.stdout
+    assert "6 workspaces, 6 decisions" in out  # and the onboarded shared one, unused
+    assert re.search(r"\b3\s+skip\s+empty\b", out)
+    assert re.search(r"\b1\s+skip\s+no-sessions\b", out)
+    assert re.search(r"\b1\s+run\s+due\b", out) and re.search(r"\b1\s+skip\s+paused\b", out)
+    # the rows shown: the run and the paused workspace, not the empty ones
+    assert names[3] in out and names[4] in out
+    assert names[0] not in out
+    assert "4 routine skips not shown" in out
+
+    every = cli("heartbeat", "plan", "--all")
+    assert every.exit_code == 0, every.stderr
+    assert all(name in every.stdout for name in names)
 
 
 def configure_feed(cli: Cli, shared: Path, watched: Path) -> None:

@@ -45,33 +45,74 @@ def decision_json(d: Decision) -> dict[str, Any]:
     }
 
 
+# Skips a user should look at (the rest are routine: stale, empty, not-due, ...).
+ATTENTION = frozenset({"unreadable", "paused", "budget", "parked", "busy", "pending"})
+
+
 @app.command("plan")
-def plan_cmd(ctx: typer.Context, as_json: JsonOpt = False, workspace: WorkspaceOpt = None) -> None:
-    """What a cycle would do right now, without calling a model."""
+def plan_cmd(
+    ctx: typer.Context,
+    as_json: JsonOpt = False,
+    workspace: WorkspaceOpt = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="One row per decision, not the summary.")
+    ] = False,
+) -> None:
+    """What a cycle would do right now, without calling a model.
+
+    By default: counts by decision and reason, then only the rows that do
+    something (runs) or need attention (paused, budget, parked, unreadable, ...).
+    `--all` (or `--workspace`) prints every row; `--json` every row as JSON.
+    """
     rt, svc = _service(ctx)
     decisions, inputs = svc.plan("scheduled", workspace=workspace)
     problems = svc.problems(inputs)
-    rows = [decision_json(d) for d in decisions]
     if as_json:
-        print_json(rows)
+        print_json([decision_json(d) for d in decisions])
+    elif show_all or workspace is not None:
+        _plan_table("Heartbeat plan", decisions)
     else:
-        _table(
-            "Heartbeat plan",
-            ["workspace", "session", "entry", "decision", "reason", "detail"],
-            [
-                [
-                    r["workspace"],
-                    r["session"] or "",
-                    r["entry"] or "",
-                    r["decision"],
-                    r["reason"],
-                    r["detail"] or (r["next_due"] or ""),
-                ]
-                for r in rows
-            ],
-        )
+        _plan_summary(decisions, len(inputs))
     _print_problems(problems)
     rt.close()
+
+
+def _plan_summary(decisions: list[Decision], workspaces: int) -> None:
+    from collections import Counter
+
+    counts = Counter((d.decision, d.reason) for d in decisions)
+    typer.echo(f"{workspaces} workspaces, {len(decisions)} decisions")
+    for (decision, reason), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        typer.echo(f"  {n:>7}  {decision:<4}  {reason}")
+    shown = [d for d in decisions if d.decision == "run" or d.reason in ATTENTION]
+    if shown:
+        _plan_table("Runs and what needs attention", shown)
+    else:
+        typer.echo("nothing runs now and nothing needs attention")
+    hidden = len(decisions) - len(shown)
+    if hidden:
+        typer.echo(f"{hidden} routine skips not shown (vikingbot heartbeat plan --all)")
+
+
+def _plan_table(title: str, decisions: list[Decision]) -> None:
+    """Plain aligned columns: fast for 10,000 rows, never wrapped, easy to grep."""
+    rows = [["workspace", "session", "entry", "decision", "reason", "detail"]]
+    rows += [
+        [
+            d.workspace,
+            d.session or "",
+            d.entry or "",
+            d.decision,
+            d.reason,
+            d.detail or (d.next_due.isoformat() if d.next_due else ""),
+        ]
+        for d in decisions
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = [title]
+    for r in rows:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    typer.echo("\n".join(lines))
 
 
 @app.command("run-now")
