@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -42,46 +45,73 @@ def onboard(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Config path, data folder, provider, heartbeat, session and workspace counts."""
-    from vikingbot.runtime import Runtime
+    from vikingbot.config import status_cache
+    from vikingbot.config.paths import config_path, home_dir
 
-    config, paths = get_config(ctx)
-    rt = Runtime(config, paths)
-    sessions_dir = paths.sessions_dir
-    ws_root = paths.workspace_root
-    hb = config.bot.heartbeat
+    home, path = home_dir(), config_path(state(ctx).config_path)
+    digest = status_cache.inputs_digest(path, home, os.environ)
+    view = status_cache.load(home, digest) if digest else None
+    if view is None:  # the config changed (or first run): validate it
+        view = _config_view(ctx)
+        digest = status_cache.inputs_digest(path, home, os.environ)
+        if digest:
+            status_cache.save(home, digest, view)
+    data_dir = Path(view["data_dir"])
     data: dict[str, Any] = {
-        "config": str(paths.config_file),
-        "data_dir": str(paths.data_dir),
-        "database": _mask_url(paths.database_url),
-        "provider": config.bot.agents.provider,
-        "model": config.bot.agents.model,
-        "provider_configured": rt.provider_problem() is None,
-        "provider_problem": rt.provider_problem(),
-        "heartbeat": {
-            "enabled": hb.enabled,
-            "interval_seconds": hb.interval_seconds,
-            "mode": hb.mode,
-        },
-        "sandbox_mode": config.bot.sandbox.mode,
-        "sessions": sum(1 for p in sessions_dir.glob("*.jsonl")) if sessions_dir.is_dir() else 0,
-        "workspaces": sum(1 for p in ws_root.iterdir() if p.is_dir()) if ws_root.is_dir() else 0,
+        **view,
+        "sessions": _count(data_dir / "sessions", lambda e: e.name.endswith(".jsonl")),
+        "workspaces": _count(data_dir / "workspace", lambda e: e.is_dir()),
     }
     if as_json:
         print_json(data)
         return
+    hb = data["heartbeat"]
     mark = "✓" if data["provider_configured"] else "✗"
     lines = [
         f"config:     {data['config']}",
         f"data:       {data['data_dir']}",
         f"database:   {data['database']}",
         f"provider:   {mark} {data['provider'] or '-'} / {data['model'] or '-'}",
-        f"heartbeat:  {'on' if hb.enabled else 'off'}, every {hb.interval_seconds}s ({hb.mode})",
+        f"heartbeat:  {'on' if hb['enabled'] else 'off'}, every {hb['interval_seconds']}s "
+        f"({hb['mode']})",
         f"sessions:   {data['sessions']}",
         f"workspaces: {data['workspaces']} ({data['sandbox_mode']})",
     ]
     if data["provider_problem"]:
         lines.append(f"\n{data['provider_problem']}")
     typer.echo("\n".join(lines))
+
+
+def _config_view(ctx: typer.Context) -> dict[str, Any]:
+    """What `status` shows that depends only on the config (validated here)."""
+    from vikingbot.runtime import Runtime
+
+    config, paths = get_config(ctx)
+    problem = Runtime(config, paths).provider_problem()
+    hb = config.bot.heartbeat
+    return {
+        "config": str(paths.config_file),
+        "data_dir": str(paths.data_dir),
+        "database": _mask_url(paths.database_url),
+        "provider": config.bot.agents.provider,
+        "model": config.bot.agents.model,
+        "provider_configured": problem is None,
+        "provider_problem": problem,
+        "heartbeat": {
+            "enabled": hb.enabled,
+            "interval_seconds": hb.interval_seconds,
+            "mode": hb.mode,
+        },
+        "sandbox_mode": config.bot.sandbox.mode,
+    }
+
+
+def _count(folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> int:
+    try:
+        with os.scandir(folder) as it:
+            return sum(1 for e in it if not e.name.startswith(".") and keep(e))
+    except OSError:
+        return 0
 
 
 def _mask_url(url: str) -> str:

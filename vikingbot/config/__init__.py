@@ -1,5 +1,6 @@
-"""Config: the JSON file, environment overrides, validation and paths."""
+"""Config: the JSON file, environment overrides, validation and paths.
 
-from vikingbot.config.schema import Config, parse_duration
-
-__all__ = ["Config", "parse_duration"]
+Nothing is imported here: `vikingbot status` reads its cached summary through
+``vikingbot.config.status_cache`` without loading pydantic. Import the schema
+from ``vikingbot.config.schema`` and the loader from ``vikingbot.config.loader``.
+"""

@@ -15,57 +15,19 @@ import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
 
+from vikingbot.config.paths import ENV_PREFIX, Paths, config_path, home_dir
 from vikingbot.config.schema import BotConfig, Config, StorageConfig
 from vikingbot.errors import ConfigError
 
-ENV_PREFIX = "VIKINGBOT_"
 # Sections whose ${VAR} references are resolved at use time, not at load time.
 _EXPAND_LATER = frozenset({"bot.heartbeat.checkers"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-@dataclass(frozen=True)
-class Paths:
-    home: Path
-    config_file: Path
-    data_dir: Path
-    database_url: str
-
-    @property
-    def workspace_root(self) -> Path:
-        return self.data_dir / "workspace"
-
-    @property
-    def sessions_dir(self) -> Path:
-        return self.data_dir / "sessions"
-
-    @property
-    def logs_dir(self) -> Path:
-        return self.data_dir / "logs"
-
-
-def home_dir(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    raw = env.get("VIKINGBOT_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".vikingbot"
-
-
-def config_path(
-    explicit: Path | str | None = None, environ: Mapping[str, str] | None = None
-) -> Path:
-    env = os.environ if environ is None else environ
-    if explicit:
-        return Path(explicit).expanduser()
-    if env.get("VIKINGBOT_CONFIG"):
-        return Path(env["VIKINGBOT_CONFIG"]).expanduser()
-    return home_dir(env) / "config.json"
 
 
 # ---------------------------------------------------------------- file I/O

@@ -1,0 +1,73 @@
+"""`vikingbot status` reuses its summary only while the config's inputs are unchanged."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from typer.testing import Result
+
+Cli = Callable[..., Result]
+
+
+def status(cli: Cli, **env: str) -> dict[str, object]:
+    result = cli("status", "--json", env=env)
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, object] = json.loads(result.stdout)
+    return data
+
+
+def test_status_sees_every_change_of_the_config_inputs(cli: Cli, home: Path) -> None:
+    assert cli("onboard").exit_code == 0
+    first = status(cli)
+    assert first["heartbeat"] == {"enabled": True, "interval_seconds": 600, "mode": "checklist"}
+    assert (home / "run" / "status-view.json").is_file()
+    assert status(cli) == first  # from the stored summary
+
+    assert cli("config", "set", "bot.heartbeat.interval_seconds", "1200").exit_code == 0
+    assert status(cli)["heartbeat"]["interval_seconds"] == 1200  # type: ignore[index]
+
+    off = status(cli, VIKINGBOT_BOT__HEARTBEAT__ENABLED="false")
+    assert off["heartbeat"]["enabled"] is False  # type: ignore[index]
+    assert status(cli)["heartbeat"]["enabled"] is True  # type: ignore[index]
+
+    (home / ".env").write_text("VIKINGBOT_BOT__AGENTS__MODEL=from-dotenv\n")
+    assert status(cli)["model"] == "from-dotenv"
+
+    (home / "config.json").write_text("{not json")
+    bad = cli("status", "--json")
+    assert bad.exit_code == 1 and "invalid JSON" in bad.stderr
+
+
+def test_status_counts_are_live(cli: Cli, home: Path, fresh_session: Callable[[str], None]) -> None:
+    assert cli("onboard").exit_code == 0
+    assert status(cli)["sessions"] == 0
+    fresh_session("telegram:default:1")
+    fresh_session("heartbeat:hb:shared")  # kept apart: not one of the user's sessions
+    assert status(cli)["sessions"] == 1
+
+
+def test_unchanged_config_is_not_validated_again(cli: Cli, home: Path) -> None:
+    """The fast path: neither the config schema nor the runtime is imported."""
+    assert cli("onboard").exit_code == 0
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
+    env["VIKINGBOT_HOME"] = str(home)
+
+    def imported() -> str:
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "vikingbot", "status"],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return proc.stderr
+
+    first = imported()  # validated and stored
+    assert "vikingbot.config.schema" in first and "vikingbot.runtime" in first
+    again = imported()
+    assert "vikingbot.config.schema" not in again and "vikingbot.runtime" not in again
