@@ -15,7 +15,6 @@ from starlette.routing import Route
 
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
-from vikingbot.channels.webhook import webhook_routes
 from vikingbot.config.schema import Config
 from vikingbot.testing.server import serve_app
 
@@ -130,7 +129,7 @@ async def test_a_receiver_refusing_the_message_is_not_retried(
 
 
 async def _client(manager: ChannelManager) -> httpx.AsyncClient:
-    app = Starlette(routes=webhook_routes(manager))
+    app = Starlette(routes=manager.routes())
     return httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://gateway")
 
 
@@ -254,5 +253,33 @@ async def test_inbound_is_off_without_a_token_or_when_disabled(
         async with await _client(manager) as client:
             response = await client.post("/webhook/inbound", json=body)
         assert response.status_code == 404
+    finally:
+        await manager.stop()
+
+
+async def test_behind_the_gateway_token_the_channel_route_checks_its_own(
+    store: Any, bus: MessageBus, make_config: Callable[..., Config]
+) -> None:
+    from vikingbot.gateway.server import build_app
+
+    manager = await started(make_config(webhook=webhook([], allowFrom=["ci-bot"])), bus, store)
+    try:
+        routes = manager.routes()
+        app = build_app(
+            health=dict,
+            metrics=bytes,
+            token="gateway-token",
+            extra_routes=routes,
+            self_authenticating=tuple(f"{route.path}/" for route in routes),
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gateway") as client:
+            body = {"sender_id": "ci-bot", "chat_id": "c", "text": "x"}
+            inbound = await client.post(
+                "/webhook/inbound", json=body, headers={"Authorization": f"Bearer {TOKEN}"}
+            )
+            metrics = await client.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert inbound.status_code == 202  # the channel's own token, not the gateway's
+        assert metrics.status_code == 401  # the channel's token opens nothing else
     finally:
         await manager.stop()

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, ClassVar, NamedTuple
 
 from loguru import logger
+from pydantic import SecretStr
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.clock import Clock, SystemClock
@@ -22,6 +24,8 @@ from vikingbot.config.schema import ChannelBase
 from vikingbot.errors import ChannelError, VikingbotError
 
 if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+
     from vikingbot.store.db import StateStore
 
 STRANGER_AUDIT_EVERY = timedelta(minutes=10)
@@ -39,14 +43,35 @@ class ChannelBusy(ChannelError):
         self.retry_after = retry_after
 
 
+def has_secret(value: SecretStr | None) -> bool:
+    """A secret setting that is present and not empty."""
+    return value is not None and bool(value.get_secret_value())
+
+
+class Problems(NamedTuple):
+    """What a channel's section lacks: ``missing`` settings stop it sending at all;
+    ``notes`` describe reduced function (e.g. can send, cannot receive)."""
+
+    missing: list[str]
+    notes: list[str]
+
+
 class Channel(ABC):
     """Base class of every channel plugin (entry-point group ``vikingbot.channels``).
+
+    A channel brings everything about itself: its ``settings`` model (the
+    ``bot.channels.<name>`` section, validated through it), :meth:`problems` (what
+    the section lacks, for ``vikingbot channels status``) and :meth:`routes` (HTTP
+    routes the gateway mounts under ``/<name>/``). Adding a channel is this class
+    and its entry point; see docs/architecture.md.
 
     ``owner_chat`` is the owner's chat id on this channel (from ``bot.owner`` or
     the channel's ``owner_chat``), or None.
     """
 
     name: ClassVar[str] = ""
+    #: The model of this channel's config section (a ``ChannelBase`` subclass).
+    settings: ClassVar[type[ChannelBase]] = ChannelBase
     #: Longest text one platform message may carry; None means no limit.
     max_message_chars: ClassVar[int | None] = 4000
     #: Only one process may receive at a time (Telegram long polling, Slack Socket
@@ -72,6 +97,19 @@ class Channel(ABC):
         self.running = False
         self.last_error: str | None = None
         self.defer_receiving = False
+
+    @classmethod
+    def problems(cls, section: ChannelBase) -> Problems:
+        """What ``section`` lacks, from the config alone (no network). Default: nothing."""
+        return Problems([], [])
+
+    def routes(self) -> Sequence[BaseRoute]:
+        """HTTP routes for the gateway, relative to ``/<name>`` (e.g. ``/inbound``).
+
+        They are mounted at ``/<name>/...`` and bypass the gateway token: each
+        route must check its own credentials. Default: none.
+        """
+        return ()
 
     @abstractmethod
     async def start(self, bus: MessageBus) -> None:

@@ -32,6 +32,8 @@ from vikingbot.config.schema import Config
 from vikingbot.errors import ChannelError, VikingbotError
 
 if TYPE_CHECKING:
+    from starlette.routing import Mount
+
     from vikingbot.delivery.outbox import OutboxRow
     from vikingbot.store.db import StateStore
 
@@ -184,6 +186,17 @@ class ChannelManager:
 
     def channel(self, name: str) -> Channel | None:
         return self._channels.get(name)
+
+    def routes(self) -> list[Mount]:
+        """Each channel's own HTTP routes, mounted at ``/<name>``; they check their own
+        credentials, so the gateway leaves ``/<name>/`` open to them."""
+        from starlette.routing import Mount
+
+        return [
+            Mount(f"/{name}", routes=list(found))
+            for name, channel in self._channels.items()
+            if (found := channel.routes())
+        ]
 
     def status(self) -> list[dict[str, Any]]:
         """One row per configured channel: name, enabled, running, last_error."""

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from loguru import logger
 
-from vikingbot.config.schema import ChannelBase, ChannelsConfig, Config
+from vikingbot.config.schema import ChannelBase, Config
 from vikingbot.errors import DeliveryError
 
 
@@ -27,13 +27,7 @@ class OwnerChat:
 
 def channel_sections(config: Config) -> dict[str, ChannelBase]:
     """Every configured channel section by name, in config order."""
-    channels = config.bot.channels
-    found: dict[str, ChannelBase] = {}
-    for name in ChannelsConfig.model_fields:
-        section = getattr(channels, name)
-        if isinstance(section, ChannelBase):
-            found[name] = section
-    return found
+    return config.bot.channels.sections()
 
 
 def enabled_channels(config: Config) -> list[str]:

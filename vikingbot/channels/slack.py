@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
-from vikingbot.config.schema import SlackConfig
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected, Problems, has_secret
+from vikingbot.config.schema import ChannelBase, SlackConfig
 from vikingbot.errors import ChannelError, NotConfiguredError
 
 if TYPE_CHECKING:
@@ -80,6 +80,19 @@ def _convert(exc: BaseException, what: str) -> ChannelError:
 
 class SlackChannel(Channel):
     name: ClassVar[str] = "slack"
+    settings: ClassVar[type[ChannelBase]] = SlackConfig
+
+    @classmethod
+    def problems(cls, section: ChannelBase) -> Problems:
+        assert isinstance(section, SlackConfig)
+        missing = [] if has_secret(section.bot_token) else ["bot_token"]
+        notes = (
+            []
+            if has_secret(section.app_token)
+            else ["no app_token: can send, cannot receive (Socket Mode)"]
+        )
+        return Problems(missing, notes)
+
     max_message_chars: ClassVar[int | None] = 4000
     exclusive_inbound: ClassVar[bool] = True  # one Socket Mode consumer per app
 

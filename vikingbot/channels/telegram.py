@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
-from vikingbot.config.schema import TelegramConfig
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected, Problems, has_secret
+from vikingbot.config.schema import ChannelBase, TelegramConfig
 from vikingbot.errors import ChannelError, NotConfiguredError
 
 if TYPE_CHECKING:
@@ -52,6 +52,13 @@ def _chat(chat_id: str) -> int | str:
 
 class TelegramChannel(Channel):
     name: ClassVar[str] = "telegram"
+    settings: ClassVar[type[ChannelBase]] = TelegramConfig
+
+    @classmethod
+    def problems(cls, section: ChannelBase) -> Problems:
+        assert isinstance(section, TelegramConfig)
+        return Problems([] if has_secret(section.token) else ["token"], [])
+
     max_message_chars: ClassVar[int | None] = 4000  # Telegram allows 4096 UTF-16 units
     poll_timeout_s: ClassVar[int] = 25
     exclusive_inbound: ClassVar[bool] = True  # Telegram allows one getUpdates consumer

@@ -5,7 +5,7 @@ Outbound, each message is POSTed to every URL in ``outbound_urls`` as
 sees a ``dedupe_key`` twice may drop the second. A URL that already took a
 message is not sent it again when another URL made the send retry.
 
-Inbound, the gateway mounts :func:`webhook_routes`: ``POST /webhook/inbound``
+Inbound, the gateway mounts :meth:`WebhookChannel.routes`: ``POST /webhook/inbound``
 with ``Authorization: Bearer <inbound_token>`` and a JSON body
 ``{"sender_id", "chat_id", "text"}`` (optional ``"thread"``).
 """
@@ -15,22 +15,21 @@ from __future__ import annotations
 import hmac
 import json
 from collections import OrderedDict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
-from vikingbot.config.schema import WebhookConfig
+from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected, Problems, has_secret
+from vikingbot.config.schema import ChannelBase, WebhookConfig
 from vikingbot.errors import ChannelError
 
 if TYPE_CHECKING:
     import httpx
     from starlette.requests import Request
     from starlette.responses import Response
-    from starlette.routing import Route
-
-    from vikingbot.channels.manager import ChannelManager
+    from starlette.routing import BaseRoute, Route
 
 INBOUND_PATH = "/webhook/inbound"
 MAX_BODY_BYTES = 64 * 1024
@@ -40,6 +39,7 @@ TIMEOUT_S = 15.0
 
 class WebhookChannel(Channel):
     name: ClassVar[str] = "webhook"
+    settings: ClassVar[type[ChannelBase]] = WebhookConfig
     max_message_chars: ClassVar[int | None] = None
 
     def __init__(self, config: WebhookConfig, **kwargs: Any) -> None:
@@ -136,6 +136,21 @@ class WebhookChannel(Channel):
             )
         )
 
+    @classmethod
+    def problems(cls, section: ChannelBase) -> Problems:
+        assert isinstance(section, WebhookConfig)
+        missing = [] if section.outbound_urls else ["outbound_urls"]
+        notes = (
+            []
+            if has_secret(section.inbound_token)
+            else [f"no inbound_token: POST {INBOUND_PATH} is off"]
+        )
+        return Problems(missing, notes)
+
+    def routes(self) -> Sequence[BaseRoute]:
+        """``POST /inbound``, checked against ``inbound_token`` (see :func:`_routes`)."""
+        return _routes(self)
+
     def token_ok(self, header: str | None) -> bool:
         token = self.webhook.inbound_token
         if token is None or not token.get_secret_value():
@@ -146,15 +161,14 @@ class WebhookChannel(Channel):
         return hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode())
 
 
-def webhook_routes(manager: ChannelManager) -> list[Route]:
-    """Starlette routes for the gateway: ``POST /webhook/inbound``."""
+def _routes(channel: WebhookChannel) -> list[Route]:
+    """``POST /inbound`` (mounted by the gateway at ``/webhook/inbound``)."""
     from starlette.responses import JSONResponse
     from starlette.routing import Route
 
     async def inbound(request: Request) -> Response:
-        channel = manager.channel(WebhookChannel.name)
-        if not isinstance(channel, WebhookChannel) or not channel.running:
-            return JSONResponse({"error": "the webhook channel is not enabled"}, status_code=404)
+        if not channel.running:
+            return JSONResponse({"error": "the webhook channel is not running"}, status_code=503)
         if channel.webhook.inbound_token is None:
             return JSONResponse(
                 {"error": "inbound webhooks are off: set bot.channels.webhook.inbound_token"},
@@ -182,4 +196,4 @@ def webhook_routes(manager: ChannelManager) -> list[Route]:
             return JSONResponse({"error": "sender is not allowed"}, status_code=403)
         return JSONResponse({"accepted": True}, status_code=202)
 
-    return [Route(INBOUND_PATH, inbound, methods=["POST"])]
+    return [Route("/inbound", inbound, methods=["POST"])]

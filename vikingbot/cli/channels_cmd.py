@@ -16,30 +16,17 @@ app = typer.Typer(no_args_is_help=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")]
 
 
-def _secret(value: Any) -> bool:
-    return value is not None and bool(value.get_secret_value())
+def _problems(name: str, section: ChannelBase) -> tuple[list[str], list[str]]:
+    """(settings missing to send at all, notes about reduced function), from the channel."""
+    from vikingbot import registry
+    from vikingbot.errors import VikingbotError
 
-
-def _needs(name: str, section: ChannelBase) -> tuple[list[str], list[str]]:
-    """(settings missing to send at all, notes about reduced function)."""
-    from vikingbot.config.schema import SlackConfig, TelegramConfig, WebhookConfig
-
-    missing: list[str] = []
-    notes: list[str] = []
-    if isinstance(section, SlackConfig):
-        if not _secret(section.bot_token):
-            missing.append("bot_token")
-        if not _secret(section.app_token):
-            notes.append("no app_token: can send, cannot receive (Socket Mode)")
-    elif isinstance(section, TelegramConfig):
-        if not _secret(section.token):
-            missing.append("token")
-    elif isinstance(section, WebhookConfig):
-        if not section.outbound_urls:
-            missing.append("outbound_urls")
-        if not _secret(section.inbound_token):
-            notes.append("no inbound_token: POST /webhook/inbound is off")
-    return missing, notes
+    try:
+        cls = registry.load("channels", name)
+    except (VikingbotError, ImportError) as exc:
+        return [], [f"cannot load the channel: {exc}"]
+    found = cls.problems(section)
+    return list(found.missing), list(found.notes)
 
 
 def channel_rows(config: Config) -> list[dict[str, Any]]:
@@ -48,7 +35,7 @@ def channel_rows(config: Config) -> list[dict[str, Any]]:
 
     rows = []
     for name, section in channel_sections(config).items():
-        missing, notes = _needs(name, section)
+        missing, notes = _problems(name, section)
         allow = section.allow_from
         rows.append(
             {

@@ -41,6 +41,8 @@ def get_value(config: Config, key: str) -> Any:
         if isinstance(node, BaseModel):
             fields = type(node).model_fields
             name = part if part in fields else _from_camel(part, fields)
+            if name is None and part in (node.model_extra or {}):  # a plug-in's section
+                name = part
             if name is None:
                 raise ConfigError(f"{'.'.join(walked)}: unknown key")
             node = getattr(node, name)

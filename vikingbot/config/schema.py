@@ -12,7 +12,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, SecretStr, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
@@ -202,11 +210,68 @@ class WebhookConfig(ChannelBase):
 
 
 class ChannelsConfig(Model):
+    """``bot.channels``: the built-in channels' sections, ``send_retries``, and plug-ins.
+
+    Any other key names a channel plug-in (entry-point group ``vikingbot.channels``);
+    its section is validated by that channel class's own ``settings`` model, so a
+    plug-in brings its settings with it and this file does not change.
+    """
+
+    model_config = ConfigDict(
+        extra="allow", alias_generator=to_camel, populate_by_name=True, validate_assignment=True
+    )
+
     cli: ChannelBase = Field(default_factory=lambda: ChannelBase(enabled=True))
     webhook: WebhookConfig = Field(default_factory=WebhookConfig)
     slack: SlackConfig = Field(default_factory=SlackConfig)
     telegram: TelegramConfig = Field(default_factory=TelegramConfig)
     send_retries: int = Field(default=3, ge=0)
+
+    @model_validator(mode="after")
+    def _plugin_sections(self) -> ChannelsConfig:
+        extra = self.model_extra or {}
+        for name, raw in list(extra.items()):
+            extra[name] = _plugin_section(name, raw)
+        return self
+
+    def sections(self) -> dict[str, ChannelBase]:
+        """Every channel section by name: the built-ins, then plug-ins, in config order."""
+        found = {
+            name: getattr(self, name)
+            for name in type(self).model_fields
+            if isinstance(getattr(self, name), ChannelBase)
+        }
+        for name, section in (self.model_extra or {}).items():
+            if isinstance(section, ChannelBase):
+                found[name] = section
+        return found
+
+
+def _plugin_section(name: str, raw: Any) -> ChannelBase:
+    """A plug-in channel's section, validated by the channel class's ``settings`` model."""
+    from pydantic import ValidationError
+
+    from vikingbot import registry
+    from vikingbot.errors import NotConfiguredError
+
+    if isinstance(raw, ChannelBase):
+        return raw
+    if not isinstance(raw, dict):
+        raise ValueError(f"{name}: expected a section (an object), got {raw!r}")
+    try:
+        cls = registry.load("channels", name)
+    except NotConfiguredError as exc:
+        raise ValueError(str(exc)) from None
+    settings = getattr(cls, "settings", ChannelBase)
+    if not (isinstance(settings, type) and issubclass(settings, ChannelBase)):
+        raise ValueError(f"{name}: the plug-in's settings is not a ChannelBase model")
+    try:
+        return settings.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{name}.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
+        )
+        raise ValueError(problems) from None
 
 
 class GatewayConfig(Model):

@@ -20,7 +20,7 @@ def build_app(
     metrics: Callable[[], bytes],
     token: str | None,
     extra_routes: Sequence[BaseRoute] = (),
-    self_authenticating: Sequence[str] = ("/webhook/",),
+    self_authenticating: Sequence[str] = (),
 ) -> Any:
     """`/health` is always open; everything else needs the gateway token when one is set.
 

@@ -556,11 +556,8 @@ class Gateway:
         from vikingbot.gateway.control import ControlGuard, control_routes
         from vikingbot.gateway.server import build_app
 
-        routes: list[Any] = []
-        if self.channels is not None and self.rt.config.bot.channels.webhook.enabled:
-            from vikingbot.channels.webhook import webhook_routes
-
-            routes = list(webhook_routes(self.channels))
+        routes: list[Any] = list(self.channels.routes()) if self.channels is not None else []
+        channel_prefixes = tuple(f"{route.path}/" for route in routes)
         self.ops = self._control_ops()
         routes.extend(control_routes(self.ops))
         routes += self._dashboard_routes()
@@ -571,7 +568,7 @@ class Gateway:
             metrics=self.metrics.render,
             token=token_text,
             extra_routes=routes,
-            self_authenticating=("/webhook/", "/api/", "/ui/"),
+            self_authenticating=(*channel_prefixes, "/api/", "/ui/"),
         )
         app = ControlGuard(
             app, secret=self.home_lock.secret, token=token_text, audit=self._audit_control
