@@ -160,7 +160,7 @@ async def test_user_turn_and_background_turn_never_interleave(
     loop = make_loop(agent_config(fake_openai.base_url))
     ws = {"workspace": str(workspace)}
     user = asyncio.create_task(loop.run_turn("user question", KEY, ws))
-    await asyncio.sleep(0.05)
+    await _until(lambda: len(fake_openai.requests) == 1)  # the user turn holds the session
     background = asyncio.create_task(loop.run_turn("cron job", KEY, {**ws, "unattended": True}))
     await asyncio.gather(user, background)
 
@@ -174,3 +174,11 @@ async def test_user_turn_and_background_turn_never_interleave(
     second = fake_openai.requests[1]
     assert second.last_user_text == "cron job"
     assert "re: user question" in second.text
+
+
+async def _until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    """Yield to the event loop until ``condition`` holds (the fake records from its thread)."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "condition not met in time"
+        await asyncio.sleep(0.001)

@@ -18,6 +18,7 @@ wire format.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -250,6 +251,9 @@ class FakeModelServer(ScriptedModel):
         self.require_key = require_key
         self.root_url = ""
         self._served = 0
+        # Scripted delays wait on this; release() ends them at once (server stopping).
+        self._wake: tuple[Any, Any] | None = None  # (server loop, asyncio.Event)
+        self._released = False
 
     @property
     def base_url(self) -> str:
@@ -265,7 +269,33 @@ class FakeModelServer(ScriptedModel):
         fake = cls(default=default, require_key=require_key)
         with serve_app(fake.app()) as root:
             fake.root_url = root
-            yield fake
+            try:
+                yield fake
+            finally:
+                fake.release()
+
+    def release(self) -> None:
+        """End every scripted delay now (and skip later ones): a test that left a reply
+        hanging stops at once instead of waiting out the delay in teardown."""
+        with self._lock:
+            self._released = True
+            wake = self._wake
+        if wake is not None:
+            loop, event = wake
+            with contextlib.suppress(RuntimeError):  # the server loop already closed
+                loop.call_soon_threadsafe(event.set)
+
+    async def _delay(self, seconds: float) -> None:
+        import asyncio
+
+        with self._lock:
+            if self._released:
+                return
+            if self._wake is None:
+                self._wake = (asyncio.get_running_loop(), asyncio.Event())
+            event = self._wake[1]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), seconds)
 
     def app(self) -> Any:
         from starlette.applications import Starlette
@@ -274,7 +304,6 @@ class FakeModelServer(ScriptedModel):
         return Starlette(routes=[Route(self.route, self._handle, methods=["POST"])])
 
     async def _handle(self, request: Any) -> Any:
-        import asyncio
 
         from starlette.responses import JSONResponse
 
@@ -286,7 +315,7 @@ class FakeModelServer(ScriptedModel):
         step = self.answer(recorded)
         delay = step.delay_s + self.delay_s
         if delay > 0:
-            await asyncio.sleep(delay)
+            await self._delay(delay)
         key = self.presented_key(recorded.headers)
         if self.require_key is not None and key != self.require_key:
             step = error(401)

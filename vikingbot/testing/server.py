@@ -30,7 +30,14 @@ def serve_app(app: Any, **uvicorn_options: Any) -> Iterator[str]:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    options: dict[str, Any] = {"log_level": "warning", "lifespan": "off", "ws": "none"}
+    options: dict[str, Any] = {
+        "log_level": "warning",
+        "lifespan": "off",
+        "ws": "none",
+        # A request still open at the end (a fake told to hang) is cancelled after
+        # this long instead of holding the thread until the join times out.
+        "timeout_graceful_shutdown": 1.0,
+    }
     options.update(uvicorn_options)
     server = uvicorn.Server(uvicorn.Config(app, **options))
     thread = threading.Thread(
