@@ -24,7 +24,7 @@ def calls_chart(days: Sequence[tuple[date, int]]) -> str:
     bar_w = max(slot * 0.7, 1.0)
     usable = HEIGHT - PAD_BOTTOM - PAD_TOP
     parts = [
-        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" width="{WIDTH}" height="{HEIGHT}" '
+        f'<svg class="chart" viewBox="0 0 {WIDTH} {HEIGHT}" preserveAspectRatio="xMidYMid meet" '
         f'role="img" aria-label="model calls per day, last {len(days)} days">'
     ]
     for i, (day, count) in enumerate(days):

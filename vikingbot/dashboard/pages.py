@@ -82,13 +82,42 @@ async def workspaces(dash: Dashboard, request: Request) -> Response:
         names = queries.workspace_names(dash.parts.workspace_root)
         states = dash.parts.heartbeat.state.all_workspaces()
         parked = queries.parked_workspaces(dash.parts.store)
-        return queries.workspace_rows(names, states, parked, q, state, page_no)
+        page = queries.workspace_rows(names, states, parked, q, state, page_no)
+        due = next_due_entries(dash, [name for name, _ in page.rows])
+        page.rows = [(name, ws, due.get(name), name in parked) for name, ws in page.rows]
+        return page
 
     page = await asyncio.to_thread(load)
     ctx: dict[str, Any] = {"page": page, "q": q, "state": state, "states": queries.WS_STATES}
     if request.headers.get("hx-request") and request.headers.get("hx-target") == "ws-table":
         return dash.fragment("_ws_table.html", **ctx)
     return dash.page(request, "workspaces.html", "workspaces", **ctx)
+
+
+def next_due_entries(dash: Dashboard, names: list[str]) -> dict[str, tuple[str, Any]]:
+    """Per workspace of one page: its scheduled entry due soonest, (title, when)."""
+    from vikingbot.heartbeat.schedule import next_due
+
+    svc = dash.parts.heartbeat
+    tz = svc.tz()
+    states = queries.entry_states_for(dash.parts.store, names)
+    out: dict[str, tuple[str, Any]] = {}
+    for name in names:
+        parsed = svc.read_file(dash.parts.workspace_root / name / "HEARTBEAT.md")
+        best: tuple[str, Any] | None = None
+        for e in parsed.scheduled:
+            st = states.get((name, e.key))
+            if e.schedule is None or st is None:
+                continue  # not seen by a cycle yet: its rhythm starts when it is
+            try:
+                when = next_due(e.schedule, st["first_seen"], st["last_fired"], tz)
+            except ValueError:
+                continue
+            if best is None or when < best[1]:
+                best = (e.key, when)
+        if best is not None:
+            out[name] = best
+    return out
 
 
 def workspace_data(dash: Dashboard, name: str) -> dict[str, Any]:

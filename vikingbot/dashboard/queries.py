@@ -159,22 +159,30 @@ def _parse_day(text: str) -> date | None:
 WS_STATES = ("", "paused", "parked", "run", "skip", "never")
 
 
+_LISTING: dict[Path, tuple[int, list[str]]] = {}
+
+
 def workspace_names(root: Path) -> list[str]:
-    try:
-        return sorted(
-            e.name
-            for e in _scandir(root)
-            if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
-        )
-    except OSError:
-        return []
-
-
-def _scandir(root: Path) -> list[Any]:
+    """Workspace folder names, sorted; re-listed only when the folder changed (its mtime:
+    adding, removing or renaming a workspace changes it)."""
     import os
 
-    with os.scandir(root) as it:
-        return list(it)
+    try:
+        stamp = os.stat(root).st_mtime_ns
+    except OSError:
+        return []
+    cached = _LISTING.get(root)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        with os.scandir(root) as it:
+            names = sorted(
+                e.name for e in it if e.is_dir(follow_symlinks=False) and not e.name.startswith(".")
+            )
+    except OSError:
+        return []
+    _LISTING[root] = (stamp, names)
+    return names
 
 
 def workspace_rows(
@@ -188,7 +196,7 @@ def workspace_rows(
     """Workspaces with their last decision, filtered by name and state, one page."""
     q = q.strip().lower()
     rows = []
-    for name in sorted(set(names) | {n for n in states if n != "*"}):
+    for name in names:  # the folders that exist (a removed workspace's state is history)
         if q and q not in name.lower():
             continue
         ws = states.get(name)
@@ -244,3 +252,14 @@ def slots(store: StateStore, limit: int = 50) -> list[tuple[str, int]]:
         found: dict[str, int] = {s: int(n) for s, n in conn.execute(query)}
         every = [s for (s,) in conn.execute(select(t.c.slot).distinct().limit(limit))]
     return sorted(((s, int(found.get(s, 0))) for s in every), key=lambda x: (-x[1], x[0]))
+
+
+def entry_states_for(store: StateStore, names: list[str]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Entry state rows of a page of workspaces, in one query."""
+    from vikingbot.store.tables import heartbeat_entries as t
+
+    if not names:
+        return {}
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(t).where(t.c.workspace.in_(names))).mappings()
+        return {(r["workspace"], r["entry"]): dict(r) for r in rows}

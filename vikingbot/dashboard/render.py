@@ -50,8 +50,15 @@ def when(value: datetime | str | None) -> str:
     if value is None or value == "":
         return "–"
     if isinstance(value, str):
-        return value
-    return value.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        try:
+            at = datetime.fromisoformat(value)
+        except ValueError:
+            return value
+    else:
+        at = value
+    if at.tzinfo is None:
+        return at.strftime("%Y-%m-%d %H:%M:%S")
+    return at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
 def money(value: float | None) -> str:
