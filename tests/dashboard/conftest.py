@@ -59,14 +59,21 @@ def login_url(h: Home) -> str:
 
 
 @pytest.fixture(scope="module")
-def home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Home]:
+def home(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Home]:
     """One home per test module (starting a gateway costs seconds): the heartbeat off,
-    results for the dashboard. Each test works in workspaces of its own."""
+    results for the dashboard, plus the module's ``GATEWAY`` section if it has one.
+    Each test works in workspaces of its own."""
+    gateway = getattr(request.module, "GATEWAY", {})
     with FakeOpenAI.start() as fake_llm:
         fake_tg = FakeTelegram()
         with fake_tg.serve() as api:
             h = Home(tmp_path_factory.mktemp("dash") / "home", fake_llm, fake_tg, api)
-            h.write_config(heartbeat={"enabled": False, "timezone": "UTC", "target": "dashboard"})
+            h.write_config(
+                heartbeat={"enabled": False, "timezone": "UTC", "target": "dashboard"},
+                gateway={"shutdown_grace_s": 5, **gateway},
+            )
             yield h
 
 

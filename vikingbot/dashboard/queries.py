@@ -239,6 +239,8 @@ def inbox_items(
         query = query.where(t.c.read_at.is_(None))
     if slot is not None:
         query = query.where(t.c.slot == slot)
+    else:  # the marks chat replies leave for open pages are not results
+        query = query.where(t.c.source.is_(None) | ~t.c.source.startswith("chat:"))
     with store.engine.connect() as conn:
         return [dict(r) for r in conn.execute(query).mappings()]
 
