@@ -11,14 +11,17 @@ Everything here is pure except ``read_context_files``.
 
 from __future__ import annotations
 
+import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from vikingbot.errors import ToolError
 from vikingbot.providers.base import ChatMessage, ToolCall
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.tools.base import is_unattended
+from vikingbot.tools.reading import open_regular
 
 CONTEXT_FILES = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md", "memory/MEMORY.md")
 MAX_FILE_CHARS = 32_000
@@ -30,10 +33,13 @@ def read_context_files(workspace: Path) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
     for name in CONTEXT_FILES:
         path = workspace / name
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace").strip()
-        except OSError:
+        try:  # the agent can write these: a pipe is skipped, a huge file read only in part
+            fd = open_regular(path, name)
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_FILE_CHARS * 4 + 4)
+        except (OSError, ToolError):
             continue
+        text = data.decode("utf-8", errors="replace").strip()
         if not text:
             continue
         if len(text) > MAX_FILE_CHARS:

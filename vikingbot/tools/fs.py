@@ -12,16 +12,19 @@ import asyncio
 import fnmatch
 import os
 import re
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
 from vikingbot.errors import ToolError
 from vikingbot.fsutil import atomic_write_text
+from vikingbot.tools import reading
 from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside, resolve_in, shown
 
-MAX_READ_CHARS = 100_000
+MAX_READ_CHARS = reading.MAX_READ_CHARS
+MAX_EDIT_BYTES = 8 * 1024 * 1024  # edit_file holds the file in memory; larger files are refused
 MAX_ENTRIES = 500
 MAX_GREP_FILE_BYTES = 2_000_000
 SKIP_DIRS = {".git", "node_modules", "__pycache__", ".venv", ".mypy_cache", ".ruff_cache"}
@@ -33,19 +36,8 @@ def _path(ctx: ToolContext, raw: Any) -> Path:
 
 
 def read_text(path: Path, label: str) -> str:
-    if not path.exists():
-        raise ToolError(f"{label}: no such file")
-    if path.is_dir():
-        raise ToolError(f"{label} is a directory (use list_dir)")
-    data = path.read_bytes()
-    if b"\x00" in data[:8192]:
-        raise ToolError(f"{label} is a binary file, not text")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ToolError(
-            f"{label} is not valid UTF-8 text ({exc.reason} at byte {exc.start})"
-        ) from exc
+    """A whole text file for an edit (regular files only, at most ``MAX_EDIT_BYTES``)."""
+    return reading.read_text(path, label, MAX_EDIT_BYTES)
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -55,6 +47,14 @@ def write_atomic(path: Path, text: str) -> None:
 
 
 HEARTBEAT_FILE = "HEARTBEAT.md"
+
+
+def _check_size(content: str, label: str) -> str:
+    """Model-written content is capped like what the tools read (``MAX_EDIT_BYTES``)."""
+    size = len(content.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_EDIT_BYTES:
+        raise ToolError(f"{label}: {size} bytes is over the {MAX_EDIT_BYTES}-byte limit")
+    return content
 
 
 async def _write_heartbeat(path: Path, fn: Callable[[str], str]) -> None:
@@ -84,20 +84,9 @@ class ReadFileTool(Tool):
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         path = _path(ctx, args["path"])
-        text = read_text(path, args["path"])
         offset = max(1, int(args.get("offset") or 1))
-        limit = args.get("limit")
-        if offset > 1 or limit:
-            lines = text.splitlines(keepends=True)
-            end = len(lines) if not limit else offset - 1 + max(1, int(limit))
-            text = "".join(lines[offset - 1 : end])
-            if end < len(lines):
-                text += f"\n[... {len(lines) - end} more lines; read on with offset={end + 1}]"
-        if len(text) > MAX_READ_CHARS:
-            text = (
-                text[:MAX_READ_CHARS]
-                + f"\n[... truncated at {MAX_READ_CHARS} characters; use offset/limit]"
-            )
+        limit = max(1, int(args["limit"])) if args.get("limit") else None
+        text = await asyncio.to_thread(reading.read_lines, path, args["path"], offset, limit)
         return text if text else "(empty file)"
 
 
@@ -118,10 +107,11 @@ class WriteFileTool(Tool):
         if path.is_dir():
             raise ToolError(f"{args['path']} is a directory")
         content = str(args["content"])
+        _check_size(content, args["path"])
         if path.name == HEARTBEAT_FILE:
             await _write_heartbeat(path, lambda _old: content)
         else:
-            write_atomic(path, content)
+            await asyncio.to_thread(write_atomic, path, content)
         return f"wrote {len(content.encode())} bytes to {shown(ctx.workspace, path)}"
 
 
@@ -159,13 +149,14 @@ class EditFileTool(Tool):
                     "context or set replace_all"
                 )
             counted.append(count)
-            return text.replace(old, new)
+            return _check_size(text.replace(old, new), args["path"])
 
         if path.name == HEARTBEAT_FILE:
-            read_text(path, args["path"])  # a clear error for a missing or non-text file
+            await asyncio.to_thread(read_text, path, args["path"])  # a clear error first
             await _write_heartbeat(path, replace)
         else:
-            write_atomic(path, replace(read_text(path, args["path"])))
+            text = await asyncio.to_thread(read_text, path, args["path"])
+            await asyncio.to_thread(write_atomic, path, replace(text))
         return f"replaced {counted[-1]} occurrence(s) in {shown(ctx.workspace, path)}"
 
 
@@ -298,10 +289,13 @@ def _grep(
         try:
             if restrict and not is_inside(workspace, f.resolve()):
                 continue
-            if f.stat().st_size > MAX_GREP_FILE_BYTES:
-                continue
-            data = f.read_bytes()
-        except OSError:
+            st = f.stat()
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_GREP_FILE_BYTES:
+                continue  # a pipe would block the search; a huge file would bloat it
+            fd = reading.open_regular(f, str(f))
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_GREP_FILE_BYTES)
+        except (OSError, ToolError):
             continue
         if b"\x00" in data[:8192]:
             continue
