@@ -1,11 +1,40 @@
-"""Writing files users care about: atomically, and never half-written."""
+"""Writing files users care about: atomically, never half-written, and never over an edit.
+
+``atomic_write_bytes`` / ``atomic_write_text``: temp file in the same folder,
+fsync, ``os.replace``, fsync of the folder.
+
+``locked_edit`` / ``edit_file``: the one compare-and-swap editor for files both
+vikingbot and people edit (HEARTBEAT.md, config.json, agent file edits). It
+takes an OS lock beside the file (``.<name>.lock``), reads the file, lets the
+caller compute the new text, and replaces the file only if it is still the
+file that was read: immediately before the rename it compares device, inode,
+size, mtime and ctime with what it read. An editor that does not take the
+lock and saves meanwhile wins: the edit runs again on the fresh text; from
+the second conflict on, what was only appended (whole lines) is appended to
+the new text instead, so a steady stream of appends cannot starve the edit;
+up to ``TRIES`` times. A write that reaches the old file between the check and
+the rename (an appender that had it open) is found on the old file's
+descriptor and carried over the same way. The retries after the first write the new text and
+rename it before its fsync (the file is fsynced right after the rename), so
+the window in which an outside save can slip in is the time of one read,
+one edit and one write, not of an fsync: that is what lets a rewrite win
+against a steady stream of appends.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+
+from vikingbot.errors import VikingbotError
+
+BOM = "\ufeff"
+TRIES = 25
+
+Identity = tuple[int, int, int, int, int]
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
@@ -44,3 +73,218 @@ def fsync_dir(directory: Path) -> None:
 
 def atomic_write_text(path: Path, text: str, *, mode: int | None = None) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file every writer of ``path`` takes: ``.HEARTBEAT.md.lock`` beside it."""
+    return path.with_name(f".{path.name}.lock")
+
+
+def locked_edit(
+    path: Path,
+    fn: Callable[[str], str],
+    *,
+    lock_timeout: float = 10,
+    error: type[VikingbotError] = VikingbotError,
+    mode: int | None = None,
+) -> str:
+    """Rewrite ``path`` through ``fn`` under the lock, as a compare-and-swap.
+
+    ``fn`` gets the current text (``""`` for a missing file, a BOM removed and
+    restored around it) and returns the new text; it is called again when the
+    file changes underneath. Returns the text written (or left). Failures
+    raise ``error`` with a message for the user. ``mode`` sets the file's
+    permissions (default: keep them; 0644 for a new file).
+    """
+
+    def edit(text: str | None) -> str:
+        doc_bom = text is not None and text.startswith(BOM)
+        body = (text or "").removeprefix(BOM)
+        new = fn(body)
+        return BOM + new if doc_bom and not new.startswith(BOM) else new
+
+    return (
+        edit_file(path, edit, lock_timeout=lock_timeout, create=True, error=error, mode=mode) or ""
+    )
+
+
+def edit_file(
+    path: Path,
+    edit: Callable[[str | None], str | None],
+    *,
+    lock_timeout: float = 10,
+    create: bool = False,
+    error: type[VikingbotError] = VikingbotError,
+    mode: int | None = None,
+) -> str | None:
+    """The core of ``locked_edit``: ``edit`` gets ``None`` for a missing file and may
+    return ``None`` to leave the file alone."""
+    from filelock import FileLock, Timeout
+
+    if path.is_symlink():
+        raise error(
+            f"{path} is a symbolic link; vikingbot does not rewrite it (replace it with a file)"
+        )
+    lock = FileLock(str(lock_path(path)), timeout=lock_timeout)
+    try:
+        with lock.acquire(poll_interval=0.01):
+            return _edit_locked(path, edit, create, error, mode)
+    except Timeout as exc:
+        raise error(
+            f"could not lock {path} within {lock_timeout:g} s "
+            f"(lock file {lock_path(path)}); another writer holds it"
+        ) from exc
+    except OSError as exc:
+        raise error(f"could not rewrite {path}: {exc.strerror or exc}") from exc
+
+
+def _edit_locked(
+    path: Path,
+    edit: Callable[[str | None], str | None],
+    create: bool,
+    error: type[VikingbotError],
+    mode: int | None,
+) -> str | None:
+    base, seen = read_with_identity(path)  # what the file holds, and its identity
+    text = None if base is None else _decode(path, base, error)
+    new = edit(text)
+    if new is None or new == text or (base is None and (not create or not new)):
+        return new
+    payload = new.encode("utf-8")
+    for attempt in range(TRIES):
+        done = _replace_if_unchanged(path, payload, seen, sync_first=attempt == 0, mode=mode)
+        if done is True:
+            return payload.decode("utf-8")
+        if done is False:  # changed before the rename: edit again (then merge appends)
+            fresh, seen = read_with_identity(path)
+            tail = _appended(base, fresh) if attempt else None
+            base = fresh
+            if tail is not None:
+                payload += tail
+                continue
+            source = fresh
+        else:  # a write reached the old file as it was replaced; the file holds payload
+            late, seen = done
+            tail = _appended(base, late)
+            base = payload
+            if tail is not None:
+                payload += tail
+                continue
+            source = late
+        text = None if source is None else _decode(path, source, error)
+        redone = edit(text)
+        payload = (redone if redone is not None else text or "").encode("utf-8")
+    raise error(f"{path} kept changing while being rewritten ({TRIES} tries); try again")
+
+
+def _appended(before: bytes | None, after: bytes | None) -> bytes | None:
+    """What was appended to ``before`` to give ``after`` (whole lines only), or ``None``."""
+    if before is None or after is None or (before and not before.endswith(b"\n")):
+        return None
+    return after[len(before) :] if after.startswith(before) else None
+
+
+def _identity(st: os.stat_result) -> Identity:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def read_with_identity(path: Path) -> tuple[bytes | None, Identity | None]:
+    """The file's bytes and the identity they belong to (``None, None`` when missing).
+
+    The identity is taken before and after the read; a write in between makes
+    it read again, so the two always describe the same content.
+    """
+    for _ in range(TRIES):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            return None, None
+        with os.fdopen(fd, "rb") as fh:
+            before = _identity(os.fstat(fd))
+            data = fh.read()
+            after = _identity(os.fstat(fd))
+        if before == after and len(data) == after[2]:
+            return data, after
+    return data, None  # never steady: the compare before the rename will fail and retry
+
+
+def _current(path: Path) -> Identity | None:
+    try:
+        return _identity(os.stat(path))
+    except FileNotFoundError:
+        return None
+
+
+def _decode(path: Path, data: bytes, error: type[VikingbotError]) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(
+            f"{path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
+            "not rewriting it"
+        ) from exc
+
+
+def _replace_if_unchanged(
+    path: Path, data: bytes, expected: Identity | None, *, sync_first: bool, mode: int | None
+) -> bool | tuple[bytes, Identity]:
+    """Write ``data`` beside ``path`` and rename it in, if ``path`` is still ``expected``.
+
+    Returns False (and writes nothing) when the file changed since it was read:
+    an editor that does not take our lock saved meanwhile. Returns the old
+    file's bytes and the new file's identity when a write reached the old file
+    between the check and the rename (an appender that had it open), so the
+    caller can redo the edit on top of them instead of losing that write.
+    """
+    if mode is None:
+        try:
+            mode = path.stat().st_mode & 0o7777
+        except FileNotFoundError:
+            mode = 0o644
+    old = _open_old(path) if expected is not None else None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if sync_first:
+                os.fsync(fh.fileno())
+            os.fchmod(fh.fileno(), mode)
+            if _current(path) != expected or (old is not None and _fd_identity(old) != expected):
+                os.unlink(tmp)
+                return False
+            os.replace(tmp, path)
+            if not sync_first:
+                os.fsync(fh.fileno())
+            mine = _identity(os.fstat(fh.fileno()))
+        fsync_dir(path.parent)
+        # (the rename itself changes the old file's ctime, so only size and mtime count here)
+        if old is not None and _fd_identity(old)[2:4] != expected[2:4]:  # type: ignore[index]
+            return _read_fd(old), mine
+        return True
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    finally:
+        if old is not None:
+            os.close(old)
+
+
+def _open_old(path: Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return None
+
+
+def _fd_identity(fd: int) -> Identity:
+    return _identity(os.fstat(fd))
+
+
+def _read_fd(fd: int) -> bytes:
+    chunks, pos = [], 0
+    while chunk := os.pread(fd, 1 << 20, pos):
+        chunks.append(chunk)
+        pos += len(chunk)
+    return b"".join(chunks)

@@ -11,6 +11,7 @@ import pytest
 from filelock import FileLock
 
 from vikingbot.errors import HeartbeatError
+from vikingbot.fsutil import lock_path
 from vikingbot.heartbeat.parser import parse_heartbeat
 from vikingbot.heartbeat.rewrite import (
     Complete,
@@ -20,7 +21,6 @@ from vikingbot.heartbeat.rewrite import (
     add_entry,
     apply_moves,
     apply_moves_to_text,
-    lock_path,
     locked_edit,
 )
 

@@ -137,7 +137,7 @@ async def test_heartbeat_file_edits_wait_for_the_cycle_lock(
 
     from filelock import FileLock
 
-    from vikingbot.heartbeat.rewrite import lock_path
+    from vikingbot.fsutil import lock_path
     from vikingbot.tools.fs import EditFileTool
 
     path = workspace / "HEARTBEAT.md"

@@ -89,16 +89,16 @@ async def test_editing_a_huge_file_is_refused_before_reading_it(
     workspace: Path, ctx: ToolContext
 ) -> None:
     _huge(workspace / "big.log")
-    with pytest.raises(ToolError, match="over the .*-byte limit"):
+    with pytest.raises(ToolError, match=r"over the .*-byte limit"):
         await EditFileTool().run({"path": "big.log", "old_text": "line 1", "new_text": "x"}, ctx)
 
 
 async def test_model_written_content_is_capped(workspace: Path, ctx: ToolContext) -> None:
-    with pytest.raises(ToolError, match="over the .*-byte limit"):
+    with pytest.raises(ToolError, match=r"over the .*-byte limit"):
         await WriteFileTool().run({"path": "out.txt", "content": "x" * (MAX_EDIT_BYTES + 1)}, ctx)
     assert not (workspace / "out.txt").exists()
     (workspace / "small.txt").write_text("ab")
-    with pytest.raises(ToolError, match="over the .*-byte limit"):
+    with pytest.raises(ToolError, match=r"over the .*-byte limit"):
         await EditFileTool().run(
             {"path": "small.txt", "old_text": "a", "new_text": "y" * MAX_EDIT_BYTES}, ctx
         )

@@ -11,18 +11,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from filelock import FileLock
 from pydantic import BaseModel, SecretStr
 from pydantic.alias_generators import to_camel
 
 from vikingbot.config.loader import (
     ConfigError,
     describe_validation_error,
-    read_raw,
     to_field_names,
-    write_raw,
 )
 from vikingbot.config.schema import Config
+from vikingbot.fsutil import locked_edit
 
 
 def _split(key: str) -> list[str]:
@@ -105,31 +103,59 @@ def parse_cli_value(text: str) -> Any:
 
 
 def set_value(path: Path, key: str, value: Any) -> dict[str, Any]:
-    """Set one key in the config file; validate first; keep every other key."""
+    """Set one key in the config file; validate first; keep every other key.
+
+    The file is changed through ``fsutil.locked_edit``: under its lock, and
+    only if nobody saved it between the read and the write (else the key is
+    set again on what they saved).
+    """
     parts = _split(key)
-    with FileLock(str(path) + ".lock", timeout=10):
-        raw = read_raw(path)
-        node: dict[str, Any] = raw
-        for i, part in enumerate(parts):
-            last = i == len(parts) - 1
-            # reuse the spelling already in the file (camelCase or snake_case)
-            spelled = next(
-                (k for k in node if k == part or to_camel(k) == part or k == to_camel(part)), part
-            )
-            if last:
-                node[spelled] = value
-            else:
-                child = node.get(spelled)
-                if child is None:
-                    child = node[spelled] = {}
-                if not isinstance(child, dict):
-                    raise ConfigError(f"{'.'.join(parts[: i + 1])}: is a value, not a section")
-                node = child
+    result: list[dict[str, Any]] = []
+
+    def edit(text: str) -> str:
+        raw = _parse_raw(path, text)
+        _put(raw, parts, value)
         from pydantic import ValidationError
 
         try:
             Config.model_validate(to_field_names(raw, Config))
         except ValidationError as exc:
             raise ConfigError(describe_validation_error(exc, str(path))) from exc
-        write_raw(path, raw)
-    return raw
+        result[:] = [raw]
+        return json.dumps(raw, indent=2, ensure_ascii=False) + "\n"
+
+    locked_edit(path, edit, error=ConfigError, mode=0o600)
+    return result[0]
+
+
+def _parse_raw(path: Path, text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON: {exc.msg}"
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a JSON object with a 'bot' section")
+    return data
+
+
+def _put(raw: dict[str, Any], parts: list[str], value: Any) -> None:
+    node: dict[str, Any] = raw
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        # reuse the spelling already in the file (camelCase or snake_case)
+        spelled = next(
+            (k for k in node if k == part or to_camel(k) == part or k == to_camel(part)), part
+        )
+        if last:
+            node[spelled] = value
+            return
+        child = node.get(spelled)
+        if child is None:
+            child = node[spelled] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(parts[: i + 1])}: is a value, not a section")
+        node = child

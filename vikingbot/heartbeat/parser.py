@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+from vikingbot.fsutil import BOM
 from vikingbot.heartbeat.entry_keys import has_keys, scheduled_fields, short
 from vikingbot.heartbeat.types import (
     Entry,
@@ -27,7 +28,6 @@ from vikingbot.heartbeat.types import (
 )
 
 DEFAULT_MAX_BYTES = 256 * 1024
-BOM = "\ufeff"
 ACTIVE = "active tasks"
 COMPLETED = "completed"
 
@@ -161,16 +161,20 @@ def _parse_cached(text: str) -> ParseResult:
     return _parse(text)
 
 
-@dataclass
 class _Draft:
-    """An entry being collected, line by line."""
+    """An entry being collected, line by line (a plain slotted class: files hold 65k of them)."""
 
-    start: int  # 0-based index of the first line
-    section: str
-    checked: bool
-    starts_in_comment: bool
-    raw: list[str] = field(default_factory=list)
-    parts: list[str] = field(default_factory=list)
+    __slots__ = ("checked", "parts", "raw", "section", "start", "starts_in_comment")
+
+    def __init__(
+        self, start: int, section: str, checked: bool, starts_in_comment: bool, line: str
+    ) -> None:
+        self.start = start  # 0-based index of the first line
+        self.section = section
+        self.checked = checked
+        self.starts_in_comment = starts_in_comment
+        self.raw = [line]
+        self.parts: list[str] = []
 
 
 class _Scanner:
@@ -210,7 +214,7 @@ class _Scanner:
             self.cur = None
 
     def _heading(self, i: int, stripped: str) -> bool:
-        found = heading_of(stripped)
+        found = heading_of(stripped) if stripped[0] == "#" else None
         if found is None:
             return False
         level, name = found
@@ -231,7 +235,7 @@ class _Scanner:
         checked = bool(box) and box is not None and box.group(1) in "xX"
         if box:
             body = body[box.end() :].lstrip()
-        cur = _Draft(i, self.section, checked, was_in_comment, raw=[line])
+        cur = _Draft(i, self.section, checked, was_in_comment, line)
         if body:
             cur.parts.append(body)
         self.cur = cur
@@ -363,10 +367,14 @@ def _tag_values(tags: tuple[str, ...], problems: list[str]) -> tuple[str | None,
 
 
 def _build(d: _Draft, section: Section, seen: _Seen) -> Entry:
-    tags = _tags(d)
     problems: list[str] = []
-    deliver, parked = _tag_values(tags, problems)
-    text = "\n".join(d.parts)
+    if len(d.raw) == 1 and not d.starts_in_comment and "<!--" not in d.raw[0]:
+        tags: tuple[str, ...] = ()
+        deliver = parked = None
+    else:
+        tags = _tags(d)
+        deliver, parked = _tag_values(tags, problems)
+    text = d.parts[0] if len(d.parts) == 1 else "\n".join(d.parts)
     fields = scheduled_fields(text, problems) if has_keys(text) else {}
     work = not d.checked and section in ("active", "flat")
     title = fields.get("title")

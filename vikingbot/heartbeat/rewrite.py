@@ -11,19 +11,17 @@ through the same lock. ``apply_moves_to_text`` is the pure core.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+from vikingbot import fsutil
 from vikingbot.errors import HeartbeatError
-from vikingbot.fsutil import fsync_dir
+from vikingbot.fsutil import BOM, edit_file
 from vikingbot.heartbeat.parser import (
     ACTIVE,
-    BOM,
     COMPLETED,
     parse_heartbeat,
     starts_section,
@@ -78,11 +76,6 @@ class RewriteReport:
     applied: tuple[Move, ...] = ()
     skipped: tuple[tuple[Move, str], ...] = ()  # (move, why it was not applied)
     changed: bool = False
-
-
-def lock_path(path: Path) -> Path:
-    """The lock file every writer of ``path`` takes: ``.HEARTBEAT.md.lock`` beside it."""
-    return path.with_name(f".{path.name}.lock")
 
 
 class _Doc:
@@ -316,106 +309,10 @@ def apply_moves(path: Path, moves: Sequence[Move], *, lock_timeout: float = 10) 
         result[:] = [report]
         return new_text
 
-    _edit_file(path, edit, lock_timeout)
+    edit_file(path, edit, lock_timeout=lock_timeout, error=HeartbeatError)
     return result[0]
 
 
 def locked_edit(path: Path, fn: Callable[[str], str], *, lock_timeout: float = 10) -> str:
-    """Rewrite ``path`` through ``fn`` under the same lock and atomic replace as a cycle.
-
-    ``fn`` gets the current text (``""`` for a missing file, a BOM removed and
-    restored around it) and returns the new text; it may be called again if
-    the file changes underneath. Returns the text written (or left).
-    """
-
-    def edit(text: str | None) -> str:
-        doc_bom = text is not None and text.startswith(BOM)
-        body = (text or "").removeprefix(BOM)
-        new = fn(body)
-        return BOM + new if doc_bom and not new.startswith(BOM) else new
-
-    return _edit_file(path, edit, lock_timeout, create=True) or ""
-
-
-def _edit_file(
-    path: Path,
-    edit: Callable[[str | None], str | None],
-    lock_timeout: float,
-    *,
-    create: bool = False,
-) -> str | None:
-    from filelock import FileLock, Timeout
-
-    if path.is_symlink():
-        raise HeartbeatError(
-            f"{path} is a symbolic link; vikingbot does not rewrite it (replace it with a file)"
-        )
-    lock = FileLock(str(lock_path(path)), timeout=lock_timeout)
-    try:
-        with lock.acquire(poll_interval=0.01):
-            return _edit_locked(path, edit, create)
-    except Timeout as exc:
-        raise HeartbeatError(
-            f"could not lock {path} within {lock_timeout:g} s "
-            f"(lock file {lock_path(path)}); another writer holds it"
-        ) from exc
-    except OSError as exc:
-        raise HeartbeatError(f"could not rewrite {path}: {exc.strerror or exc}") from exc
-
-
-def _edit_locked(path: Path, edit: Callable[[str | None], str | None], create: bool) -> str | None:
-    for _ in range(5):
-        try:
-            data: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            data = None
-        text = None if data is None else _decode(path, data)
-        new = edit(text)
-        if new is None or new == text or (data is None and (not create or not new)):
-            return new
-        if _replace_if_unchanged(path, new.encode("utf-8"), data):
-            return new
-    raise HeartbeatError(f"{path} kept changing while being rewritten; try again")
-
-
-def _decode(path: Path, data: bytes) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise HeartbeatError(
-            f"{path} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "not rewriting it"
-        ) from exc
-
-
-def _replace_if_unchanged(path: Path, data: bytes, expected: bytes | None) -> bool:
-    """Write ``data`` to a temp file beside ``path`` and ``os.replace`` it in.
-
-    Returns False (and writes nothing) when the file no longer holds
-    ``expected``: an editor that does not take our lock saved meanwhile.
-    """
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        try:
-            current: bytes | None = path.read_bytes()
-        except FileNotFoundError:
-            current = None
-        if current != expected:
-            os.unlink(tmp)
-            return False
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
-    return True
+    """``fsutil.locked_edit`` raising ``HeartbeatError``: for writers of HEARTBEAT.md."""
+    return fsutil.locked_edit(path, fn, lock_timeout=lock_timeout, error=HeartbeatError)

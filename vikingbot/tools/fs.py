@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from vikingbot.errors import ToolError
-from vikingbot.fsutil import atomic_write_text
+from vikingbot.fsutil import atomic_write_text, locked_edit
 from vikingbot.tools import reading
 from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside, resolve_in, shown
@@ -60,9 +60,7 @@ def _check_size(content: str, label: str) -> str:
 async def _write_heartbeat(path: Path, fn: Callable[[str], str]) -> None:
     """HEARTBEAT.md goes through the heartbeat's own lock, so a cycle's rewrite and the
     agent's edit never overwrite each other."""
-    from vikingbot.heartbeat.rewrite import locked_edit
-
-    await asyncio.to_thread(locked_edit, path, fn)
+    await asyncio.to_thread(locked_edit, path, fn, error=ToolError)
 
 
 class ReadFileTool(Tool):
