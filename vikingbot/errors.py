@@ -5,6 +5,7 @@
     ├── SessionError                session store problems (bad key, corrupt JSONL)
     ├── WorkspaceError              workspace resolution / template problems
     ├── StoreError                  state database problems (connect, migrate)
+    │   └── LeaseLost               a claim was taken over (store/leases.py)
     ├── ProviderError               a model provider failed (converted from SDK errors)
     │   ├── ProviderAuthError       bad or missing key
     │   ├── ProviderNotFoundError   unknown model / endpoint path
@@ -15,11 +16,22 @@
     ├── HeartbeatError              heartbeat file / entry problems
     │   └── EntryError              one HEARTBEAT.md entry is malformed (has line number)
     ├── CheckerError                an `only-if:` checker failed or is refused
-    ├── ChannelError                a chat platform failed (converted from SDK errors)
+    ├── ChannelError                a chat platform failed (converted from SDK errors); retried
+    │   ├── ChannelRejected         refused for good (unknown chat, no access): not retried
+    │   └── ChannelBusy             slow down: retried after `retry_after` seconds
     ├── DeliveryError               a delivery target is malformed or refused
     ├── CronError                   a cron job is invalid
     ├── SpawnError                  a child program could not be started (vikingbot.proc)
-    └── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
+    ├── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
+    ├── GatewayRunning              another gateway holds this home (gateway/lock.py)
+    ├── GatewayUnavailable          the CLI cannot reach the gateway (gateway/client.py)
+    ├── GatewayRefused              the gateway answered with an error (gateway/client.py)
+    ├── BadRequest                  a control request answered 400 (gateway/errors.py)
+    └── NotFound                    a control request answered 404 (gateway/errors.py)
+
+Classes defined in this module are the ones several packages catch; a class
+only one package raises and catches lives there (the module is named above).
+`tests/test_errors_tree.py` fails when this drawing and the code disagree.
 
 Vendor SDK errors are converted at the provider/channel boundary; nothing
 outside those modules catches SDK exception types.
@@ -99,6 +111,18 @@ class CheckerError(VikingbotError):
 
 class ChannelError(VikingbotError):
     pass
+
+
+class ChannelRejected(ChannelError):
+    """The platform refused the message for good (unknown chat, no access): no retry."""
+
+
+class ChannelBusy(ChannelError):
+    """The platform asked us to slow down; retry after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class DeliveryError(VikingbotError):

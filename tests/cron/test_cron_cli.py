@@ -68,7 +68,7 @@ def test_invalid_jobs_are_refused_with_exit_1(cli) -> None:  # type: ignore[no-u
     )
     assert code == 1 and "unknown IANA timezone 'Mars/Base'" in err
     code, _, err = cli("cron", "add", "x", "--cron", "0 9 * *", "--prompt", "p")
-    assert code == 1 and "expected 5 fields" in err
+    assert code == 1 and "needs 5 fields" in err
     code, _, err = cli("cron", "remove", "nope")
     assert code == 1 and "no cron job named 'nope'" in err
 

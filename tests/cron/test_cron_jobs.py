@@ -31,7 +31,7 @@ def test_add_stores_the_job_with_its_first_run(jobs: CronJobs) -> None:
     ("kwargs", "message"),
     [
         ({"kind": "cron", "expr": "0 9 * * *", "timezone": "Berlin"}, "unknown IANA timezone"),
-        ({"kind": "cron", "expr": "every monday"}, "expected 5 fields"),
+        ({"kind": "cron", "expr": "every monday"}, "needs 5 fields"),
         ({"kind": "at", "expr": "2025-12-31T23:00"}, "is in the past"),
         ({"kind": "every", "expr": "30m", "prompt": "  "}, "needs a prompt"),
         ({"kind": "every", "expr": "30m", "timeout_s": 0}, "timeout must be positive"),

@@ -79,7 +79,7 @@ def test_cron_every_half_hour_runs_both_repeated_half_hours_in_autumn() -> None:
 @pytest.mark.parametrize(
     ("kind", "expr", "tz", "message"),
     [
-        ("cron", "0 9 * *", "UTC", "expected 5 fields"),
+        ("cron", "0 9 * *", "UTC", "needs 5 fields"),
         ("cron", "0 25 * * *", "UTC", "bad cron expression"),
         ("cron", "0 9 * * *", "Mars/Olympus", "unknown IANA timezone"),
         ("every", "soon", "UTC", "bad 'every' interval"),

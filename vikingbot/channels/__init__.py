@@ -3,9 +3,7 @@
 Owns the channel base class, allow-lists, the owner's chat, message splitting,
 sending with retries through the outbox, and the built-in ``cli``, ``webhook``,
 ``slack`` and ``telegram`` channels (each imported only when enabled).
+
+Import from the modules themselves (``vikingbot.channels.<module>``); this package
+re-exports nothing.
 """
-
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
-from vikingbot.channels.text import split_text
-
-__all__ = ["Channel", "ChannelBusy", "ChannelRejected", "split_text"]

@@ -31,18 +31,6 @@ if TYPE_CHECKING:
 STRANGER_AUDIT_EVERY = timedelta(minutes=10)
 
 
-class ChannelRejected(ChannelError):
-    """The platform refused the message for good (unknown chat, no access): no retry."""
-
-
-class ChannelBusy(ChannelError):
-    """The platform asked us to slow down; retry after ``retry_after`` seconds."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
 def has_secret(value: SecretStr | None) -> bool:
     """A secret setting that is present and not empty."""
     return value is not None and bool(value.get_secret_value())

@@ -21,7 +21,7 @@ from loguru import logger
 
 from vikingbot import registry
 from vikingbot.bus import MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected
+from vikingbot.channels.base import Channel
 from vikingbot.channels.leadership import CHECK_S as LEASE_CHECK_S
 from vikingbot.channels.leadership import TTL_S as LEASE_TTL_S
 from vikingbot.channels.leadership import Leadership, channel_key
@@ -29,7 +29,7 @@ from vikingbot.channels.owner import channel_sections, owner_chat_for
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
-from vikingbot.errors import ChannelError, VikingbotError
+from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, VikingbotError
 
 if TYPE_CHECKING:
     from starlette.routing import Mount

@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected, Problems, has_secret
+from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase, TelegramConfig
-from vikingbot.errors import ChannelError, NotConfiguredError
+from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:
     from telegram import Bot, Update

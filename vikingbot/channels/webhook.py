@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel, ChannelBusy, ChannelRejected, Problems, has_secret
+from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase, WebhookConfig
-from vikingbot.errors import ChannelError
+from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected
 
 if TYPE_CHECKING:
     import httpx

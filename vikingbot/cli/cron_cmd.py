@@ -98,8 +98,8 @@ def add_cmd(
     json: JsonOpt = False,
 ) -> None:
     """Add a job: exactly one of --every, --at or --cron."""
-    from vikingbot.config.schema import parse_duration
     from vikingbot.errors import CronError
+    from vikingbot.grammar import to_seconds
 
     given = [(k, v) for k, v in (("every", every), ("at", at), ("cron", cron)) if v is not None]
     if len(given) != 1:
@@ -108,7 +108,7 @@ def add_cmd(
     timeout_s = None
     if timeout is not None:
         try:
-            timeout_s = parse_duration(timeout)
+            timeout_s = to_seconds(timeout)
         except ValueError as exc:
             fail(f"--timeout: {exc}", code=2)
     rt = _runtime(ctx)

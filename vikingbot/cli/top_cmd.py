@@ -10,6 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from vikingbot.cli.common import get_config, print_json, state
+from vikingbot.redact import mask_url
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -92,7 +93,7 @@ def _config_view(ctx: typer.Context) -> dict[str, Any]:
     return {
         "config": str(paths.config_file),
         "data_dir": str(paths.data_dir),
-        "database": _mask_url(paths.database_url),
+        "database": mask_url(paths.database_url),
         "provider": config.bot.agents.provider,
         "model": config.bot.agents.model,
         "provider_configured": problem is None,
@@ -112,9 +113,3 @@ def _count(folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> int:
             return sum(1 for e in it if not e.name.startswith(".") and keep(e))
     except OSError:
         return 0
-
-
-def _mask_url(url: str) -> str:
-    import re
-
-    return re.sub(r"://([^:/@]+):[^@]+@", r"://\1:***@", url)

@@ -6,7 +6,6 @@ Keys may be written in snake_case or camelCase. Unknown keys are errors.
 
 from __future__ import annotations
 
-import re
 from datetime import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,24 +22,11 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
-_UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400, None: 1}
+from vikingbot.grammar import time_of_day, to_seconds
 
-
-def parse_duration(value: Any) -> float:
-    """``90`` / ``"90s"`` / ``"30m"`` / ``"2h"`` / ``"1d"`` -> seconds."""
-    if isinstance(value, bool):
-        raise ValueError("expected a duration like 90s, 30m, 2h or 1d")
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        m = _DURATION.match(value)
-        if m:
-            return float(m.group(1)) * _UNIT[m.group(2)]
-    raise ValueError(f"expected a duration like 90s, 30m, 2h or 1d, got {value!r}")
-
-
-Duration = Annotated[float, BeforeValidator(parse_duration)]
+# Durations and times of day: one grammar for config, HEARTBEAT.md and the CLI
+# (vikingbot/grammar.py). A JSON number is seconds; text needs its unit.
+Duration = Annotated[float, BeforeValidator(to_seconds)]
 
 
 def _check_tz(name: str | None) -> str | None:
@@ -54,11 +40,10 @@ def _check_tz(name: str | None) -> str | None:
 
 
 def _check_hhmm(value: Any) -> str:
-    if isinstance(value, str) and re.fullmatch(r"\d{1,2}:\d{2}", value.strip()):
-        h, m = (int(x) for x in value.strip().split(":"))
-        if (0 <= h <= 23 and 0 <= m <= 59) or (h == 24 and m == 0):
-            return f"{h:02d}:{m:02d}"
-    raise ValueError(f"expected a time HH:MM, got {value!r}")
+    found = time_of_day(value, allow_24=True) if isinstance(value, str) else None
+    if found is None:
+        raise ValueError(f"expected a time HH:MM (00:00-24:00), got {value!r}")
+    return f"{found[0]:02d}:{found[1]:02d}"
 
 
 TimeZoneName = Annotated[str | None, BeforeValidator(_check_tz)]

@@ -24,15 +24,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from vikingbot.config.schema import parse_duration
 from vikingbot.cron.types import KINDS, CronJob
 from vikingbot.errors import CronError
+from vikingbot.grammar import cron_problem, normal_cron, to_seconds
 
 MIN_INTERVAL_S = 60.0
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _US = timedelta(microseconds=1)
 
-Decision = Literal["run", "wait", "schedule", "idle", "invalid"]
+Due = Literal["run", "wait", "schedule", "idle", "invalid"]
 
 
 def check_name(name: str) -> str:
@@ -71,9 +71,11 @@ def parse_at(expr: str, timezone: str = "UTC") -> datetime:
 def parse_every(expr: str) -> timedelta:
     """An ``every`` interval; at least one minute."""
     try:
-        seconds = parse_duration(expr)
+        if not isinstance(expr, str):
+            raise ValueError(f"expected a duration like 90s, 30m, 2h or 1d, got {expr!r}")
+        seconds = to_seconds(expr)
     except ValueError as exc:
-        raise CronError(f"bad 'every' interval {expr!r}: expected e.g. 90s, 30m, 2h or 1d") from exc
+        raise CronError(f"bad 'every' interval {expr!r}: {exc}") from exc
     if seconds < MIN_INTERVAL_S:
         raise CronError(
             f"'every' interval {expr!r} is shorter than {MIN_INTERVAL_S:g}s; "
@@ -83,21 +85,11 @@ def parse_every(expr: str) -> timedelta:
 
 
 def check_cron(expr: str) -> str:
-    """A 5-field cron expression, normalised to single spaces."""
-    from cronsim import CronSim, CronSimError
-
-    fields = expr.split() if isinstance(expr, str) else []
-    if len(fields) != 5:
-        raise CronError(
-            f"bad cron expression {expr!r}: expected 5 fields "
-            "(minute hour day-of-month month day-of-week), e.g. '0 9 * * 1-5'"
-        )
-    text = " ".join(fields)
-    try:
-        CronSim(text, datetime(2026, 1, 1, tzinfo=UTC))
-    except CronSimError as exc:
-        raise CronError(f"bad cron expression {expr!r}: {exc}") from exc
-    return text
+    """A 5-field cron expression (the one grammar, ``vikingbot.grammar``), single-spaced."""
+    reason = cron_problem(expr) if isinstance(expr, str) else "is not text"
+    if reason:
+        raise CronError(f"bad cron expression {expr!r}: {reason}")
+    return normal_cron(expr)
 
 
 def validate(kind: str, expr: str, timezone: str = "UTC") -> str:
@@ -159,7 +151,7 @@ def next_run(job: CronJob, after: datetime) -> datetime | None:
     raise CronError(f"unknown cron job kind {job.kind!r} (expected one of: {', '.join(KINDS)})")
 
 
-def decide(job: CronJob, now: datetime) -> Decision:
+def decide(job: CronJob, now: datetime) -> Due:
     """What a tick does with one job.
 
     ``invalid``: report, never run. ``idle``: disabled or nothing left to run.

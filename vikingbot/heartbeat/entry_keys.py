@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
-from cronsim import CronSim, CronSimError
-
+from vikingbot.grammar import cron_problem as cron_expression_problem
+from vikingbot.grammar import duration_s, time_of_day
 from vikingbot.heartbeat.types import Schedule, normalise_key
 
 # A key is one of these words, at the start or after whitespace, followed by ':'.
@@ -37,10 +35,7 @@ _LONGEST_KEY = max(len(k) for k in KEYS)
 # A word directly followed by ':' (the word holds neither whitespace nor ':'),
 # so each position of the text is looked at a bounded number of times.
 _WORD_COLON = re.compile(rf"(?<!\S)([^\s:]{{1,{_LONGEST_KEY}}}):")
-_DURATION = re.compile(r"([0-9]{1,9})[ \t]*([smhdSMHD])")
-_UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_EVERY_S = 366 * 86400  # a year: longer intervals are a typo, and overflow date maths
-_HHMM = re.compile(r"([0-9]{1,2}):([0-9]{2})")
 # The same rules the checker runner applies (docs/checkers.md): a name, then an
 # optional scope; both start with a letter or digit, neither can hold a command.
 _CHECKER = re.compile(
@@ -158,8 +153,7 @@ def _kind(values: dict[str, tuple[str, str]], problems: list[str]) -> Schedule |
 
 
 def _every(word: str, value: str, problems: list[str]) -> Schedule | None:
-    m = _DURATION.fullmatch(value)
-    seconds = int(m.group(1)) * _UNIT_S[m.group(2).lower()] if m else 0
+    seconds = duration_s(value) or 0.0
     if seconds <= 0:
         problems.append(
             f"{word}: needs a duration above zero like 90s, 30m, 2h or 1d, got {short(value)!r}"
@@ -168,15 +162,15 @@ def _every(word: str, value: str, problems: list[str]) -> Schedule | None:
     if seconds > MAX_EVERY_S:
         problems.append(f"{word}: is at most 366d (a year), got {short(value)!r}")
         return None
-    return Schedule(kind="every", every_s=float(seconds))
+    return Schedule(kind="every", every_s=seconds)
 
 
 def _daily(word: str, value: str, problems: list[str]) -> Schedule | None:
-    m = _HHMM.fullmatch(value)
-    if not m or int(m.group(1)) > 23 or int(m.group(2)) > 59:
+    found = time_of_day(value)
+    if found is None:
         problems.append(f"{word}: needs a time of day HH:MM (00:00-23:59), got {short(value)!r}")
         return None
-    return Schedule(kind="daily", daily=f"{int(m.group(1)):02d}:{m.group(2)}")
+    return Schedule(kind="daily", daily=f"{found[0]:02d}:{found[1]:02d}")
 
 
 def _cron(value: str, problems: list[str]) -> Schedule | None:
@@ -193,27 +187,14 @@ def _cron(value: str, problems: list[str]) -> Schedule | None:
     return Schedule(kind="cron", cron=" ".join(expr.split()))
 
 
-_CRON_FIELD = re.compile(r"[0-9A-Za-z*/,?#LW-]{1,100}")
-
-
-@lru_cache(maxsize=1024)
 def cron_problem(expr: str) -> str | None:
-    """Why a 5-field cron expression is not usable, or ``None`` when it is fine."""
-    fields = expr.split()
-    if len(fields) != 5:
-        return (
-            "cron: needs 5 fields (minute hour day month weekday), quoted when it has "
-            f'spaces, e.g. cron: "0 9 * * 1-5"; got {len(fields)} in {short(expr)!r}'
-        )
-    if not all(_CRON_FIELD.fullmatch(f) for f in fields):
-        return f"cron: {short(expr)!r} has characters a cron field never holds"
-    try:
-        next(CronSim(" ".join(fields), datetime(2000, 1, 1)))
-    except CronSimError as exc:
-        return f"cron: {short(expr)!r} is not a valid expression ({exc})"
-    except StopIteration:
-        return f"cron: {short(expr)!r} never fires"
-    return None
+    """Why a ``cron:`` value is not usable (the one cron grammar, ``vikingbot.grammar``)."""
+    reason = cron_expression_problem(expr)
+    if reason is None:
+        return None
+    if reason.startswith("needs 5 fields"):
+        reason += ', quoted when it has spaces, e.g. cron: "0 9 * * 1-5"'
+    return f"cron: {short(expr)!r} {reason}"
 
 
 def checker_ref(value: str) -> tuple[str, str | None] | None:

@@ -4,10 +4,7 @@
 ``search_history`` tool), ``prune`` enforces ``bot.memory.history_max_days``,
 ``consolidate`` writes idle sessions into ``memory/MEMORY.md``, ``service`` runs
 all three on a schedule.
+
+Import from the modules themselves (``vikingbot.housekeeping.<module>``); this package
+re-exports nothing.
 """
-
-from vikingbot.housekeeping.index import index_sessions
-from vikingbot.housekeeping.search import SearchHit, search
-from vikingbot.housekeeping.service import HousekeepingService
-
-__all__ = ["HousekeepingService", "SearchHit", "index_sessions", "search"]

@@ -27,6 +27,7 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
 
+from vikingbot import redact
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.errors import StoreError
 from vikingbot.store import migrations
@@ -42,10 +43,7 @@ def mask_url(url: URL | str) -> str:
     """The URL as text with any password replaced by ``***``."""
     if isinstance(url, URL):
         return url.render_as_string(hide_password=True)
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except ArgumentError:
-        return re.sub(r"(://[^:/@]*:)[^@]*@", r"\1***@", url)
+    return redact.mask_url(url)
 
 
 def _json_dumps(value: Any) -> str:

@@ -3,8 +3,7 @@
 Built-in tools live in ``fs`` (files), ``shell`` (``exec``), ``web``
 (``web_fetch``) and ``message``; every tool, built-in or plugin, is found through
 the ``vikingbot.tools`` entry-point group (see ``registry``).
+
+Import from the modules themselves (``vikingbot.tools.<module>``); this package
+re-exports nothing.
 """
-
-from vikingbot.tools.base import Tool, ToolContext, ToolSchema, check_args
-
-__all__ = ["Tool", "ToolContext", "ToolSchema", "check_args"]

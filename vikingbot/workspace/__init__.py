@@ -1,7 +1,5 @@
-"""Workspaces: the folder each session's agent works in, and the template that fills it."""
+"""Workspaces: the folder each session's agent works in, and the template that fills it.
 
-from vikingbot.workspace.manager import MODES, WorkspaceManager, workspace_name
-from vikingbot.workspace.names import safe_name
-from vikingbot.workspace.template import fill, template_dir
-
-__all__ = ["MODES", "WorkspaceManager", "fill", "safe_name", "template_dir", "workspace_name"]
+Import from the modules themselves (``vikingbot.workspace.<module>``); this package
+re-exports nothing.
+"""
