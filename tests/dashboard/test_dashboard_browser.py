@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from typing import Any
 
 from playwright.sync_api import expect
@@ -17,6 +19,9 @@ from tests.e2e.conftest import Home, with_tasks
 from vikingbot.testing.fake_openai import reply
 from vikingbot.testing.gateway_proc import GatewayProcess
 
+# the module's gateway has a token, as one bound beyond loopback must
+TOKEN = "a-long-gateway-token-for-the-test"
+GATEWAY = {"token": TOKEN}
 HOSTILE = (
     "Done. <script>window.__pwned = 1</script>\n\n"
     '<img src="x" onerror="window.__pwned = 2"> [click](javascript:window.__pwned=3)'
@@ -194,3 +199,29 @@ def test_a_login_link_works_once_and_a_wrong_token_gets_the_login_form(
     finally:
         first.close()
         second.close()
+
+
+def test_nothing_is_readable_without_a_session_and_the_gateway_token_logs_in(
+    home: Home, gw: GatewayProcess, browser: Any
+) -> None:
+    for path in ("/ui/", "/ui/inbox", "/ui/events", "/ui/runs?workspace=x"):
+        req = urllib.request.Request(gw.base_url + path, headers={"hx-request": "true"})
+        try:
+            urllib.request.urlopen(req, timeout=10)
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 401, path
+        else:
+            raise AssertionError(f"{path} answered without a session")
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(gw.base_url + "/")
+        page.fill("input[name=token]", "not-the-token")
+        page.click("button[type=submit]")
+        expect(page.locator(".error")).to_contain_text("not valid")
+        page.fill("input[name=token]", TOKEN)
+        page.click("button[type=submit]")
+        expect(page.locator("h1")).to_have_text("Overview")
+        expect(page.locator("#bell-count")).not_to_have_text("…")  # the live feed works too
+    finally:
+        context.close()
