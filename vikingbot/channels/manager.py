@@ -320,61 +320,70 @@ class ChannelManager:
     ) -> tuple[int, ChannelError | None]:
         """Send one piece, retrying with backoff: (attempts made, the last error or None).
 
-        stamina (``vikingbot.retries``) schedules the attempts: the delay starts at
-        ``retry_delay_s`` and doubles (capped, jittered by up to one first delay); a
+        tenacity schedules the attempts: the delay starts at ``retry_delay_s`` and
+        doubles (capped at 30 s) plus up to one first delay of jitter; a
         :class:`ChannelBusy` waits what the platform asked; a :class:`ChannelRejected`
         is not retried.
         """
-        from vikingbot.retries import retry_context
+        from tenacity import (
+            AsyncRetrying,
+            RetryCallState,
+            retry_if_exception,
+            stop_after_attempt,
+            wait_exponential,
+            wait_random,
+        )
 
         tries = 1 + self._retries
-        made = 0
-        try:
-            async for attempt in retry_context(
-                on=_retry_hook,
-                attempts=tries,
-                timeout=None,
-                wait_initial=self.retry_delay_s,
-                wait_max=MAX_BACKOFF_S,
-                wait_jitter=self.retry_delay_s,
-            ):
-                with attempt:
-                    made = attempt.num
-                    await self._send_once(channel, msg, made, tries, attempt.next_wait)
-        except ChannelError as exc:
-            return made, exc
-        return made, None
+        backoff = wait_exponential(multiplier=self.retry_delay_s, max=MAX_BACKOFF_S) + wait_random(
+            0, self.retry_delay_s
+        )
 
-    async def _send_once(
-        self, channel: Channel, msg: OutboundMessage, num: int, tries: int, next_wait: float
-    ) -> None:
-        try:
-            await channel.send(msg)
-            return
-        except ChannelError as exc:
-            error = exc
-        except Exception as exc:  # a channel bug must not take the manager down
-            logger.exception("channel {} raised an unexpected error", channel.name)
-            error = ChannelError(f"channel {channel.name!r} failed: {exc}")
-        if num < tries and _retry_hook(error) is not False:
-            hook = _retry_hook(error)
-            delay = next_wait if hook is True else float(hook)
+        def wait(state: RetryCallState) -> float:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            if isinstance(exc, ChannelBusy) and exc.retry_after is not None:
+                return min(max(exc.retry_after, 0.0), MAX_BACKOFF_S)
+            return float(backoff(state))
+
+        def warn(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome is not None else None
+            delay = state.next_action.sleep if state.next_action is not None else 0.0
             logger.warning(
                 "channel {}: send to {} failed ({}); retry {}/{} in {:.2f}s",
                 channel.name,
                 msg.chat_id,
-                error,
-                num,
+                exc,
+                state.attempt_number,
                 tries - 1,
                 delay,
             )
-        raise error
+
+        made = 0
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(tries),
+                wait=wait,
+                retry=retry_if_exception(_retryable),
+                before_sleep=warn,
+                reraise=True,
+            ):
+                with attempt:
+                    made = attempt.retry_state.attempt_number
+                    await self._send_once(channel, msg)
+        except ChannelError as exc:
+            return made, exc
+        return made, None
+
+    async def _send_once(self, channel: Channel, msg: OutboundMessage) -> None:
+        try:
+            await channel.send(msg)
+        except ChannelError:
+            raise
+        except Exception as exc:  # a channel bug must not take the manager down
+            logger.exception("channel {} raised an unexpected error", channel.name)
+            raise ChannelError(f"channel {channel.name!r} failed: {exc}") from exc
 
 
-def _retry_hook(exc: Exception) -> bool | float:
-    """stamina's ``on``: retry channel errors, not refusals; honour ``retry_after``."""
-    if isinstance(exc, ChannelRejected) or not isinstance(exc, ChannelError):
-        return False
-    if isinstance(exc, ChannelBusy) and exc.retry_after is not None:
-        return min(max(exc.retry_after, 0.0), MAX_BACKOFF_S)
-    return True
+def _retryable(exc: BaseException) -> bool:
+    """Channel errors are retried, refusals are not."""
+    return isinstance(exc, ChannelError) and not isinstance(exc, ChannelRejected)
