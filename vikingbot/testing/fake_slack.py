@@ -20,7 +20,6 @@ import asyncio
 import itertools
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -114,13 +113,9 @@ class FakeSlack:
             self.post_errors.append((status or (429 if error == "ratelimited" else 200), error))
 
     def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not ready():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("fake Slack: timed out waiting")
-                self._cond.wait(left)
+        from vikingbot.testing.server import wait_until
+
+        wait_until(self._cond, ready, timeout, "fake Slack")
 
     def wait_for_posts(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
         self._wait(lambda: len(self.posts) >= n, timeout)

@@ -136,13 +136,9 @@ class FakeTelegram:
             self.send_errors.append((code, description, retry_after if code == 429 else None))
 
     def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while not ready():
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError("fake Telegram: timed out waiting")
-                self._cond.wait(left)
+        from vikingbot.testing.server import wait_until
+
+        wait_until(self._cond, ready, timeout, "fake Telegram")
 
     def wait_for_sent(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
         self._wait(lambda: len(self.sent) >= n, timeout)

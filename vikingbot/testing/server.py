@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -55,3 +55,16 @@ def serve_app(app: Any, **uvicorn_options: Any) -> Iterator[str]:
         server.should_exit = True
         thread.join(timeout=STARTUP_TIMEOUT_S)
         sock.close()
+
+
+def wait_until(
+    cond: threading.Condition, ready: Callable[[], bool], timeout: float, what: str
+) -> None:
+    """Block until ``ready()`` holds under ``cond`` (notified by the server thread)."""
+    deadline = time.monotonic() + timeout
+    with cond:
+        while not ready():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{what}: timed out waiting")
+            cond.wait(left)
