@@ -283,3 +283,30 @@ async def test_behind_the_gateway_token_the_channel_route_checks_its_own(
         assert metrics.status_code == 401  # the channel's token opens nothing else
     finally:
         await manager.stop()
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"[" * 50_000,  # nested deeper than the JSON decoder recurses
+        b'{"a":' * 10_000 + b"1" + b"}" * 10_000,
+        b'{"sender_id": "u1", "chat_id": "c1", "text": "\\ud800 lone surrogate"}',
+        b'{"sender_id": ["u1"], "chat_id": "c1", "text": "hi"}',
+        b'{"sender_id": "u1", "chat_id": {"deep": [[[[]]]]}, "text": "hi"}',
+        b"\xff\xfe\x00{",
+        b"null",
+        b'"just a string"',
+    ],
+)
+async def test_malformed_inbound_bodies_are_400_never_500(
+    store: Any, bus: MessageBus, make_config: Callable[..., Config], body: bytes
+) -> None:
+    manager = await started(make_config(webhook=webhook([], allowFrom=["*"])), bus, store)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with await _client(manager) as client:
+            response = await client.post("/webhook/inbound", content=body, headers=auth)
+        assert response.status_code == 400, response.text
+        assert response.json()["error"]
+    finally:
+        await manager.stop()

@@ -125,6 +125,8 @@ class WebhookChannel(Channel):
                 raise ChannelError(f"field {name!r} must be a non-empty string")
             if len(value) > cap:
                 raise ChannelError(f"field {name!r} is longer than {cap} characters")
+            if not value.isascii() and _not_utf8(value):
+                raise ChannelError(f"field {name!r} holds an unpaired surrogate (\\ud800-\\udfff)")
             fields[name] = value
         return await self.accept(
             InboundMessage(
@@ -161,6 +163,14 @@ class WebhookChannel(Channel):
         return hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode())
 
 
+def _not_utf8(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
 def _routes(channel: WebhookChannel) -> list[Route]:
     """``POST /inbound`` (mounted by the gateway at ``/webhook/inbound``)."""
     from starlette.responses import JSONResponse
@@ -186,7 +196,7 @@ def _routes(channel: WebhookChannel) -> list[Route]:
                 return JSONResponse({"error": "body too large"}, status_code=413)
         try:
             payload = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: too deep
             return JSONResponse({"error": "body is not valid JSON"}, status_code=400)
         try:
             accepted = await channel.receive(payload)

@@ -53,7 +53,7 @@ def get_cmd(
         value = get_value(config, key)
     except ConfigError as exc:
         fail(str(exc))
-    typer.echo(json.dumps(to_plain(value), ensure_ascii=False))
+    typer.echo(json.dumps(to_plain(value, name=key), ensure_ascii=False))
 
 
 @app.command("set")
@@ -88,4 +88,4 @@ def _holds_secret(raw: dict[str, object], key: str) -> bool:
     from vikingbot.config.schema import Config
 
     value = get_value(Config.model_validate(to_field_names(raw, Config)), key)
-    return bool(to_plain(value) != to_plain(value, reveal=True))
+    return bool(to_plain(value, name=key) != to_plain(value, reveal=True, name=key))

@@ -19,6 +19,7 @@ from vikingbot.config.loader import (
     describe_validation_error,
     to_field_names,
 )
+from vikingbot.config.masking import MASK, mask_tree
 from vikingbot.config.schema import Config
 from vikingbot.fsutil import locked_edit
 
@@ -60,19 +61,25 @@ def _from_camel(part: str, fields: dict[str, Any]) -> str | None:
     return None
 
 
-def to_plain(value: Any, *, reveal: bool = False) -> Any:
+def to_plain(value: Any, *, reveal: bool = False, name: str = "") -> Any:
+    """``value`` as JSON-like data; unless ``reveal``, every secret masked (see ``masking``).
+
+    ``name`` is the key the value sits under (``config get`` of a single value).
+    """
+    plain = _plain(value, reveal=reveal)
+    return plain if reveal else mask_tree(plain, name.rsplit(".", 1)[-1])
+
+
+def _plain(value: Any, *, reveal: bool) -> Any:
     if isinstance(value, BaseModel):
-        return (
-            mask(value.model_dump(mode="json"), value)
-            if not reveal
-            else value.model_dump(mode="json")
-        )
+        dumped = value.model_dump(mode="json")
+        return dumped if reveal else mask(dumped, value)
     if isinstance(value, SecretStr):
-        return value.get_secret_value() if reveal else "***"
+        return value.get_secret_value() if reveal else MASK
     if isinstance(value, dict):
-        return {k: to_plain(v, reveal=reveal) for k, v in value.items()}
+        return {k: _plain(v, reveal=reveal) for k, v in value.items()}
     if isinstance(value, list):
-        return [to_plain(v, reveal=reveal) for v in value]
+        return [_plain(v, reveal=reveal) for v in value]
     if isinstance(value, Path):
         return str(value)
     return value
