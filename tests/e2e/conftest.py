@@ -1,184 +1,20 @@
 """End to end: `vikingbot gateway` as a real child process against loopback fakes.
 
-Each test gets a temporary vikingbot home whose config points the OpenAI
-provider at a scripted fake model server and the Telegram channel at a fake
-Bot API, both running in this test process. The owner's Telegram chat has a
-session with a user message from just now, so the heartbeat considers it.
+The home and its helpers are ``vikingbot.testing.home``; these are the fixtures.
 Every gateway a test starts is killed at teardown, also when the test fails.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 
-from vikingbot.session.store import SessionStore
-from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI
 from vikingbot.testing.fake_telegram import FakeTelegram
 from vikingbot.testing.gateway_proc import GatewayProcess
-
-OWNER_ID = 4242
-OWNER_KEY = SessionKey("telegram", "default", str(OWNER_ID))
-HB_KEY = SessionKey("heartbeat", "hb", "shared")
-TEMPLATE_HEAD = "# Heartbeat Tasks"
-TIMEOUT_S = 60.0  # generous: the machine running the suite may be busy
-
-T = TypeVar("T")
-
-
-def with_tasks(*lines: str) -> str:
-    """The shipped HEARTBEAT.md template with ``lines`` under Active Tasks."""
-    template = (Path(__file__).parents[2] / "workspace_template" / "HEARTBEAT.md").read_text()
-    marker = "below this line -->\n"
-    assert marker in template, "the workspace template changed; update with_tasks()"
-    return template.replace(marker, marker + "".join(f"{x}\n" for x in lines), 1)
-
-
-def poll(check: Callable[[], T | None], what: str, timeout: float = TIMEOUT_S) -> T:
-    """Call ``check`` every 50 ms until it returns something truthy; fail naming ``what``."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        time.sleep(0.05)
-
-
-@dataclass
-class Home:
-    """A vikingbot home prepared for one test, with helpers to look inside it."""
-
-    path: Path
-    llm: FakeOpenAI
-    telegram: FakeTelegram
-    telegram_api: str
-    config: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def data(self) -> Path:
-        return self.path / "data"
-
-    @property
-    def sessions_dir(self) -> Path:
-        return self.data / "sessions"
-
-    @property
-    def database_url(self) -> str:
-        return f"sqlite:///{self.data / 'state.db'}"
-
-    def workspace(self, name: str = "shared") -> Path:
-        return self.data / "workspace" / name
-
-    def write_config(self, **bot: Any) -> None:
-        """Write config.json: fakes wired in, ``bot`` sections merged over the base."""
-        base: dict[str, Any] = {
-            "owner": f"telegram:{OWNER_ID}",
-            "agents": {"provider": "openai", "model": "fake-model"},
-            "providers": {
-                "openai": {"api_base": self.llm.base_url, "api_key": "sk-e2e", "max_retries": 0}
-            },
-            "channels": {
-                "cli": {"enabled": False},
-                "telegram": {
-                    "enabled": True,
-                    "token": self.telegram.token,
-                    "api_base": self.telegram_api,
-                    "allow_from": [str(OWNER_ID)],
-                },
-            },
-            "heartbeat": {"timezone": "UTC"},
-            "gateway": {"shutdown_grace_s": 5},
-        }
-        for key, value in bot.items():
-            if isinstance(value, dict) and isinstance(base.get(key), dict):
-                base[key] = {**base[key], **value}
-            else:
-                base[key] = value
-        self.config = {"bot": base}
-        self.path.mkdir(parents=True, exist_ok=True)
-        (self.path / "config.json").write_text(json.dumps(self.config, indent=2))
-
-    def sessions(self) -> SessionStore:
-        return SessionStore(self.sessions_dir)
-
-    def add_user_session(self, key: SessionKey = OWNER_KEY, text: str = "hello") -> Path:
-        """A session whose last user message is from now; returns its file."""
-        store = self.sessions()
-        store.get_or_create(key)
-        store.append(key, Message(role="user", content=text, timestamp=datetime.now(UTC)))
-        return store.path_for(key)
-
-    def write_heartbeat(self, text: str, workspace: str = "shared") -> Path:
-        folder = self.workspace(workspace)
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / "HEARTBEAT.md"
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    # ---- reading state the gateway wrote ---------------------------------
-
-    def ledger(self) -> list[dict[str, Any]]:
-        """The heartbeat run ledger, newest first (opened and closed per call)."""
-        from vikingbot.heartbeat.state import HeartbeatState
-        from vikingbot.store.db import StateStore
-
-        store = StateStore.open(self.database_url)
-        try:
-            return HeartbeatState(store).runs(limit=100)
-        finally:
-            store.close()
-
-    def outbox(self) -> list[Any]:
-        """Every outbox row, oldest first."""
-        from vikingbot.delivery.outbox import Outbox
-        from vikingbot.store.db import StateStore
-
-        store = StateStore.open(self.database_url)
-        try:
-            return Outbox(store).rows()
-        finally:
-            store.close()
-
-    def inbox(self) -> list[Any]:
-        """Unread inbox items (results that reached no chat), oldest first."""
-        from vikingbot.delivery.inbox import Inbox
-        from vikingbot.store.db import StateStore
-
-        store = StateStore.open(self.database_url)
-        try:
-            return Inbox(store).items()
-        finally:
-            store.close()
-
-    def cli(self, *args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-        """Run ``python -m vikingbot ARGS`` against this home."""
-        env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
-        env["VIKINGBOT_HOME"] = str(self.path)
-        return subprocess.run(
-            [sys.executable, "-m", "vikingbot", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
-
-    def cli_json(self, *args: str) -> Any:
-        res = self.cli(*args, "--json")
-        assert res.returncode == 0, f"vikingbot {' '.join(args)} failed:\n{res.stderr}"
-        return json.loads(res.stdout)
+from vikingbot.testing.home import TIMEOUT_S, Home
 
 
 @pytest.fixture

@@ -17,9 +17,9 @@ import urllib.request
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from tests.e2e.conftest import OWNER_ID, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import reply, tool_call
 from vikingbot.testing.gateway_proc import GatewayProcess
+from vikingbot.testing.home import OWNER_ID, Home, poll, with_tasks
 
 Start = Callable[[Home], GatewayProcess]
 

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.e2e.conftest import HB_KEY, OWNER_ID, OWNER_KEY, TEMPLATE_HEAD, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import reply, tool_call
 from vikingbot.testing.gateway_proc import GatewayProcess
+from vikingbot.testing.home import (
+    HB_KEY,
+    OWNER_ID,
+    OWNER_KEY,
+    TEMPLATE_HEAD,
+    Home,
+    poll,
+    with_tasks,
+)
 
 Start = Callable[[Home], GatewayProcess]
 
