@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from vikingbot.agent.loop import BuiltinLoop
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store.db import StateStore
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
+from vikingbot.tools.base import DeliveryStatus
 
 KEY = SessionKey("slack", "T1", "C1")
 HEARTBEAT = {"heartbeat": True, "unattended": True}
@@ -121,29 +122,27 @@ async def test_message_tool_in_a_background_turn(
     agent_config: Callable[..., Config],
     workspace: Path,
 ) -> None:
-    out: list[OutboundMessage] = []
+    out: list[tuple[str, str | None]] = []
 
-    async def accept(msg: OutboundMessage) -> bool:
-        out.append(msg)
-        return True
+    async def deliver(text: str, target: str | None = None) -> DeliveryStatus:
+        out.append((text, target))
+        return "delivered"
 
-    bus = MessageBus()
-    bus.set_outbound_handler(accept)
     fake_openai.script(
         [
             tool_call("message", {"text": "Standup in 5 minutes. HEARTBEAT_KEEP"}),
             reply("HEARTBEAT_OK"),
         ]
     )
-    loop = make_loop(agent_config(fake_openai.base_url), bus=bus)
+    loop = make_loop(agent_config(fake_openai.base_url), bus=MessageBus())
     result = await loop.run_turn(
         "tick",
         SessionKey("heartbeat", "default", "shared"),
-        {**HEARTBEAT, "workspace": str(workspace), "reply_to": "slack:C9", "run_id": "r3"},
+        {**HEARTBEAT, "workspace": str(workspace), "run_id": "r3"},
+        deliver=deliver,
     )
-    assert [(m.channel, m.chat_id, m.text, m.dedupe_key) for m in out] == [
-        ("slack", "C9", "Standup in 5 minutes.", "r3:1")
-    ]
+    # the turn's deliverer (the delivery service in production) gets it, tokens stripped
+    assert out == [("Standup in 5 minutes.", None)]
     assert result.messages_sent == 1
     assert result.wrote is True
 

@@ -76,7 +76,7 @@ def test_read_marks_single_items(inbox: Inbox) -> None:
     a = inbox.add("default", "one")
     b = inbox.add("default", "two")
     code, out, _ = run("inbox", "read", str(a), "--json")
-    assert (code, json.loads(out)) == (0, {"marked": 1})
+    assert (code, json.loads(out)) == (0, {"marked": 1, "via": "local"})
     code, out, _ = run("inbox", "--json")
     assert [i["id"] for i in json.loads(out)] == [b]
 

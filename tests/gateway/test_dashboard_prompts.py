@@ -24,7 +24,7 @@ async def _scenario(tmp_path: Path, fake: FakeOpenAI) -> None:
             [tool_call("exec", {"command": "rm -rf /tmp/x"}), reply("All quiet overnight.")]
         )
         gw = Gateway(h.rt, say=lambda _line: None)
-        task = asyncio.create_task(gw._dashboard_prompts(poll_s=0.05))
+        task = asyncio.create_task(gw.dispatch.dashboard_prompts(gw.stop_event, poll_s=0.05))
         try:
             for _ in range(200):
                 await asyncio.sleep(0.05)

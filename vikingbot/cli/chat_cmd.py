@@ -56,6 +56,19 @@ def chat(
         key = SessionKey.parse(session)
     except SessionError as exc:
         fail(str(exc), 2)
+    from vikingbot.cli.remote import gateway_client, note_local
+
+    client = gateway_client(ctx)
+    if client is not None:
+        from vikingbot.cli.chat_remote import interactive, one_shot
+
+        if message is not None:
+            one_shot(client, str(key), message, as_json)
+        else:
+            interactive(client, str(key))
+        return
+    if message is None or not as_json:
+        note_local()
     rt = _runtime(ctx, key)
     try:
         if message is not None:
@@ -130,6 +143,28 @@ def _deliver_to(console: Console) -> Any:
     return handler
 
 
+def _local_deliver(rt: Runtime, key: SessionKey, console: Console) -> Any:
+    """The turn's deliverer: this chat's messages are printed, other targets go to
+    delivery (no channels run here, so they wait in the inbox)."""
+    from vikingbot.delivery.adapter import ChatDelivery
+
+    async def to_terminal(text: str) -> Any:
+        from rich.markdown import Markdown
+        from rich.panel import Panel
+
+        console.print(Panel(Markdown(text), title="message", border_style="cyan"))
+        return "delivered"
+
+    return ChatDelivery(rt.delivery, session=key, sink=to_terminal)
+
+
+def _say_unread(console: Console, unread: int) -> None:
+    if unread:
+        console.print(
+            f"[yellow]{unread} unread inbox item(s)[/] [dim](vikingbot inbox)[/]", highlight=False
+        )
+
+
 def call_summary(name: str, args: dict[str, Any], width: int = 80) -> str:
     """``exec(command='ls -la')``: a tool call as one short line."""
     parts = []
@@ -186,6 +221,7 @@ def _escape(text: str) -> str:
 
 def _turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
     return {
+        "via": "local",
         "session": str(key),
         "reply": r.text,
         "ended": r.ended,
@@ -218,7 +254,8 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
 
     async def run() -> TurnResult:
         try:
-            result: TurnResult = await loop.run_turn(message, key, {})
+            deliver = _local_deliver(rt, key, err)
+            result: TurnResult = await loop.run_turn(message, key, {}, deliver=deliver)
             return result
         finally:
             if hasattr(loop, "aclose"):
@@ -262,6 +299,7 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
     model = rt.config.bot.agents.model or rt.config.bot.agents.provider
     console.print(f"[bold]vikingbot chat[/] · session {key} · {model}")
     console.print(f"[dim]{HELP}[/]")
+    _say_unread(console, rt.delivery.inbox.unread_count())
     with asyncio.Runner() as runner:
         try:
             while True:
@@ -286,7 +324,8 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
                     console.print("[dim]history cleared[/]")
                     continue
                 try:
-                    result = runner.run(loop.run_turn(text, key, {}))
+                    deliver = _local_deliver(rt, key, console)
+                    result = runner.run(loop.run_turn(text, key, {}, deliver=deliver))
                 except (KeyboardInterrupt, asyncio.CancelledError):
                     console.print("[yellow]turn cancelled[/]")
                     continue

@@ -209,6 +209,33 @@ def disable_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> Non
 @app.command("run")
 def run_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
     """Run a job once now through the configured agent, and deliver its reply."""
+    from vikingbot.cli.remote import call, gateway_client, note_local
+
+    client = gateway_client(ctx)
+    if client is not None:
+        from urllib.parse import quote
+
+        data = call(client, "POST", f"/api/v1/cron/jobs/{quote(name, safe='')}/run")
+        data["via"] = "gateway"
+    else:
+        note_local()
+        data = {**_run_locally(ctx, name).to_dict(), "via": "local"}
+    outcome, error, reply = data["outcome"], data.get("error"), data.get("reply")
+    if json:
+        print_json(data)
+    else:
+        typer.echo(f"{name}: {outcome} in {float(data.get('duration_s') or 0):.1f}s")
+        if reply and outcome in ("delivered", "inboxed", "noop", "ok"):
+            typer.echo(reply)
+        if outcome == "inboxed":
+            typer.echo(f"note: {error} (see `vikingbot inbox`)", err=True)
+        elif error:
+            typer.echo(f"error: {error}", err=True)
+    if outcome in ("error", "timeout"):
+        raise typer.Exit(1)
+
+
+def _run_locally(ctx: typer.Context, name: str) -> CronRun:
     import asyncio
 
     from vikingbot.cron.service import CronService
@@ -239,24 +266,8 @@ def run_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
                 if close is not None:
                     await close()
 
-        run = asyncio.run(once())
+        return asyncio.run(once())
     except VikingbotError as exc:
         fail(str(exc))
     finally:
         rt.close()
-    if json:
-        print_json(run.to_dict())
-    else:
-        typer.echo(f"{name}: {run.outcome} in {run.duration_s:.1f}s")
-        if run.reply and run.outcome in ("delivered", "inboxed", "noop", "ok"):
-            typer.echo(run.reply)
-        if run.outcome == "inboxed":
-            typer.echo(
-                f"note: {run.error} (chat channels send from a running gateway; "
-                "see `vikingbot inbox`)",
-                err=True,
-            )
-        elif run.error:
-            typer.echo(f"error: {run.error}", err=True)
-    if run.outcome in ("error", "timeout"):
-        raise typer.Exit(1)

@@ -320,10 +320,16 @@ class CronService:
                 "workspace": str(workspace),
                 "timeout_s": timeout,
             }
+            target = job.target or self.config.bot.heartbeat.target
+            chats = await asyncio.to_thread(self._chats_of, workspace)
+            # the message tool sends through delivery: the agent's targets are checked there
+            deliver = self.delivery.for_turn(
+                default_target=target, run_id=run_id, source=f"cron:{job.name}", sessions=chats
+            )
             try:
                 # the loop ends the turn itself at timeout_s; this is the backstop
                 result: TurnResult = await asyncio.wait_for(
-                    self.agent.run_turn(cron_prompt(job), key, metadata),
+                    self.agent.run_turn(cron_prompt(job), key, metadata, deliver=deliver),
                     timeout + min(TIMEOUT_GRACE_S, timeout / 10),
                 )
             except TimeoutError:

@@ -31,8 +31,10 @@ from vikingbot.delivery.types import DeliveryReport, Destination, Resolution
 from vikingbot.errors import DeliveryError, SessionError, StoreError
 from vikingbot.replies import strip_tokens
 from vikingbot.session.types import Message, SessionKey, SessionMeta
+from vikingbot.tools.base import DeliveryStatus
 
 if TYPE_CHECKING:
+    from vikingbot.delivery.adapter import TurnDelivery
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
 
@@ -222,6 +224,50 @@ class DeliveryService:
                 report.delivered.append(str(dest))
                 report.inboxed.append(str(dest))
         return report
+
+    def for_turn(
+        self,
+        *,
+        default_target: str | None,
+        run_id: str,
+        source: str,
+        sessions: Sequence[SessionMeta] = (),
+    ) -> TurnDelivery:
+        """The ``deliver`` part of one background turn (cron, dashboard, heartbeat)."""
+        from vikingbot.delivery.adapter import TurnDelivery
+
+        return TurnDelivery(
+            self, default_target=default_target, run_id=run_id, source=source, sessions=sessions
+        )
+
+    async def reply(
+        self, session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None
+    ) -> DeliveryStatus:
+        """Answer a chat in its own conversation (the chat the turn came from).
+
+        The chat sent the message in, so it passed the channel's allow-list; no
+        target resolution is needed. When no channel takes it (no gateway, the
+        channel down) the text is kept in the inbox.
+        """
+        from vikingbot.delivery.adapter import own_chat_message
+
+        clean = strip_tokens(text or "")
+        if not clean:
+            return "delivered"
+        msg = own_chat_message(session, clean, thread=thread, dedupe_key=dedupe_key)
+        if await self.bus.send(msg):
+            return "delivered"
+        try:
+            await asyncio.to_thread(
+                self.inbox.add,
+                DEFAULT_SLOT,
+                clean,
+                source=f"chat:{session} (not delivered to {msg.channel}:{msg.chat_id})",
+            )
+        except StoreError:
+            logger.exception("delivery: a reply for {} could not be kept", session)
+            return "failed"
+        return "inboxed"
 
     def _already_sent(self, key: str) -> bool:
         row = self.outbox.get(key)

@@ -247,7 +247,7 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         body = await json_body(request)
         return await ops.chat(
             req_str(body, "text", max_len=100_000),
-            chat_id=opt_str(body, "chat_id", max_len=200) or "local",
+            session=opt_str(body, "session", max_len=300) or "cli:default:local",
         )
 
     async def events(request: Request) -> Any:

@@ -198,12 +198,16 @@ class ControlOps:
         changed = await asyncio.to_thread(self.inbox.mark_read, ids)
         return {"marked": changed}
 
-    async def chat(self, text: str, *, chat_id: str) -> dict[str, Any]:
-        from vikingbot.gateway.errors import NotFound
+    async def chat(self, text: str, *, session: str) -> dict[str, Any]:
+        from vikingbot.errors import SessionError
+        from vikingbot.gateway.errors import BadRequest, NotFound
 
         if self.chat_turn is None:
             raise NotFound("chat is not available in this gateway")
-        return await self.chat_turn(text, chat_id)
+        try:
+            return await self.chat_turn(text, session)
+        except SessionError as exc:
+            raise BadRequest(f"'session': {exc}") from None
 
     async def events(self, *, after: int, wait_s: int) -> dict[str, Any]:
         """Inbox items newer than ``after`` (waiting up to ``wait_s`` for one)."""

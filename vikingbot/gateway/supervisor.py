@@ -15,7 +15,6 @@ import signal
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from loguru import logger
@@ -64,11 +63,28 @@ class Gateway:
         self.housekeeping: Any = None
         self._inbound_tasks: set[asyncio.Task[Any]] = set()
         self.cron: Any = None
+        self._dispatch: Any = None
         self.home_lock: Any = None
         self.ops: Any = None
         self._server_task: asyncio.Task[Any] | None = None
         self.registry: Any = None  # gateway/registry.GatewayRegistry once the store is open
         self.peers: list[dict[str, Any]] = []  # the gateways sharing the database (cached)
+
+    @property
+    def dispatch(self) -> Any:
+        """Chat and dashboard turns (built on first use)."""
+        if self._dispatch is None:
+            from vikingbot.gateway.dispatch import Dispatcher
+
+            self._dispatch = Dispatcher(
+                agent=self.rt.agent,
+                provider_problem=self.rt.provider_problem,
+                delivery=self.rt.delivery,
+                sessions=self.rt.sessions,
+                store=self.rt.store,
+                clock=self.rt.clock,
+            )
+        return self._dispatch
 
     # ------------------------------------------------------------ lifecycle
 
@@ -251,7 +267,9 @@ class Gateway:
             self.say(f"✗ Channels: {exc}")
         self._spawn("inbound", self._inbound_loop, "dispatching chat messages to the agent")
         self._spawn(
-            "dashboard", self._dashboard_prompts, "turning prompt:dashboard results into turns"
+            "dashboard",
+            lambda: self.dispatch.dashboard_prompts(self.stop_event),
+            "turning prompt:dashboard results into turns",
         )
 
         from vikingbot.heartbeat.service import HeartbeatService
@@ -322,7 +340,7 @@ class Gateway:
             async def answer(msg: Any = msg) -> None:
                 async with sem:
                     try:
-                        await self._answer(msg)
+                        await self.dispatch.answer(msg)
                     except Exception:
                         logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)
 
@@ -332,73 +350,6 @@ class Gateway:
         # stop taking work; turns already running get the shutdown grace period
         if self._inbound_tasks:
             await asyncio.wait(set(self._inbound_tasks))
-
-    async def _answer(self, msg: Any) -> None:
-        from vikingbot.bus import OutboundMessage
-        from vikingbot.session.types import SessionKey
-
-        key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
-        await asyncio.to_thread(self.rt.sessions.get_or_create, key)
-        problem = self.rt.provider_problem()
-        if problem:
-            reply = f"vikingbot has no model to answer with: {problem}"
-        else:
-            meta = {"sender": msg.sender_id}
-            if msg.thread:
-                meta["reply_to"] = f"{msg.channel}:{msg.chat_id}:{msg.thread}"
-            try:
-                result = await self.rt.agent().run_turn(msg.text, key, meta)
-            except VikingbotError as exc:
-                reply = f"Sorry, that failed: {exc}"
-            else:
-                reply = result.text or ""
-                if result.ended == "error":
-                    reply = f"Sorry, that failed: {result.error}"
-        if reply.strip():
-            await self.rt.bus.send(
-                OutboundMessage(
-                    msg.channel, msg.chat_id, reply, thread=msg.thread, channel_id=msg.channel_id
-                )
-            )
-
-    async def _dashboard_prompts(self, poll_s: float = 5.0) -> None:
-        """`prompt:dashboard:<slot>` results become a turn in that slot's chat.
-
-        Each prompt is taken once (marked read first); the agent's reply lands in the
-        same inbox slot. Nobody is watching, so the turn runs under the safe-tools
-        policy. A failure is written to the slot too, never dropped.
-        """
-        from vikingbot.delivery.inbox import Inbox
-        from vikingbot.session.types import SessionKey
-
-        inbox = Inbox(self.rt.store, self.rt.clock)
-        while not self.stop_event.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stop_event.wait(), timeout=poll_s)
-            if self.stop_event.is_set():
-                return
-            items = await asyncio.to_thread(inbox.items, kind="prompt", limit=20)
-            for item in items:
-                await asyncio.to_thread(inbox.mark_read, [item.id])
-                key = SessionKey("dashboard", "default", item.slot)
-                problem = self.rt.provider_problem()
-                if problem:
-                    reply = f"(not run: {problem})"
-                else:
-                    meta = {"unattended": True, "run_id": f"dash-{item.id}", "actor": "dashboard"}
-                    try:
-                        result = await self.rt.agent().run_turn(item.text, key, meta)
-                        reply = (
-                            result.text or ""
-                            if result.ended != "error"
-                            else f"(failed: {result.error})"
-                        )
-                    except VikingbotError as exc:
-                        reply = f"(failed: {exc})"
-                if reply.strip():
-                    await asyncio.to_thread(
-                        partial(inbox.add, item.slot, reply, source=f"prompt:{item.id}")
-                    )
 
     def _stat_config(self) -> None:
         try:
@@ -475,7 +426,7 @@ class Gateway:
             provider_problem=self.rt.provider_problem,
             wake_heartbeat=self._wake_heartbeat,
             cron=self.cron,
-            chat_turn=self._chat_turn,
+            chat_turn=self.dispatch.chat,
             services=lambda: self.health()["services"],
             started_at=self.started_at.isoformat(),
             host=self.host,
@@ -485,37 +436,6 @@ class Gateway:
     def _wake_heartbeat(self) -> None:
         if self.heartbeat is not None:
             self.heartbeat.wake()
-
-    async def _chat_turn(self, text: str, chat_id: str) -> dict[str, Any]:
-        from vikingbot.session.types import SessionKey
-
-        key = SessionKey("cli", "default", chat_id)
-        await asyncio.to_thread(self.rt.sessions.get_or_create, key, True)
-        problem = self.rt.provider_problem()
-        if problem:
-            raise ConfigError(problem)
-        result = await self.rt.agent().run_turn(text, key, {"sender": "cli"})
-        return {
-            "session": str(key),
-            "reply": result.text,
-            "ended": result.ended,
-            "error": result.error,
-            "tool_calls": [
-                {
-                    "name": c.name,
-                    "arguments": c.arguments,
-                    "approved": c.approved,
-                    "error": c.error,
-                    "result": c.result[:1000],
-                }
-                for c in result.tool_calls
-            ],
-            "messages_sent": result.messages_sent,
-            "model_calls": result.model_calls,
-            "tokens_in": result.tokens_in,
-            "tokens_out": result.tokens_out,
-            "cost_usd": round(result.cost_usd, 6),
-        }
 
     def _audit_control(self, peer: str, path: str, reason: str) -> None:
         self.rt.store.audit(

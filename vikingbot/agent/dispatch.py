@@ -1,0 +1,67 @@
+"""Run one turn and always get text back: a failure becomes a sentence, not an exception.
+
+Chat answers, dashboard prompts and cron jobs all need the same thing: run the
+agent, and if it cannot (no provider, the provider failing, a crash in a tool
+loop) say so in words the user reads. :func:`run_turn_text` is that helper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from vikingbot.errors import VikingbotError
+
+if TYPE_CHECKING:
+    from vikingbot.agent.types import AgentLoop, TurnResult
+    from vikingbot.session.types import SessionKey
+    from vikingbot.tools.base import Deliver
+
+
+@dataclass
+class TurnText:
+    """What a turn produced: the reply (or the failure as text) and the raw result."""
+
+    text: str
+    result: TurnResult | None
+    error: str | None = None  # set when the turn failed; ``text`` then explains it
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+async def run_turn_text(
+    agent: AgentLoop | None,
+    prompt: str,
+    key: SessionKey,
+    metadata: dict[str, Any] | None = None,
+    *,
+    deliver: Deliver | None = None,
+    problem: str | None = None,
+    failure: str = "Sorry, that failed: {}",
+) -> TurnText:
+    """Run a turn; a missing provider (``problem``) or any failure becomes ``failure`` text.
+
+    Cancellation is not a failure: it propagates (the gateway is stopping).
+    """
+    if problem is not None or agent is None:
+        why = problem or "no agent configured"
+        return TurnText(failure.format(why), None, why)
+    try:
+        result = await agent.run_turn(prompt, key, metadata or {}, deliver=deliver)
+    except asyncio.CancelledError:
+        raise
+    except VikingbotError as exc:
+        return TurnText(failure.format(exc), None, str(exc))
+    except Exception as exc:  # a bug in a loop plugin must not kill the dispatcher
+        logger.exception("turn in {} crashed", key)
+        why = f"{type(exc).__name__}: {exc}"
+        return TurnText(failure.format(why), None, why)
+    if result.ended in ("error", "timeout"):
+        why = result.error or f"the turn ended with {result.ended}"
+        return TurnText(failure.format(why), result, why)
+    return TurnText(result.text or "", result)

@@ -1,0 +1,166 @@
+"""Turns the gateway starts for people: chat messages, dashboard prompts, control-API chat.
+
+Each turn gets its deliverer from the delivery service (``vikingbot.delivery.adapter``),
+so whatever the agent sends (the ``message`` tool, any target it picks) is resolved
+and checked there; the final reply of a chat turn goes back to its own chat.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from loguru import logger
+
+from vikingbot.agent.dispatch import run_turn_text
+from vikingbot.delivery.adapter import ChatDelivery, TurnDelivery
+from vikingbot.delivery.inbox import Inbox
+from vikingbot.session.types import SessionKey
+
+if TYPE_CHECKING:
+    from vikingbot.agent.types import AgentLoop, TurnResult
+    from vikingbot.bus import InboundMessage
+    from vikingbot.clock import Clock
+    from vikingbot.delivery.service import DeliveryService
+    from vikingbot.session.store import SessionStore
+    from vikingbot.store.db import StateStore
+
+
+class Dispatcher:
+    """Answers chats and dashboard prompts (built by the gateway's composition root)."""
+
+    def __init__(
+        self,
+        *,
+        agent: Callable[[], AgentLoop],
+        provider_problem: Callable[[], str | None],
+        delivery: DeliveryService,
+        sessions: SessionStore,
+        store: StateStore,
+        clock: Clock,
+    ) -> None:
+        self.agent = agent
+        self.provider_problem = provider_problem
+        self.delivery = delivery
+        self.sessions = sessions
+        self.inbox = Inbox(store, clock)
+
+    def _agent_or_none(self) -> AgentLoop | None:
+        return None if self.provider_problem() else self.agent()
+
+    async def answer(self, msg: InboundMessage) -> None:
+        """One chat message in, the agent's reply back to the same chat."""
+        key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
+        await asyncio.to_thread(self.sessions.get_or_create, key)
+        problem = self.provider_problem()
+        reply_to = f"{msg.channel}:{msg.chat_id}:{msg.thread}"  # new cron jobs' default target
+        deliver = ChatDelivery(
+            self.delivery, session=key, thread=msg.thread, run_id=f"chat-{uuid.uuid4().hex}"
+        )
+        out = await run_turn_text(
+            self._agent_or_none(),
+            msg.text,
+            key,
+            {"sender": msg.sender_id, **({"reply_to": reply_to} if msg.thread else {})},
+            deliver=deliver,
+            problem=f"vikingbot has no model to answer with: {problem}" if problem else None,
+            failure="Sorry, that failed: {}",
+        )
+        if problem:
+            out.text = f"vikingbot has no model to answer with: {problem}"
+        if out.text.strip():
+            await deliver(out.text)
+
+    async def chat(self, text: str, session: str) -> dict[str, Any]:
+        """A control-API chat turn in ``session`` (the terminal's, ``cli:default:local``).
+
+        Messages the agent sends to this chat come back in the answer's ``messages``.
+        """
+        from vikingbot.errors import ConfigError
+
+        key = SessionKey.parse(session)
+        await asyncio.to_thread(self.sessions.get_or_create, key, True)
+        problem = self.provider_problem()
+        if problem:
+            raise ConfigError(problem)
+        messages: list[str] = []
+
+        async def to_terminal(text: str) -> Any:
+            messages.append(text)
+            return "delivered"
+
+        deliver = ChatDelivery(self.delivery, session=key, sink=to_terminal)
+        result = await self.agent().run_turn(text, key, {"sender": "cli"}, deliver=deliver)
+        return {**turn_json(key, result), "messages": messages}
+
+    async def dashboard_prompts(self, stop: asyncio.Event, poll_s: float = 5.0) -> None:
+        """`prompt:dashboard:<slot>` results become a turn in that slot's chat.
+
+        Each prompt is taken once (marked read first); the agent's reply lands in the
+        same inbox slot. Nobody is watching, so the turn runs under the safe-tools
+        policy. A failure is written to the slot too, never dropped.
+        """
+        while not stop.is_set():
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=poll_s)
+            if stop.is_set():
+                return
+            items = await asyncio.to_thread(self.inbox.items, kind="prompt", limit=20)
+            for item in items:
+                await asyncio.to_thread(self.inbox.mark_read, [item.id])
+                await self.answer_prompt(item.id, item.slot, item.text)
+
+    async def answer_prompt(self, item_id: int, slot: str, text: str) -> None:
+        """Run one dashboard prompt; its reply (or failure) goes to the same inbox slot."""
+        key = SessionKey("dashboard", "default", slot)
+        problem = self.provider_problem()
+        run_id = f"dash-{item_id}"
+        deliver = TurnDelivery(
+            self.delivery, default_target=f"dashboard:{slot}", run_id=run_id, source="dashboard"
+        )
+        meta = {"unattended": True, "run_id": run_id, "actor": "dashboard"}
+        out = await run_turn_text(
+            self._agent_or_none(),
+            text,
+            key,
+            meta,
+            deliver=deliver,
+            problem=problem,
+            failure="(failed: {})",
+        )
+        if problem:
+            out.text = f"(not run: {problem})"
+        if out.text.strip():
+            await asyncio.to_thread(
+                partial(self.inbox.add, slot, out.text, source=f"prompt:{item_id}")
+            )
+        logger.info("dashboard prompt {} answered in slot {}", item_id, slot)
+
+
+def turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
+    """A chat turn as `vikingbot chat -m --json` prints it."""
+    return {
+        "session": str(key),
+        "reply": r.text,
+        "ended": r.ended,
+        "error": r.error,
+        "tool_calls": [
+            {
+                "name": c.name,
+                "arguments": c.arguments,
+                "approved": c.approved,
+                "error": c.error,
+                "result": c.result[:1000],
+            }
+            for c in r.tool_calls
+        ],
+        "messages_sent": r.messages_sent,
+        "model_calls": r.model_calls,
+        "tokens_in": r.tokens_in,
+        "tokens_out": r.tokens_out,
+        "cost_usd": round(r.cost_usd, 6),
+    }
