@@ -17,15 +17,32 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from vikingbot.bus import OutboundMessage
 from vikingbot.tools.base import DeliveryStatus
 
 if TYPE_CHECKING:
-    from vikingbot.delivery.service import DeliveryService
     from vikingbot.delivery.types import DeliveryReport
     from vikingbot.session.types import SessionKey, SessionMeta
+
+
+class DeliveryService(Protocol):
+    """What the adapters use of ``vikingbot.delivery.service.DeliveryService``."""
+
+    async def deliver(
+        self,
+        text: str | None,
+        target: str | None,
+        *,
+        sessions: Sequence[SessionMeta] = (),
+        dedupe_key: str,
+        source: str,
+    ) -> DeliveryReport: ...
+
+    async def reply(
+        self, session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None
+    ) -> DeliveryStatus: ...
 
 
 class TurnDelivery:
