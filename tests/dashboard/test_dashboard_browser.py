@@ -225,3 +225,48 @@ def test_nothing_is_readable_without_a_session_and_the_gateway_token_logs_in(
         expect(page.locator("#bell-count")).not_to_have_text("…")  # the live feed works too
     finally:
         context.close()
+
+
+def test_cron_jobs_can_be_added_refused_with_a_reason_and_removed(
+    gw: GatewayProcess, page: Any
+) -> None:
+    page.goto(gw.base_url + "/ui/cron")
+    form = page.locator("form.grid-form")
+    form.locator("input[name=name]").fill("nightly-digest")
+    form.locator("select[name=kind]").select_option("every")
+    form.locator("input[name=expr]").fill("banana")
+    form.locator("textarea[name=prompt]").fill("Summarise the day")
+    form.locator("button[type=submit]").click()
+    expect(page.locator("p.error")).to_contain_text("banana")  # refused, with the reason
+    form = page.locator("form.grid-form")
+    form.locator("input[name=name]").fill("nightly-digest")
+    form.locator("input[name=expr]").fill("12h")
+    form.locator("textarea[name=prompt]").fill("Summarise the day")
+    form.locator("button[type=submit]").click()
+    row = page.locator("tr", has_text="nightly-digest")
+    expect(row).to_contain_text("every 12h")
+    expect(row).to_contain_text("scheduled")
+    row.locator("button", has_text="Remove").click()
+    expect(page.locator("tr", has_text="nightly-digest")).to_have_count(0)
+
+
+def test_pause_and_resume_a_workspace_and_filter_the_workspace_list(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    for name in ("alpha-notes", "alpha-ops", "beta-lab"):
+        home.write_heartbeat(with_tasks("- Something to do"), name)
+    page.goto(gw.base_url + "/ui/w/alpha-ops")
+    page.click("button:text('Pause')")
+    expect(page.locator(".actions .tag")).to_contain_text("paused (user)")
+    status = home.cli_json("heartbeat", "status")
+    (ops,) = [w for w in status["workspaces"] if w["workspace"] == "alpha-ops"]
+    assert ops["paused"] is True
+    page.goto(gw.base_url + "/ui/workspaces")
+    page.fill("input[name=q]", "alpha")
+    expect(page.locator("#ws-table tbody tr")).to_have_count(2)  # filtered as you type
+    page.select_option("select[name=state]", "paused")
+    expect(page.locator("#ws-table tbody tr")).to_have_count(1)
+    expect(page.locator("#ws-table tbody tr")).to_contain_text("alpha-ops")
+    page.click("#ws-table a:text('alpha-ops')")
+    page.click("button:text('Resume')")
+    expect(page.locator(".actions")).not_to_contain_text("paused")

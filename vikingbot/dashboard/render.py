@@ -79,6 +79,9 @@ def environment() -> Any:
     env.filters["markdown"] = markdown
     env.filters["when"] = when
     env.filters["money"] = money
+    from vikingbot.dashboard.explain import explain
+
+    env.globals["explain"] = explain
     return env
 
 
