@@ -57,3 +57,37 @@ def write_session(
 
 def fresh(clock: FakeClock) -> datetime:
     return clock.now() - timedelta(minutes=5)
+
+
+BENCH_CONFIG: dict[str, Any] = {
+    "bot": {"sandbox": {"mode": "per-session"}, "heartbeat": {"timezone": "UTC"}}
+}
+
+
+def build_home(
+    home: Path, n: int, *, task_every: int, task: str, now: datetime
+) -> tuple[list[SessionKey], list[Path]]:
+    """``n`` per-session workspaces whose sessions were active 5 minutes before ``now``;
+    every ``task_every``-th HEARTBEAT.md holds ``task``, the others the template.
+
+    Writes ``<home>/config.json`` too, so the CLI and a gateway see the same home.
+    """
+    import json
+
+    from vikingbot.workspace.manager import checked_name
+
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.json").write_text(json.dumps(BENCH_CONFIG))
+    sessions_dir = home / "data" / "sessions"
+    root = home / "data" / "workspace"
+    keys, files = [], []
+    for i in range(n):
+        key = SessionKey("telegram", "default", f"user{i}")
+        write_session(sessions_dir, key, now - timedelta(minutes=5))
+        ws = root / checked_name(key, "per-session")
+        ws.mkdir(parents=True, exist_ok=True)
+        hb = ws / "HEARTBEAT.md"
+        hb.write_text(with_tasks(task) if i % task_every == 0 else TEMPLATE)
+        keys.append(key)
+        files.append(hb)
+    return keys, files

@@ -1,64 +1,84 @@
-"""Heartbeat cycle figures (issue 4).
+"""What a heartbeat cycle costs in the production state (issue 12).
 
-1. One cycle over 10,000 sessions in per-session mode, 1% with a task, the rest
-   with the template: median cycle overhead (the agent answers instantly, so no
-   model time), and its ratio to a bare loop that only stats the same
-   HEARTBEAT.md files (target: within 3x).
-2. Model calls for the same store when every workspace holds the template (0).
-3. 20 workspaces with tasks, a fake OpenAI-compatible server taking 1 s per
-   call, concurrency 4: cycle wall time (target: under 6 s).
+One home: 10,000 sessions in per-session mode, each with its own workspace;
+1% of the HEARTBEAT.md files hold a task, the rest the template.
 
-    uv run python bench/heartbeat_cycle.py [--sessions 10000] [--repeat 5]
+1. Production-state cycles, in this process, on a clock that moves one real
+   interval (600 s) per cycle, so the hourly safety pass falls on every sixth
+   cycle as it would. Before each cycle the previous cycle's turns wrote their
+   sessions (the agent appends to its session like the built-in loop), a user
+   wrote to some sessions (5, then 100), and 2.1 s of real time passed (the
+   folder mtimes settle, as they do in 600 s). A cycle is timed up to the point
+   its turns are started (the turns run afterwards and are not timed). Beside
+   each cycle a bare loop stats the same 10,000 HEARTBEAT.md files. Once with
+   the file watcher (target: below the stat loop), once polling (target:
+   within 1.4x of it).
+2. The first cycle after a start, in a fresh process on the same home (its
+   state database already filled, as after a restart; target under 1 s), and
+   the time to put the file watch in place.
+3. A real ``vikingbot gateway`` on the same home with a 10 s interval: CPU
+   seconds (utime+stime from /proc) per cycle, the same gateway with the
+   heartbeat off over the same time subtracted (target under 0.05 s). 100 user
+   sessions are written between cycles; the tasks are scheduled ``every: 7d``
+   (not due), so no model is needed and the figure is the heartbeat's own.
+4. ``vikingbot heartbeat plan`` and ``plan --json`` wall time (target under
+   1 s), and ``vikingbot status`` cold start (target under 300 ms), in fresh
+   processes on the same home.
+
+    uv run python bench/heartbeat_cycle.py [--sessions 10000] [--cycles 7] [--gateway-seconds 60]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _heartbeat_setup import TEMPLATE, fresh, make_runtime, with_tasks, write_session
+from _heartbeat_setup import BENCH_CONFIG, build_home, make_runtime
 from loguru import logger
 
 from vikingbot.agent.types import TurnResult
 from vikingbot.clock import FakeClock
 from vikingbot.heartbeat.service import HeartbeatService
-from vikingbot.session.types import SessionKey
+from vikingbot.session.types import Message, SessionKey
+
+SETTLE_S = 2.1
 
 
-class InstantAgent:
-    """Answers every turn at once with HEARTBEAT_OK (to measure the heartbeat's own cost)."""
+class WritingAgent:
+    """Answers at once, and writes the turn to its session as the built-in loop does."""
 
-    def __init__(self) -> None:
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
         self.calls = 0
 
-    async def run_turn(self, prompt: str, key: Any, metadata: Any = None) -> TurnResult:
+    async def run_turn(self, prompt: str, key: Any, metadata: Any = None, **_: Any) -> TurnResult:
         self.calls += 1
+        now = self.rt.clock.now()
+        msgs = [
+            Message("user", prompt, now, metadata={"heartbeat": True}),
+            Message("assistant", "HEARTBEAT_OK", now, metadata={"heartbeat": True}),
+        ]
+        await asyncio.to_thread(self.rt.sessions.append, key, *msgs)
         return TurnResult(text="HEARTBEAT_OK", model_calls=1)
 
 
-def build_store(home: Path, n: int, with_task_every: int | None, clock: FakeClock) -> list[Path]:
-    rt = make_runtime(home, clock, {"bot": {"sandbox": {"mode": "per-session"}}})
-    files = []
-    for i in range(n):
-        key = SessionKey("telegram", "default", f"user{i}")
-        write_session(rt.paths.sessions_dir, key, fresh(clock))
-        ws = rt.workspaces.path_for(key)
-        ws.mkdir(parents=True, exist_ok=True)
-        has_task = with_task_every is not None and i % with_task_every == 0
-        text = with_tasks("- Check the inbox") if has_task else TEMPLATE
-        (ws / "HEARTBEAT.md").write_text(text)
-        files.append(ws / "HEARTBEAT.md")
-    rt.close()
-    return files
+def _cpu(fn: Any, *args: Any) -> float:
+    c0 = time.process_time()
+    fn(*args)
+    return time.process_time() - c0
 
 
 def bare_loop(files: list[Path]) -> float:
@@ -68,83 +88,240 @@ def bare_loop(files: list[Path]) -> float:
     return time.perf_counter() - t0
 
 
-async def cycles(home: Path, clock: FakeClock, repeat: int) -> tuple[list[float], int]:
-    cfg = {"bot": {"sandbox": {"mode": "per-session"}, "heartbeat": {"timezone": "UTC"}}}
-    rt = make_runtime(home, clock, cfg)
-    agent = InstantAgent()
-    svc = HeartbeatService(rt, agent=agent)
-    times = []
-    await svc.run_cycle("scheduled")  # warm: first-seen rows, caches, database open
-    for _ in range(repeat):
-        clock.advance(seconds=600)  # one interval later: every task is due again
-        t0 = time.perf_counter()
-        await svc.run_cycle("scheduled")
+def user_writes(rt: Any, keys: list[SessionKey], n: int, rnd: random.Random) -> list[Path]:
+    paths = []
+    for key in rnd.sample(keys, n):
+        rt.sessions.append(key, Message("user", "any news?", rt.clock.now()))
+        paths.append(rt.sessions.path_for(key))
+    return paths
+
+
+async def production(
+    home: Path,
+    clock: FakeClock,
+    keys: list[SessionKey],
+    files: list[Path],
+    *,
+    watch: bool,
+    writes: int,
+    cycles: int,
+) -> dict[str, Any]:
+    rt = make_runtime(home, clock, BENCH_CONFIG)
+    agent = WritingAgent(rt)
+    svc = HeartbeatService(rt, agent=agent)  # type: ignore[arg-type]
+    rnd = random.Random(writes)
+    if watch:
+        assert await asyncio.to_thread(svc.scanner.watch), svc.scanner.index.watcher
+    await svc.run_cycle("scheduled")  # this process's first cycle: not counted
+    times, cpus, bares, passes, bare_cpu = [], [], [], [], []
+    for _ in range(cycles):
+        clock.advance(seconds=600)
+        paths = user_writes(rt, keys, writes, rnd)
+        time.sleep(SETTLE_S)
+        watcher = svc.scanner.index.watcher
+        if watcher is not None:
+            watcher.wait_for(paths)
+        before = svc.scanner.index.full_passes
+        t0, c0 = time.perf_counter(), time.process_time()
+        await svc.run_cycle("scheduled", wait=False)
         times.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+        passes.append(svc.scanner.index.full_passes > before)
+        await svc.drain(120)  # the turns, not timed
+        bares.append(bare_loop(files))
+        bare_cpu.append(_cpu(bare_loop, files))
+    svc.scanner.close()
     await rt.aclose()
-    return times, agent.calls
+    routine = [t for t, full in zip(times, passes, strict=True) if not full]
+    return {
+        "median": statistics.median(times),
+        "routine": statistics.median(routine) if routine else float("nan"),
+        "safety": max((t for t, full in zip(times, passes, strict=True) if full), default=None),
+        "bare": statistics.median(bares),
+        "cpu": statistics.median(cpus),
+        "bare_cpu": statistics.median(bare_cpu),
+        "turns": agent.calls // (cycles + 1),
+    }
 
 
-async def concurrency_case(tmp: Path) -> tuple[float, int]:
-    from vikingbot.testing.fake_openai import FakeOpenAI, reply
+def report(label: str, r: dict[str, Any], target: str) -> None:
+    ratio = r["median"] / r["bare"]
+    safety = f"; the hourly full pass {r['safety'] * 1000:.0f} ms" if r["safety"] else ""
+    print(
+        f"  {label}: cycle median {r['median'] * 1000:.1f} ms (without the hourly pass "
+        f"{r['routine'] * 1000:.1f} ms{safety}), bare stat loop {r['bare'] * 1000:.1f} ms, "
+        f"ratio {ratio:.2f}x ({target}); CPU {r['cpu'] * 1000:.1f} ms vs "
+        f"{r['bare_cpu'] * 1000:.1f} ms; {r['turns']} turns per cycle"
+    )
 
-    clock = FakeClock()
-    with FakeOpenAI.start(default=reply("HEARTBEAT_OK", delay_s=1.0)) as fake:
-        cfg = {
-            "bot": {
-                "sandbox": {"mode": "per-session"},
-                "agents": {"provider": "openai", "model": "fake"},
-                "providers": {"openai": {"api_base": fake.base_url, "api_key": "k"}},
-                "heartbeat": {"max_concurrency": 4, "timezone": "UTC"},
-            }
-        }
-        rt = make_runtime(tmp, clock, cfg)
-        for i in range(20):
-            key = SessionKey("telegram", "default", f"c{i}")
-            write_session(rt.paths.sessions_dir, key, fresh(clock))
-            ws = rt.workspaces.path_for(key)
-            ws.mkdir(parents=True, exist_ok=True)
-            (ws / "HEARTBEAT.md").write_text(with_tasks("- Check the inbox"))
-        svc = HeartbeatService(rt)
-        # the gateway loads the provider SDK at start (in a thread); do the same here so
-        # the figure is the heartbeat's, not the one-off import of the SDK
-        await rt.agent().ensure_provider()  # type: ignore[attr-defined]
+
+# ---------------------------------------------------------------- first cycle
+
+
+def first_cycle_child(home: Path) -> None:
+    """Runs in a fresh process: watch start and the first cycle, as JSON on stdout."""
+    logger.remove()
+    clock = FakeClock(datetime.now(UTC))
+    rt = make_runtime(home, clock, BENCH_CONFIG)
+    svc = HeartbeatService(rt, agent=WritingAgent(rt))  # type: ignore[arg-type]
+
+    async def go() -> dict[str, float]:
+        t0, c0 = time.perf_counter(), time.process_time()
+        await svc.run_cycle("scheduled", wait=False)
+        first, cpu = time.perf_counter() - t0, time.process_time() - c0
+        await svc.drain(120)
         t0 = time.perf_counter()
-        await svc.run_cycle("scheduled")
-        wall = time.perf_counter() - t0
+        ok = svc.scanner.index.watch()
+        watch = time.perf_counter() - t0
+        svc.scanner.close()
         await rt.aclose()
-        return wall, len(fake.requests)
+        return {"first": first, "cpu": cpu, "watch": watch, "watching": ok}
+
+    print(json.dumps(asyncio.run(go())))
+
+
+def first_cycle(home: Path) -> dict[str, float]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--first-cycle-child", str(home)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- gateway
+
+
+def gateway_cpu(home: Path, keys: list[SessionKey], seconds: float) -> tuple[float, float, int]:
+    """(CPU s per cycle with the heartbeat on, minus the same gateway with it off; raw; cycles)."""
+    import urllib.request
+
+    from gateway_resources import cpu_seconds
+
+    from vikingbot.session.store import SessionStore
+    from vikingbot.testing.gateway_proc import GatewayProcess
+
+    store = SessionStore(home / "data" / "sessions")
+    rnd = random.Random(7)
+
+    def cycles_done(gw: GatewayProcess) -> float:
+        with urllib.request.urlopen(gw.base_url + "/metrics", timeout=10) as resp:
+            for line in resp.read().decode().splitlines():
+                if line.startswith("vikingbot_heartbeat_cycles_total"):
+                    return float(line.split()[-1])
+        return 0.0
+
+    def window(enabled: bool) -> tuple[float, float]:
+        env = {
+            "VIKINGBOT_BOT__HEARTBEAT__INTERVAL_SECONDS": "10",
+            "VIKINGBOT_BOT__HEARTBEAT__ENABLED": "true" if enabled else "false",
+        }
+        with GatewayProcess(home, env=env, start_timeout_s=120) as gw:
+            assert gw.proc is not None
+            time.sleep(15)  # start-up and the first (cold) cycle are not counted
+            c0, n0 = cpu_seconds(gw.proc.pid), cycles_done(gw)
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                for key in rnd.sample(keys, 100):  # a user writes between cycles
+                    store.append(key, Message("user", "any news?", datetime.now(UTC)))
+                time.sleep(min(10.0, max(0.0, end - time.monotonic())))
+            used, n = cpu_seconds(gw.proc.pid) - c0, cycles_done(gw) - n0
+        return used, n
+
+    on, cycles = window(True)
+    off, _ = window(False)
+    cycles = max(int(cycles), 1)
+    return (on - off) / cycles, on / cycles, cycles
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def cli_times(home: Path, args: list[str], runs: int) -> tuple[list[float], list[float]]:
+    """(wall s, CPU s of the child) per fresh ``python -m vikingbot <args>``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
+    env["VIKINGBOT_HOME"] = str(home)
+    env["PYTHONPYCACHEPREFIX"] = str(home.parent / "pycache")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    walls, cpus = [], []
+    for i in range(runs + 1):
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "vikingbot", *args],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode != 0:
+            raise SystemExit(f"vikingbot {' '.join(args)} exited {proc.returncode}")
+        if i:  # the first run fills the byte-code cache
+            walls.append(time.perf_counter() - t0)
+            cpus.append(usage.ru_utime + usage.ru_stime)
+    return walls, cpus
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=10_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--cycles", type=int, default=7)
+    ap.add_argument("--gateway-seconds", type=float, default=60.0)
+    ap.add_argument("--first-cycle-child", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.first_cycle_child:
+        first_cycle_child(args.first_cycle_child)
+        return
     logger.remove()
-    with tempfile.TemporaryDirectory() as tmp_s:
-        tmp = Path(tmp_s)
-        clock = FakeClock()
+    load = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load}")
+    with tempfile.TemporaryDirectory(prefix="vikingbot-cycle-") as tmp:
+        home = Path(tmp) / "home"
+        now = datetime.now(UTC)
         t0 = time.perf_counter()
-        files = build_store(tmp / "mixed", args.sessions, 100, clock)
+        keys, files = build_home(
+            home, args.sessions, task_every=100, task="- Check the inbox", now=now
+        )
         print(f"setup: {args.sessions} sessions/workspaces in {time.perf_counter() - t0:.1f} s")
-        times, calls = asyncio.run(cycles(tmp / "mixed", clock, args.repeat))
-        bare = statistics.median(bare_loop(files) for _ in range(args.repeat))
-        med = statistics.median(times)
-        print(
-            f"cycle over {args.sessions} sessions (1% with a task): median {med * 1000:.0f} ms, "
-            f"bare stat loop {bare * 1000:.0f} ms, ratio {med / bare:.1f}x (target within 3x)"
-        )
-        print(f"  agent turns per cycle: {calls // (args.repeat + 1)}")
+        clock = FakeClock(now)
+        print(f"production-state cycles over {args.sessions} sessions (1% with a task):")
+        for writes in (5, 100):
+            for watch in (True, False):
+                r = asyncio.run(
+                    production(
+                        home, clock, keys, files, watch=watch, writes=writes, cycles=args.cycles
+                    )
+                )
+                label = f"{'watcher' if watch else 'polling'}, {writes} user sessions written"
+                report(label, r, "target below 1x" if watch else "target within 1.4x")
 
-        build_store(tmp / "template", args.sessions, None, clock)
-        _, calls = asyncio.run(cycles(tmp / "template", clock, 1))
-        print(f"model calls with only templates over {args.sessions} sessions: {calls} (target 0)")
-
-        wall, requests = asyncio.run(concurrency_case(tmp / "conc"))
+        first = first_cycle(home)
         print(
-            f"20 workspaces, 1 s per model call, concurrency 4: cycle {wall:.2f} s "
-            f"({requests} calls; target under 6 s)"
+            f"first cycle after start (fresh process, state database filled): "
+            f"{first['first'] * 1000:.0f} ms, CPU {first['cpu'] * 1000:.0f} ms (target < 1000 ms); "
+            f"putting the file watch in "
+            f"place: {first['watch'] * 1000:.0f} ms (watching: {first['watching']})"
         )
+
+        weekly = "- every: 7d title: Weekly task: Write the weekly report"
+        for i in range(0, len(files), 100):  # the gateway has no model: nothing may fall due
+            files[i].write_text(files[i].read_text().replace("- Check the inbox", weekly))
+        net, raw, n = gateway_cpu(home, keys, args.gateway_seconds)
+        print(
+            f"gateway CPU per cycle (interval 10 s, {n} cycles, 100 user sessions written per "
+            f"cycle): {net:.3f} s net of the same gateway with the heartbeat off "
+            f"({raw:.3f} s raw) (target < 0.05 s)"
+        )
+
+        for cmd in (["heartbeat", "plan"], ["heartbeat", "plan", "--json"], ["status"]):
+            ts, cs = cli_times(home, cmd, 3 if cmd[0] == "heartbeat" else 10)
+            target = "1000" if cmd[0] == "heartbeat" else "300"
+            print(
+                f"vikingbot {' '.join(cmd)}: median {statistics.median(ts) * 1000:.0f} ms, "
+                f"min {min(ts) * 1000:.0f} ms, CPU median {statistics.median(cs) * 1000:.0f} ms "
+                f"(target < {target} ms)"
+            )
 
 
 if __name__ == "__main__":

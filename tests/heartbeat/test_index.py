@@ -26,7 +26,8 @@ from vikingbot.workspace.manager import checked_name
 TEMPLATE = "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- add tasks below -->\n\n## Completed\n"
 TASK = TEMPLATE.replace("<!-- add tasks below -->\n", "<!-- add tasks below -->\n- Check mail\n")
 SCHEDULED = TEMPLATE.replace(
-    "<!-- add tasks below -->\n", "<!-- add tasks below -->\n- Water plants every: 2h\n"
+    "<!-- add tasks below -->\n",
+    "<!-- add tasks below -->\n- every: 2h title: Plants task: Water them\n",
 )
 FILES = {"template": TEMPLATE, "task": TASK, "scheduled": SCHEDULED, "bad": "- \udcff"}
 

@@ -36,6 +36,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from loguru import logger
 
@@ -75,6 +76,8 @@ class HeartbeatIndex:
         self.store = sessions
         self.sessions_dir = Path(sessions.sessions_dir)
         self.root = Path(workspace_root)
+        self._root_s = str(self.root)
+        self._sessions_s = str(self.sessions_dir)
         self.safety_pass_s = safety_pass_s
         self.files: dict[str, _Session] = {}  # session file name -> what it holds
         self.members: dict[str, dict[str, SessionMeta]] = {}  # workspace -> file -> meta
@@ -82,7 +85,8 @@ class HeartbeatIndex:
         self.parsed: dict[str, ParseResult] = {}  # workspace -> last read HEARTBEAT.md
         self.polled: set[str] = set()  # workspace folders the watch does not cover
         self.watcher: Watcher | None = None
-        self._hb_paths: dict[str, Path] = {}
+        self._hb_paths: dict[str, str] = {}
+        self._hb_idents: dict[str, Any] = {}  # workspace -> HEARTBEAT.md identity when read
         self._heap: list[tuple[datetime, str]] = []
         self._next: dict[str, datetime] = {}  # workspace -> its entry in the heap
         self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
@@ -101,10 +105,10 @@ class HeartbeatIndex:
         metas.sort(key=lambda m: m.updated_at, reverse=True)
         return metas
 
-    def heartbeat_path(self, workspace: str) -> Path:
+    def heartbeat_path(self, workspace: str) -> str:
         path = self._hb_paths.get(workspace)
         if path is None:
-            path = self._hb_paths[workspace] = self.root / workspace / HEARTBEAT_FILE
+            path = self._hb_paths[workspace] = os.path.join(self._root_s, workspace, HEARTBEAT_FILE)
         return path
 
     def parsed_for(self, workspace: str) -> ParseResult:
@@ -149,6 +153,7 @@ class HeartbeatIndex:
         changed = self._poll(now, full=full) if events is None else self._apply(events, now)
         for ws in self.polled:  # folders the watch does not cover: look at them every cycle
             self.parsed.pop(ws, None)
+            self._hb_idents.pop(ws, None)
         changed |= self.polled
         return changed
 
@@ -158,6 +163,7 @@ class HeartbeatIndex:
         self.members.clear()
         self.until.clear()
         self.parsed.clear()
+        self._hb_idents.clear()
         self._heap.clear()
         self._next.clear()
         self._dir_sig = None
@@ -208,19 +214,34 @@ class HeartbeatIndex:
         return changed
 
     def _poll_files(self, now: datetime) -> set[str]:
-        """Re-read (through the parser's stat cache) every eligible workspace's file."""
+        """One ``lstat`` per eligible workspace's file; read again only when it changed."""
         changed = set()
-        parsed = self.parsed
+        parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
+        settled_before = time.time_ns() - SETTLE_NS
         for ws, until in self.until.items():
             if until is None or until < now:
                 parsed.pop(ws, None)
                 continue
-            new = self._read(ws)
             old = parsed.get(ws)
-            if new is not old:
-                parsed[ws] = new
-                if old is None or new != old:
-                    changed.add(ws)
+            if old is None:  # never read: read it (one lstat inside); identity next time
+                idents[ws] = None
+                parsed[ws] = self._read(ws)
+                changed.add(ws)
+                continue
+            path = self.heartbeat_path(ws)
+            try:
+                st = lstat(path)
+                ident: Any = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
+                settled = max(st.st_mtime_ns, st.st_ctime_ns) < settled_before
+            except OSError as exc:
+                ident, settled = exc.errno, True
+            if idents.get(ws) == ident:
+                continue
+            # unsettled: a second write could keep this identity, so look again next time
+            idents[ws] = ident if settled else None
+            new = parsed[ws] = self._read(ws)
+            if new is not old and new != old:
+                changed.add(ws)
         return changed
 
     def _apply(self, paths: set[str], now: datetime) -> set[str]:
@@ -236,12 +257,14 @@ class HeartbeatIndex:
             elif folder == root:  # a workspace folder made, removed or renamed
                 changed.add(name)
                 self.parsed.pop(name, None)
+                self._hb_idents.pop(name, None)
                 self.polled.add(name)  # its watch (if any) may be gone: poll until renewed
                 self._watched.discard(name)
             elif name == HEARTBEAT_FILE and os.path.dirname(folder) == root:
                 ws = os.path.basename(folder)
                 changed.add(ws)
                 self.parsed.pop(ws, None)
+                self._hb_idents.pop(ws, None)
         self._settle(now)
         if len(self.polled) >= RENEW_AFTER:
             self._renew_watch()
@@ -250,7 +273,7 @@ class HeartbeatIndex:
     # ------------------------------------------------------------ sessions
 
     def _reload(self, name: str, entry: os.DirEntry[str] | None) -> set[str]:
-        path = self.sessions_dir / name
+        path = os.path.join(self._sessions_s, name)
         try:
             st = entry.stat() if entry is not None else os.stat(path)
         except OSError:

@@ -42,7 +42,7 @@ _FILE_CACHE_MAX = 50_000
 _SETTLED_NS = 2_000_000_000
 
 
-def read_heartbeat(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
+def read_heartbeat(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> ParseResult:
     """Read and parse one HEARTBEAT.md, never guessing at a file it cannot read.
 
     A missing file gives an empty result with ``missing=True``. A file over
@@ -103,7 +103,7 @@ def _too_big(size: int, max_bytes: int) -> str:
     return f"file is {size} bytes, over the limit of {max_bytes} (bot.heartbeat.max_file_bytes)"
 
 
-def _read_file(path: Path, max_bytes: int) -> tuple[ParseResult, os.stat_result | None]:
+def _read_file(path: Path | str, max_bytes: int) -> tuple[ParseResult, os.stat_result | None]:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))

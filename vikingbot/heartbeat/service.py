@@ -213,7 +213,7 @@ class HeartbeatService:
         out: list[dict[str, Any]] = []
         for wsin in inputs:
             parsed = wsin.parsed
-            if parsed is None:
+            if parsed is None or not (parsed.unreadable or parsed.errors):
                 continue
             path = self.workspace_path(wsin.name) / "HEARTBEAT.md"
             if parsed.unreadable:

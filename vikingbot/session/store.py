@@ -168,7 +168,7 @@ class SessionStore:
     # ----------------------------------------------------------------- reads
 
     def _read_meta_obj(
-        self, path: Path, expect: SessionKey | None = None
+        self, path: Path | str, expect: SessionKey | None = None
     ) -> tuple[dict[str, Any], SessionMeta] | None:
         try:
             first = _first_line(str(path))
@@ -185,7 +185,7 @@ class SessionStore:
             raise SessionError(f"{where}: file holds session {meta.key}, expected {expect}")
         return obj, meta
 
-    def read_meta_file(self, path: Path) -> SessionMeta | None:
+    def read_meta_file(self, path: Path | str) -> SessionMeta | None:
         """The metadata line of the session file at ``path`` (``None`` if it is gone).
 
         Raises :class:`SessionError` naming file and line when it cannot be parsed.
