@@ -51,11 +51,13 @@ class Watcher:
         name: str,
         recursive: bool = False,
         accept: Accept | None = None,
+        on_change: Callable[[], object] | None = None,
     ) -> None:
         self.paths = [str(p) for p in paths]
         self.name = name
         self.recursive = recursive
         self.accept = accept
+        self.on_change = on_change  # called from the watcher's thread after new paths arrived
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._lost = False  # events may have been missed since the last drain
@@ -109,12 +111,16 @@ class Watcher:
                 if paths:
                     with self._lock:
                         self._pending |= paths
+                    if self.on_change is not None:
+                        self.on_change()
         except Exception as exc:
             if gen is self._current:
                 self.problem = f"watcher stopped: {exc}"
                 with self._lock:
                     self._lost = True
                 logger.warning("file watcher {} stopped, polling instead: {}", self.name, exc)
+                if self.on_change is not None:
+                    self.on_change()  # the owner looks (and finds it must poll)
         finally:
             close = getattr(gen.notify, "close", None)
             if close is not None:

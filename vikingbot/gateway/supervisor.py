@@ -358,15 +358,40 @@ class Gateway:
             self._config_mtime = None
 
     async def _watch_config(self) -> None:
-        """Apply edits of the config file without a restart (bad edits keep the old config)."""
-        while not self.stop_event.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stop_event.wait(), timeout=self.config_poll_s)
-            before = self._config_mtime
-            self._stat_config()
-            if self._config_mtime == before:
-                continue
-            await self.reload_config()
+        """Apply edits of the config file without a restart (bad edits keep the old config).
+
+        File system events (``vikingbot.watch``) wake it at once; without them (or
+        when they stop) it stats the file every ``config_poll_s``.
+        """
+        from vikingbot.watch import Watcher
+
+        path = self.rt.paths.config_file
+        loop = asyncio.get_running_loop()
+        changed = asyncio.Event()
+        watcher = Watcher(
+            [path.parent],
+            name="config",
+            accept=lambda p: os.path.basename(p) == path.name,
+            on_change=lambda: loop.call_soon_threadsafe(changed.set),
+        )
+        await asyncio.to_thread(watcher.start)
+        try:
+            while not self.stop_event.is_set():
+                timeout = 60.0 if watcher.running else self.config_poll_s
+                stop = asyncio.ensure_future(self.stop_event.wait())
+                woke = asyncio.ensure_future(changed.wait())
+                await asyncio.wait({stop, woke}, timeout=timeout, return_when="FIRST_COMPLETED")
+                for task in (stop, woke):
+                    task.cancel()
+                changed.clear()
+                watcher.drain()
+                before = self._config_mtime
+                self._stat_config()
+                if self._config_mtime == before or self.stop_event.is_set():
+                    continue
+                await self.reload_config()
+        finally:
+            await asyncio.to_thread(watcher.stop)
 
     async def reload_config(self) -> None:
         """Re-read the config file now (the watcher, and the dashboard after an edit)."""
