@@ -200,15 +200,27 @@ class HeartbeatIndex:
             settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
             self._dir_sig = sig if settled else None
             try:
-                with os.scandir(self.sessions_dir) as it:
-                    entries = [e for e in it if _is_session_file(e.name)]
+                with os.scandir(self._sessions_s) as it:
+                    entries = list(it)
             except OSError:
                 entries = []
             names = {e.name for e in entries}
         changed: set[str] = set()
-        files = self.files
-        for entry in entries:
-            changed |= self._reload(entry.name, entry)
+        files, suffix, system = self.files, codec.SUFFIX, _SYSTEM_PREFIXES
+        for entry in entries:  # the common case inline: one stat, nothing changed
+            name = entry.name
+            if name[0] == "." or not name.endswith(suffix) or name.startswith(system):
+                continue
+            old = files.get(name)
+            if old is not None:
+                try:
+                    st = entry.stat()
+                except OSError:
+                    changed |= self._drop(name)
+                    continue
+                if old.ident == (st.st_ino, st.st_mtime_ns, st.st_size):
+                    continue
+            changed |= self._reload(name, entry)
         for name in [n for n in files if n not in names]:
             changed |= self._drop(name)
         return changed

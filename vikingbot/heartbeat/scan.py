@@ -11,6 +11,7 @@ sessions) keeps its previous decisions. ``plan``/``collect`` plan every workspac
 from __future__ import annotations
 
 import os
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
@@ -45,6 +46,8 @@ class Scanner:
         self._seen: tuple[Any, frozenset[str]] | None = None  # (config, paused) last time
         # changed workspaces not yet planned by a memo scan (None: all of them)
         self._pending: set[str] | None = None
+        # one scan at a time: the cycle and the control API (plan/status) use worker threads
+        self._lock = threading.RLock()
 
     @property
     def cfg(self) -> HeartbeatConfig:
@@ -78,11 +81,13 @@ class Scanner:
 
     def watch(self) -> bool:
         """Learn changes from file system events from now on (the gateway calls this)."""
-        self._refresh()
-        return self.index.watch()
+        with self._lock:
+            self._refresh()
+            return self.index.watch()
 
     def close(self) -> None:
-        self.index.close()
+        with self._lock:
+            self.index.close()
 
     def _refresh(self) -> None:
         """Update the index; what changed waits for the next memo scan, whoever asked."""
@@ -97,9 +102,10 @@ class Scanner:
 
     def groups(self) -> tuple[dict[str, list[SessionMeta]], dict[str, datetime | None]]:
         """Sessions by workspace, and until when each workspace has an eligible session."""
-        self._refresh()
-        index = self.index
-        return {ws: index.sessions_of(ws) for ws in index.members}, dict(index.until)
+        with self._lock:
+            self._refresh()
+            index = self.index
+            return {ws: index.sessions_of(ws) for ws in index.members}, dict(index.until)
 
     # ------------------------------------------------------------ scans
 
@@ -122,6 +128,12 @@ class Scanner:
     ) -> tuple[list[WorkspaceInput], list[Decision]]:
         """Inputs for the planner, and (with ``memo``) the reused decisions of quiet
         workspaces that nothing touched since they were planned."""
+        with self._lock:
+            return self._scan(only, include_idle=include_idle, memo=memo)
+
+    def _scan(
+        self, only: str | None, *, include_idle: bool, memo: bool
+    ) -> tuple[list[WorkspaceInput], list[Decision]]:
         self._state().refresh()
         self._refresh()
         ws_states = self._state().all_workspaces()
@@ -192,7 +204,7 @@ class Scanner:
 def _kept(quiet: dict[str, tuple[Any, list[Decision]]], todo: Iterable[str]) -> list[Decision]:
     skip = set(todo)
     out: list[Decision] = []
-    for name, (_, decisions) in quiet.items():
+    for name, (_, decisions) in list(quiet.items()):  # the service may add to it meanwhile
         if name not in skip:
             out.extend(decisions)
     return out
