@@ -144,3 +144,22 @@ def test_control_api_refuses_missing_and_forged_secrets(home: Home, gateways: St
         store.close()
     assert len(refused) == 2
     assert {e["outcome"] for e in refused} == {"refused"}
+
+
+def test_plan_asks_the_running_gateway_and_sees_an_edit(home: Home, gateways: Start) -> None:
+    """`heartbeat plan` while a gateway runs: planned from the gateway's watched view."""
+    home.add_user_session()
+    gw = gateways(home)
+    first_cycle_done(home)
+    summary = home.cli("heartbeat", "plan")
+    assert summary.returncode == 0, summary.stderr
+    assert "1 workspaces" in summary.stdout and "empty" in summary.stdout
+    home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
+
+    def shared_runs() -> bool:
+        rows = home.cli_json("heartbeat", "plan")
+        return any(r["workspace"] == "shared" and r["decision"] == "run" for r in rows)
+
+    poll(shared_runs, "the edit in the gateway's plan")
+    assert home.llm.requests == []  # planning never calls the model
+    assert gw.stop() == 0

@@ -12,7 +12,6 @@ import typer
 from vikingbot.cli.common import fail, get_config, print_json, state
 
 if TYPE_CHECKING:
-    from vikingbot.heartbeat.planner import Decision
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.runtime import Runtime
 
@@ -33,18 +32,6 @@ def _service(ctx: typer.Context) -> tuple[Runtime, HeartbeatService]:
     return rt, HeartbeatService(rt)
 
 
-def decision_json(d: Decision) -> dict[str, Any]:
-    return {
-        "workspace": d.workspace,
-        "session": d.session,
-        "entry": d.entry,
-        "decision": d.decision,
-        "reason": d.reason,
-        "detail": d.detail,
-        "next_due": d.next_due.isoformat() if d.next_due else None,
-    }
-
-
 # Skips a user should look at (the rest are routine: stale, empty, not-due, ...).
 ATTENTION = frozenset({"unreadable", "paused", "budget", "parked", "busy", "pending"})
 
@@ -63,28 +50,40 @@ def plan_cmd(
     By default: counts by decision and reason, then only the rows that do
     something (runs) or need attention (paused, budget, parked, unreadable, ...).
     `--all` (or `--workspace`) prints every row; `--json` every row as JSON.
+    Asks the running gateway when there is one (its view of the files is current).
     """
-    rt, svc = _service(ctx)
-    decisions, inputs = svc.plan("scheduled", workspace=workspace)
-    problems = svc.problems(inputs)
-    if as_json:
-        print_json([decision_json(d) for d in decisions])
-    elif show_all or workspace is not None:
-        _plan_table("Heartbeat plan", decisions)
+    from vikingbot.cli.remote import call, gateway_client
+
+    client = gateway_client(ctx)
+    if client is not None:  # its index is warm: no file is read again
+        from urllib.parse import quote
+
+        query = f"?workspace={quote(workspace)}" if workspace else ""
+        data = call(client, "GET", f"/api/v1/heartbeat/plan{query}")
     else:
-        _plan_summary(decisions, len(inputs))
-    _print_problems(problems)
-    rt.close()
+        from vikingbot.gateway.ops import heartbeat_plan
+
+        rt, svc = _service(ctx)
+        data = heartbeat_plan(svc, workspace)
+        rt.close()
+    rows: list[dict[str, Any]] = data["decisions"]
+    if as_json:
+        print_json(rows)
+    elif show_all or workspace is not None:
+        _plan_table("Heartbeat plan", rows)
+    else:
+        _plan_summary(rows, data["workspaces"])
+    _print_problems(data["problems"])
 
 
-def _plan_summary(decisions: list[Decision], workspaces: int) -> None:
+def _plan_summary(decisions: list[dict[str, Any]], workspaces: int) -> None:
     from collections import Counter
 
-    counts = Counter((d.decision, d.reason) for d in decisions)
+    counts = Counter((d["decision"], d["reason"]) for d in decisions)
     typer.echo(f"{workspaces} workspaces, {len(decisions)} decisions")
     for (decision, reason), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         typer.echo(f"  {n:>7}  {decision:<4}  {reason}")
-    shown = [d for d in decisions if d.decision == "run" or d.reason in ATTENTION]
+    shown = [d for d in decisions if d["decision"] == "run" or d["reason"] in ATTENTION]
     if shown:
         _plan_table("Runs and what needs attention", shown)
     else:
@@ -94,17 +93,17 @@ def _plan_summary(decisions: list[Decision], workspaces: int) -> None:
         typer.echo(f"{hidden} routine skips not shown (vikingbot heartbeat plan --all)")
 
 
-def _plan_table(title: str, decisions: list[Decision]) -> None:
+def _plan_table(title: str, decisions: list[dict[str, Any]]) -> None:
     """Plain aligned columns: fast for 10,000 rows, never wrapped, easy to grep."""
     rows = [["workspace", "session", "entry", "decision", "reason", "detail"]]
     rows += [
         [
-            d.workspace,
-            d.session or "",
-            d.entry or "",
-            d.decision,
-            d.reason,
-            d.detail or (d.next_due.isoformat() if d.next_due else ""),
+            d["workspace"],
+            d["session"] or "",
+            d["entry"] or "",
+            d["decision"],
+            d["reason"],
+            d["detail"] or d["next_due"] or "",
         ]
         for d in decisions
     ]

@@ -201,6 +201,12 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
     async def hb_status(request: Request) -> Any:
         return await ops.heartbeat_status()
 
+    async def hb_plan(request: Request) -> Any:
+        workspace = request.query_params.get("workspace") or None
+        if workspace is not None and len(workspace) > 200:
+            raise BadRequest("workspace: at most 200 characters")
+        return await ops.heartbeat_plan(workspace)
+
     async def hb_run_now(request: Request) -> Any:
         body = await json_body(request)
         return await ops.heartbeat_run_now(
@@ -260,6 +266,7 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
     return [
         Route("/api/v1/gateway", endpoint(gateway_info), methods=["GET"]),
         Route("/api/v1/heartbeat/status", endpoint(hb_status), methods=["GET"]),
+        Route("/api/v1/heartbeat/plan", endpoint(hb_plan), methods=["GET"]),
         Route("/api/v1/heartbeat/run-now", endpoint(hb_run_now), methods=["POST"]),
         Route("/api/v1/heartbeat/enable", endpoint(hb_enable), methods=["POST"]),
         Route("/api/v1/heartbeat/disable", endpoint(hb_disable), methods=["POST"]),

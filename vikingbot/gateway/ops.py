@@ -35,6 +35,30 @@ async def heartbeat_run_now(
     return report.results()
 
 
+def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, Any]:
+    """What a cycle would do now: every decision (the `plan --json` rows), the number of
+    workspaces looked at, and the HEARTBEAT.md problems."""
+    decisions, inputs = svc.plan("scheduled", workspace=workspace)
+    return {
+        "decisions": [decision_json(d) for d in decisions],
+        "workspaces": len(inputs),
+        "problems": svc.problems(inputs),
+    }
+
+
+def decision_json(d: Any) -> dict[str, Any]:
+    """One planner decision as `heartbeat plan --json` prints it."""
+    return {
+        "workspace": d.workspace,
+        "session": d.session,
+        "entry": d.entry,
+        "decision": d.decision,
+        "reason": d.reason,
+        "detail": d.detail,
+        "next_due": d.next_due.isoformat() if d.next_due else None,
+    }
+
+
 def heartbeat_status(svc: HeartbeatService, provider_problem: str | None) -> dict[str, Any]:
     """The `heartbeat status --json` object."""
     cfg = svc.cfg
@@ -138,6 +162,9 @@ class ControlOps:
             "port": self.port,
             "services": self.services(),
         }
+
+    async def heartbeat_plan(self, workspace: str | None) -> dict[str, Any]:
+        return await asyncio.to_thread(heartbeat_plan, self.heartbeat, workspace)
 
     async def heartbeat_status(self) -> dict[str, Any]:
         return await asyncio.to_thread(heartbeat_status, self.heartbeat, self.provider_problem())
