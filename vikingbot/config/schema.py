@@ -157,6 +157,9 @@ class ExecToolConfig(Model):
     max_output_chars: int = Field(default=10_000, ge=100)
     deny_patterns: list[str] = Field(default_factory=list)
     restrict_to_workspace: bool = True
+    # bubblewrap sandbox (docs/agent.md): unattended turns only, every exec, or never
+    sandbox: Literal["unattended", "always", "off"] = "unattended"
+    sandbox_network: bool = False  # the sandboxed command may use the network
 
 
 class WebFetchConfig(Model):

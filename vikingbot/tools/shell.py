@@ -5,8 +5,10 @@ and filesystems, recursive deletes of ``/``, ``~`` or ``*``, fork bombs,
 shutdown), then ``bot.tools.exec.deny_patterns`` (regular expressions, matched
 case-insensitively), then, with ``restrict_to_workspace``, a path check that
 refuses ``..`` and absolute paths outside the workspace. The guards are a seat
-belt against a confused model, not a sandbox: run the bot as a user that
-cannot do damage. The command runs through ``vikingbot.proc`` with the
+belt against a confused model, not a sandbox. The sandbox is ``tools.sandbox``
+(bubblewrap): with ``bot.tools.exec.sandbox`` ``unattended`` (the default) every
+exec in an unattended turn runs in it, and is refused where none is available;
+``always`` does the same for every turn. The command runs through ``vikingbot.proc`` with the
 workspace as its working folder, in its own process group, killed (with all it
 started) on ``timeout_s`` or when it ends; output (stdout and stderr
 together) is capped at ``max_output_chars``.
@@ -14,12 +16,15 @@ together) is capped at ``max_output_chars``.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any, ClassVar
 
 from vikingbot import proc
+from vikingbot.config.paths import home_dir
 from vikingbot.errors import SpawnError, ToolError
+from vikingbot.tools import sandbox
 from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside
 
@@ -109,10 +114,11 @@ class ExecTool(Tool):
         if args.get("timeout_s"):
             timeout = min(timeout, max(0.1, float(args["timeout_s"])))
         ctx.workspace.mkdir(parents=True, exist_ok=True)
+        argv = await _contained(command, ctx)
         cap = cfg.max_output_chars
         try:
             done = await proc.run(
-                command, cwd=ctx.workspace, timeout_s=timeout, max_output=cap * 4, merge_stderr=True
+                argv, cwd=ctx.workspace, timeout_s=timeout, max_output=cap * 4, merge_stderr=True
             )
         except SpawnError as exc:
             raise ToolError(f"exec: {exc}") from exc
@@ -123,3 +129,21 @@ class ExecTool(Tool):
         if done.timed_out:
             return f"timed out after {timeout:g}s and was killed\n{out}".rstrip()
         return f"exit code: {done.returncode}\n{out}".rstrip()
+
+
+async def _contained(command: str, ctx: ToolContext) -> str | list[str]:
+    """The command as run: in the sandbox when the policy asks for one; refused without one."""
+    cfg = ctx.config.bot.tools.exec
+    if cfg.sandbox == "off" or (cfg.sandbox == "unattended" and not ctx.unattended):
+        return command
+    program = await asyncio.to_thread(sandbox.available)
+    if program is None:
+        who = "unattended turns" if cfg.sandbox == "unattended" else "every turn"
+        raise ToolError(
+            f"exec: refused: {who} run commands only in an OS sandbox, and "
+            f"{sandbox.unavailable_reason()}; install bubblewrap (apt install bubblewrap) "
+            "or change bot.tools.exec.sandbox"
+        )
+    return sandbox.sandbox_argv(
+        command, ctx.workspace, program=program, network=cfg.sandbox_network, hide=[home_dir()]
+    )
