@@ -2,75 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from vikingbot.agent.types import TurnResult
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
 from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
-from vikingbot.session.types import SessionKey
 from vikingbot.store.db import StateStore
-from vikingbot.tools.base import Deliver
+from vikingbot.testing.scripted_agent import START, ScriptedAgent, Sent
 from vikingbot.workspace.manager import WorkspaceManager
 
-START = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-
-
-@dataclass
-class ScriptedAgent:
-    """An AgentLoop whose replies are set by the test; records every turn."""
-
-    reply: str | None = "Done: 3 new mails."
-    error: Exception | None = None
-    hang: bool = False
-    turns: list[tuple[str, SessionKey, dict[str, Any]]] = field(default_factory=list)
-
-    async def run_turn(
-        self,
-        prompt: str,
-        session_key: SessionKey,
-        metadata: dict[str, Any] | None = None,
-        *,
-        deliver: Deliver | None = None,
-    ) -> TurnResult:
-        self.turns.append((prompt, session_key, dict(metadata or {})))
-        if self.hang:
-            await asyncio.Event().wait()
-        if self.error is not None:
-            raise self.error
-        return TurnResult(text=self.reply, model_calls=1)
-
-
-@dataclass
-class Sent:
-    """The platform side of the bus: records what delivery sent (or refuses it)."""
-
-    messages: list[OutboundMessage] = field(default_factory=list)
-    fail: bool = False
-
-    async def __call__(self, msg: OutboundMessage) -> bool:
-        if self.fail:
-            return False
-        self.messages.append(msg)
-        return True
-
-    @property
-    def chats(self) -> list[tuple[str, str, str]]:
-        """(channel:chat, text, source) of every message sent."""
-        return [
-            (f"{m.channel}:{m.chat_id}", m.text, str(m.metadata.get("source")))
-            for m in self.messages
-        ]
+__all__ = ["START", "CronRig", "ScriptedAgent", "Sent"]
 
 
 @dataclass

@@ -1,98 +1,23 @@
-"""A whole heartbeat in one process: runtime, fake model server, recording bus."""
+"""Heartbeat test fixtures; the harness itself is ``vikingbot.testing.harness``."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from vikingbot.bus import OutboundMessage
-from vikingbot.clock import FakeClock
-from vikingbot.config.loader import Paths
-from vikingbot.config.schema import Config
-from vikingbot.heartbeat.service import HeartbeatService
-from vikingbot.metrics import Metrics
-from vikingbot.runtime import Runtime
-from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI
-
-TEMPLATE = (
-    "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"
-    "## Completed\n\n<!-- Move completed tasks here or delete them -->\n"
+from vikingbot.testing.harness import (
+    OWNER,
+    TEMPLATE,
+    Harness,
+    build_harness,
+    make_config,
+    with_tasks,
 )
-OWNER = SessionKey("telegram", "default", "42")
 
-
-def with_tasks(*lines: str) -> str:
-    return TEMPLATE.replace(
-        "below this line -->\n", "below this line -->\n" + "".join(f"{x}\n" for x in lines)
-    )
-
-
-@dataclass
-class Harness:
-    rt: Runtime
-    fake: FakeOpenAI
-    clock: FakeClock
-    sent: list[OutboundMessage] = field(default_factory=list)
-    metrics: Metrics = field(default_factory=Metrics)
-    svc: HeartbeatService | None = None
-
-    @property
-    def hb(self) -> HeartbeatService:
-        if self.svc is None:
-            self.svc = HeartbeatService(self.rt, metrics=self.metrics)
-        return self.svc
-
-    def workspace(self, name: str = "shared") -> Path:
-        path = self.rt.paths.workspace_root / name
-        path.mkdir(parents=True, exist_ok=True)
-        return path
-
-    def write(self, text: str, name: str = "shared") -> Path:
-        path = self.workspace(name) / "HEARTBEAT.md"
-        path.write_text(text, encoding="utf-8")
-        return path
-
-    def user_session(
-        self, key: SessionKey = OWNER, *, ago: timedelta = timedelta(minutes=5), **meta: Any
-    ) -> None:
-        sessions = self.rt.sessions
-        sessions.get_or_create(key, skip_heartbeat=bool(meta.get("skip_heartbeat")))
-        at = self.clock.now() - ago
-        saved = self.clock.now()
-        self.clock.set(at)
-        sessions.append(key, Message(role="user", content="hello", timestamp=at))
-        self.clock.set(saved)
-
-    async def cycle(self, trigger: str = "scheduled", **kw: Any) -> Any:
-        return await self.hb.run_cycle(trigger, **kw)  # type: ignore[arg-type]
-
-    def model_calls(self) -> int:
-        return len(self.fake.requests)
-
-    def texts(self) -> list[str]:
-        return [m.text for m in self.sent]
-
-
-def make_config(base_url: str, **heartbeat: Any) -> Config:
-    return Config.model_validate(
-        {
-            "bot": {
-                "owner": "telegram:42",
-                "agents": {"provider": "openai", "model": "fake-model"},
-                "providers": {
-                    "openai": {"api_base": base_url, "api_key": "sk-test", "max_retries": 0}
-                },
-                "channels": {"telegram": {"enabled": True, "token": "t", "allow_from": ["42"]}},
-                "heartbeat": {"timezone": "UTC", **heartbeat},
-            }
-        }
-    )
+__all__ = ["OWNER", "TEMPLATE", "Harness", "build_harness", "make_config", "with_tasks"]
 
 
 @pytest.fixture
@@ -105,32 +30,3 @@ def fake() -> Iterator[FakeOpenAI]:
 async def harness(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Harness]:
     async for h in build_harness(tmp_path, fake):
         yield h
-
-
-async def build_harness(
-    tmp_path: Path, fake: FakeOpenAI, **heartbeat: Any
-) -> AsyncIterator[Harness]:
-    clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
-    config = make_config(fake.base_url, **heartbeat)
-    home = tmp_path / "home"
-    paths = Paths(
-        home=home,
-        config_file=home / "config.json",
-        data_dir=home / "data",
-        database_url=f"sqlite:///{home / 'data' / 'state.db'}",
-    )
-    rt = Runtime(config, paths, clock=clock, environ={})
-    h = Harness(rt=rt, fake=fake, clock=clock)
-
-    async def record(msg: OutboundMessage) -> bool:
-        h.sent.append(msg)
-        return True
-
-    rt.bus.set_outbound_handler(record)
-    try:
-        yield h
-    finally:
-        if h.svc is not None:
-            h.svc.stop()
-            await h.svc.drain(5)
-        await rt.aclose()

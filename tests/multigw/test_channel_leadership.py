@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.multigw.conftest import SharedDb
+from vikingbot.testing.databases import SharedDb
 from vikingbot.testing.fake_telegram import FakeTelegram
 
 TTL_S, CHECK_S = 1.5, 0.3

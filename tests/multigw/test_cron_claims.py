@@ -8,8 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.cron.conftest import START, ScriptedAgent, Sent
-from tests.multigw.conftest import SharedDb
 from vikingbot.bus import MessageBus
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
@@ -17,6 +15,8 @@ from vikingbot.cron.service import CronService
 from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
 from vikingbot.store import StateStore
+from vikingbot.testing.databases import SharedDb
+from vikingbot.testing.scripted_agent import START, ScriptedAgent, Sent
 from vikingbot.workspace.manager import WorkspaceManager
 
 CONFIG = Config.model_validate(

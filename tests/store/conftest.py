@@ -3,36 +3,17 @@ several times, from several threads or processes, on each backend."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from vikingbot.store.db import StateStore
+from vikingbot.testing.databases import SharedDb, shared_db
 
-
-@dataclass(frozen=True)
-class Target:
-    backend: str
-    url: str
-    schema: str | None = None
-
-    def open(self, **kwargs: Any) -> StateStore:
-        return StateStore.open(self.url, schema=self.schema, **kwargs)
+Target = SharedDb
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
-def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
-    if request.param == "sqlite":
-        yield Target("sqlite", f"sqlite:///{tmp_path / 'db' / 'state.db'}")
-        return
-    import psycopg
-
-    url = request.getfixturevalue("pg_url")
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    yield Target("postgresql", url, schema)
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SharedDb]:
+    pg_url = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
+    yield from shared_db(request.param, tmp_path, pg_url)
