@@ -63,9 +63,10 @@ def home(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Home]:
     """One home per test module (starting a gateway costs seconds): the heartbeat off,
-    results for the dashboard, plus the module's ``GATEWAY`` section if it has one.
+    results for the dashboard, plus the module's ``BOT`` sections if it has them.
     Each test works in workspaces of its own."""
-    gateway = getattr(request.module, "GATEWAY", {})
+    bot = dict(getattr(request.module, "BOT", {}))
+    gateway = bot.pop("gateway", {})
     with FakeOpenAI.start() as fake_llm:
         fake_tg = FakeTelegram()
         with fake_tg.serve() as api:
@@ -73,6 +74,7 @@ def home(
             h.write_config(
                 heartbeat={"enabled": False, "timezone": "UTC", "target": "dashboard"},
                 gateway={"shutdown_grace_s": 5, **gateway},
+                **bot,
             )
             yield h
 

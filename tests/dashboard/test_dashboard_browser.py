@@ -21,7 +21,7 @@ from vikingbot.testing.home import Home, with_tasks
 
 # the module's gateway has a token, as one bound beyond loopback must
 TOKEN = "a-long-gateway-token-for-the-test"
-GATEWAY = {"token": TOKEN}
+BOT = {"gateway": {"token": TOKEN}, "tools": {"auto_approve": ["message"]}}
 HOSTILE = (
     "Done. <script>window.__pwned = 1</script>\n\n"
     '<img src="x" onerror="window.__pwned = 2"> [click](javascript:window.__pwned=3)'
@@ -270,3 +270,18 @@ def test_pause_and_resume_a_workspace_and_filter_the_workspace_list(
     page.click("#ws-table a:text('alpha-ops')")
     page.click("button:text('Resume')")
     expect(page.locator(".actions")).not_to_contain_text("paused")
+
+
+def test_a_message_the_agent_sends_during_a_chat_turn_lands_in_the_slot(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    """(With `message` in bot.tools.auto_approve: a dashboard chat has nobody to ask.)"""
+    from vikingbot.testing.fake_openai import tool_call
+
+    home.llm.script([tool_call("message", {"text": "Sent with the message tool."}), "All done."])
+    page.goto(gw.base_url + "/ui/chat/tools")
+    page.fill("textarea[name=text]", "tell me something")
+    page.click(".chat-form button")
+    log = page.locator("#chat-log")
+    expect(log).to_contain_text("All done.", timeout=30_000)
+    expect(log).to_contain_text("Sent with the message tool.")

@@ -476,7 +476,20 @@ class Gateway:
         rt = self.rt
 
         async def run_turn(prompt: str, key: Any, meta: dict[str, Any]) -> Any:
-            return await rt.agent().run_turn(prompt, key, meta)
+            """A chat turn in a dashboard slot: what the agent sends to "this chat" with
+            the message tool lands in the slot; other targets go through delivery."""
+            import functools
+
+            from vikingbot.delivery.adapter import ChatDelivery
+            from vikingbot.delivery.inbox import Inbox
+
+            async def to_slot(text: str) -> Any:
+                add = functools.partial(Inbox(rt.store, rt.clock).add, key.chat_id, text)
+                await asyncio.to_thread(add, source=f"message:{key.chat_id}")
+                return "inboxed"
+
+            deliver = ChatDelivery(rt.delivery, session=key, sink=to_slot)
+            return await rt.agent().run_turn(prompt, key, meta, deliver=deliver)
 
         parts = DashboardParts(
             store=rt.store,
