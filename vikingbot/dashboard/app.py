@@ -129,7 +129,7 @@ class Dashboard:
 
         async def stream() -> Any:
             yield "retry: 1000\n\n"
-            async for unread, newest in self.bell.listen():
+            async for unread, newest in self.bell.listen(self.parts.stopping):
                 yield f"event: bell\ndata: {unread} {newest}\n\n"
                 if await request.is_disconnected():
                     break

@@ -36,8 +36,19 @@ class Bell:
             if self.last is None:
                 self.last = await asyncio.to_thread(self._read)
             yield self.last
-            while stop is None or not stop.is_set():
-                yield await queue.get()
+            stopped = asyncio.ensure_future(stop.wait()) if stop is not None else None
+            try:
+                while stop is None or not stop.is_set():
+                    got = asyncio.ensure_future(queue.get())
+                    waiting = {got} if stopped is None else {got, stopped}
+                    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                    if not got.done():  # the gateway is stopping: end the stream
+                        got.cancel()
+                        return
+                    yield got.result()
+            finally:
+                if stopped is not None:
+                    stopped.cancel()
         finally:
             self._listeners.discard(queue)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,7 @@ class DashboardParts:
     run_turn: RunTurn
     apply_config: Callable[[], Awaitable[None]]  # re-read the config file now
     ops: ControlActions
+    stopping: asyncio.Event | None = None  # set when the gateway stops: live streams end
 
     def gateway_token(self) -> str | None:
         token = self.config().bot.gateway.token

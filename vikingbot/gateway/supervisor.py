@@ -505,6 +505,7 @@ class Gateway:
             run_turn=run_turn,
             apply_config=self.reload_config,
             ops=self.ops,
+            stopping=self.stop_event,
         )
         return dashboard_routes(parts)
 
