@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from datetime import UTC, datetime
@@ -158,6 +160,9 @@ def main() -> None:
                     page.click("#run-now")
                     page.goto(gw.base_url + "/ui/inbox")
                     expect(page.locator("#inbox-list article").first).to_be_visible(timeout=30_000)
+                    cli = [sys.executable, "-m", "vikingbot", "heartbeat", "run-now", "--force"]
+                    env = {**os.environ, "VIKINGBOT_HOME": str(home)}
+                    subprocess.run(cli, env=env, capture_output=True, timeout=120, check=True)
                     page.goto(gw.base_url + "/ui/chat/research")
                     llm.script(["You asked for papers: see the list in the *research* slot."])
                     page.fill("textarea[name=text]", "Anything new on retrieval?")

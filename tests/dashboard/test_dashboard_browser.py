@@ -113,6 +113,10 @@ def test_run_now_result_arrives_in_the_inbox_and_the_bell_rises_without_reload(
     expect(page.locator("#bell-count")).to_have_text(str(before + 1), timeout=30_000)
     expect(page.locator("#inbox-list")).to_contain_text("The nightly build is red since 02:10.")
     assert page.evaluate("window.__marker") == "same page"  # no reload happened
+    item = page.locator("#inbox-list article", has_text="The nightly build is red")
+    item.locator(".mark-read").click()  # this one item
+    expect(page.locator("#bell-count")).to_have_text(str(before))
+    expect(page.locator("#inbox-list")).not_to_contain_text("The nightly build is red")
     page.click("#mark-all-read")
     expect(page.locator("#bell-count")).to_have_text("0")
 

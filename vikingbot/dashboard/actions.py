@@ -128,6 +128,8 @@ async def mark_read(dash: Dashboard, request: Request) -> Response:
     form = await dash.form(request)
     ids = [int(x) for x in form.get("ids", "").split(",") if x.strip().isdigit()]
     await dash.parts.ops.inbox_mark_read(ids=ids or None, slot=None)
+    if request.headers.get("hx-request"):  # one item's button: the refreshed list
+        return await pages.inbox(dash, request)
     return back(dash, "/inbox")
 
 

@@ -112,7 +112,7 @@ def runs(store: StateStore, filters: dict[str, str], page: int, tz: Any) -> Page
             for r in conn.execute(
                 select(t)
                 .where(*where)
-                .order_by(desc(t.c.id))
+                .order_by(desc(t.c.at), desc(t.c.id))
                 .limit(PER_PAGE)
                 .offset((page - 1) * PER_PAGE)
             ).mappings()
