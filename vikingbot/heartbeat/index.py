@@ -186,25 +186,9 @@ class HeartbeatIndex:
         self._touched.clear()
 
     def _poll_sessions(self, full: bool) -> set[str]:
-        try:
-            st = os.stat(self.sessions_dir)
-        except OSError:
-            st = None
-        if st is None:
-            names: set[str] = set()
-            entries: list[os.DirEntry[str]] = []
-        else:
-            sig = (st.st_ino, st.st_mtime_ns)
-            if not full and sig == self._dir_sig:
-                return set()  # no file was created, replaced or removed
-            settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
-            self._dir_sig = sig if settled else None
-            try:
-                with os.scandir(self._sessions_s) as it:
-                    entries = list(it)
-            except OSError:
-                entries = []
-            names = {e.name for e in entries}
+        entries = self._list_sessions(full)
+        if entries is None:
+            return set()  # no file was created, replaced or removed
         changed: set[str] = set()
         files, suffix, system = self.files, codec.SUFFIX, _SYSTEM_PREFIXES
         for entry in entries:  # the common case inline: one stat, nothing changed
@@ -212,18 +196,30 @@ class HeartbeatIndex:
             if name[0] == "." or not name.endswith(suffix) or name.startswith(system):
                 continue
             old = files.get(name)
-            if old is not None:
-                try:
-                    st = entry.stat()
-                except OSError:
-                    changed |= self._drop(name)
-                    continue
-                if old.ident == (st.st_ino, st.st_mtime_ns, st.st_size):
-                    continue
+            if old is not None and old.ident == _ident(entry):
+                continue
             changed |= self._reload(name, entry)
+        names = {e.name for e in entries}
         for name in [n for n in files if n not in names]:
             changed |= self._drop(name)
         return changed
+
+    def _list_sessions(self, full: bool) -> list[os.DirEntry[str]] | None:
+        """The sessions folder's entries; ``None`` when its mtime says nothing changed."""
+        try:
+            st = os.stat(self._sessions_s)
+        except OSError:
+            return []
+        sig = (st.st_ino, st.st_mtime_ns)
+        if not full and sig == self._dir_sig:
+            return None
+        settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
+        self._dir_sig = sig if settled else None
+        try:
+            with os.scandir(self._sessions_s) as it:
+                return list(it)
+        except OSError:
+            return []
 
     def _poll_files(self, now: datetime) -> set[str]:
         """One ``lstat`` per eligible workspace's file; read again only when it changed."""
@@ -414,6 +410,14 @@ class HeartbeatIndex:
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None
+
+
+def _ident(entry: os.DirEntry[str]) -> Ident | None:
+    try:
+        st = entry.stat()
+    except OSError:
+        return None  # gone: _reload drops it
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
 def _is_session_file(name: str) -> bool:
