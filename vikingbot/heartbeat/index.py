@@ -8,10 +8,11 @@ those workspaces are planned again; everything else keeps its decisions.
 Where the changes come from, cheapest first:
 
 - **events** (:class:`vikingbot.watch.Watcher`, the gateway only): the sessions
-  folder, the workspace root and every workspace folder that has sessions are
+  folder, the workspace root and every workspace folder in it are
   watched (not recursively); a changed session file is re-read, a changed
   HEARTBEAT.md or workspace folder marks its workspace. Workspace folders made
-  after the watch started are polled until the watch is renewed.
+  after the watch started are polled until the watch is renewed. The watch is
+  put in place before the first full read, so nothing falls between the two.
 - **polling** (no watcher, it could not start, or it died): the sessions folder
   is listed only when its mtime changed (every write of the store replaces a
   file, which changes it), then each session file is stat-ed once and only
@@ -386,7 +387,8 @@ class HeartbeatIndex:
         if not self.watcher.start():
             return False
         self.polled -= self._watched
-        self._last_full = None  # one full pass after the watch is in place
+        if self._settings is not None:  # loaded before the watch: one full pass after it
+            self._last_full = None
         return True
 
     def _watch_paths(self) -> list[Path]:
@@ -395,7 +397,7 @@ class HeartbeatIndex:
                 dirs = {e.name for e in it if e.is_dir() and not e.name.startswith(".")}
         except OSError:
             dirs = set()
-        self._watched = dirs & set(self.members)
+        self._watched = dirs
         return [self.sessions_dir, self.root, *(self.root / ws for ws in sorted(self._watched))]
 
     def _renew_watch(self) -> None:

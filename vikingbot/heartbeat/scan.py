@@ -82,8 +82,7 @@ class Scanner:
     def watch(self) -> bool:
         """Learn changes from file system events from now on (the gateway calls this)."""
         with self._lock:
-            self._refresh()
-            return self.index.watch()
+            return self.index.watch()  # before the first read: no change falls between
 
     def close(self) -> None:
         with self._lock:
