@@ -107,6 +107,17 @@ async def start(
         raise SpawnError(f"cannot start {name!r}: {exc}", program=name) from exc
 
 
+def which(program: str, environ: Mapping[str, str] | None = None) -> str | None:
+    """Where ``program`` is (``~`` expanded; a bare name searched on ``PATH``), or None."""
+    import shutil
+
+    program = os.path.expanduser(program)
+    path = (environ or os.environ).get("PATH")
+    if os.sep in program:
+        return program if os.access(program, os.X_OK) and os.path.isfile(program) else None
+    return shutil.which(program, path=path)
+
+
 def kill_group(proc: asyncio.subprocess.Process, sig: int = signal.SIGKILL) -> None:
     """Signal the child's whole process group (the child and all it started)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 
 if TYPE_CHECKING:
-    from vikingbot.agent.types import AgentLoop
+    from vikingbot.agent.types import AgentLoop, Readiness
     from vikingbot.bus import MessageBus
     from vikingbot.delivery.service import DeliveryService
     from vikingbot.session.store import SessionStore
@@ -76,26 +76,22 @@ class Runtime:
             self.config, store=self.store, sessions=self.sessions, bus=self.bus, clock=self.clock
         )
 
-    def provider_problem(self) -> str | None:
-        """What is missing for model calls, or None when a provider is configured."""
-        agents = self.config.bot.agents
-        if not agents.provider:
-            return (
-                "no model provider configured: set bot.agents.provider (openai, anthropic or "
-                "command) and bot.agents.model, e.g. `vikingbot config set bot.agents.provider openai`"
-            )
-        section = self.config.bot.providers.get(agents.provider)
-        kind = (section.kind if section and section.kind else None) or agents.provider
-        if not agents.model and kind != "command":
-            return f"no model configured for provider {agents.provider!r}: set bot.agents.model"
-        return None
+    def readiness(self) -> Readiness:
+        """Whether the configured agent loop can answer, or what to set (asked of the loop)."""
+        from vikingbot.agent.types import Readiness
+        from vikingbot.errors import NotConfiguredError
+
+        try:
+            return self.agent().readiness()
+        except NotConfiguredError as exc:  # the loop itself cannot be loaded
+            return Readiness.missing(str(exc))
 
     def agent(self) -> AgentLoop:
         """The configured agent loop (built once; the provider connects on first use)."""
         if self._agent is None:
             from vikingbot import registry
 
-            loop_cls: Any = registry.load("loops", self.config.bot.agents.loop)
+            loop_cls: type[AgentLoop] = registry.load("loops", self.config.bot.agents.loop)
             self._agent = loop_cls(
                 self.config,
                 sessions=self.sessions,
@@ -110,7 +106,7 @@ class Runtime:
     def reconfigure(self, config: Config) -> None:
         """Apply a reloaded config to the parts that read it at run time."""
         self.config = config
-        if self._agent is not None and hasattr(self._agent, "reconfigure"):
+        if self._agent is not None:
             self._agent.reconfigure(config)
         if "delivery" in self.__dict__ and hasattr(self.delivery, "config"):
             self.delivery.config = config
@@ -118,9 +114,8 @@ class Runtime:
     async def aclose(self) -> None:
         """Close the agent's provider connections, then the store."""
         agent, self._agent = self._agent, None
-        closer = getattr(agent, "aclose", None)
-        if closer is not None:
-            await closer()
+        if agent is not None:
+            await agent.aclose()
         self.close()
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from vikingbot.agent.context import (
+    EARLIER_NOTE,
     MAX_FILE_CHARS,
     MISSING_RESULT,
     history_messages,
@@ -65,6 +66,9 @@ def test_history_window_is_repaired_for_providers() -> None:
     ]
     out = history_messages(history)
     assert [(x.role, x.content) for x in out] == [
+        # a plain reply before the first user message is kept (e.g. a delivered result)
+        ("user", EARLIER_NOTE),
+        ("assistant", "answer to something older"),
         ("user", "read a"),
         ("assistant", ""),
         ("tool", "contents"),
@@ -72,5 +76,5 @@ def test_history_window_is_repaired_for_providers() -> None:
         ("assistant", "done"),
         ("user", "thanks"),
     ]
-    assert [c.name for c in out[1].tool_calls] == ["read_file", "exec"]
-    assert out[3].tool_call_id == "c2"
+    assert [c.name for c in out[3].tool_calls] == ["read_file", "exec"]
+    assert out[5].tool_call_id == "c2"

@@ -22,7 +22,7 @@ STATUS_FIELDS = {
     "target",
     "last_cycle_at",
     "next_cycle_at",
-    "provider_problem",
+    "agent_problem",
     "problems",
     "workspaces",
 }

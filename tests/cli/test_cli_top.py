@@ -112,8 +112,9 @@ def test_status_json_without_a_provider(cli: Cli, home: Path) -> None:
     data = json.loads(result.stdout)
     assert data["config"] == str(home / "config.json")
     assert data["data_dir"] == str(home / "data")
-    assert data["provider_configured"] is False
-    assert "bot.agents.provider" in data["provider_problem"]
+    assert data["agent"]["loop"] == "builtin"
+    assert data["agent"]["ready"] is False
+    assert "bot.agents.provider" in data["agent"]["problem"]
     assert data["heartbeat"]["enabled"] is True
     assert data["heartbeat"]["interval_seconds"] == 600
     assert (data["sessions"], data["workspaces"]) == (0, 0)
@@ -127,16 +128,26 @@ def test_status_counts_sessions_and_workspaces_and_sees_the_provider(
     fresh_session("telegram:default:42")
     fresh_session("slack:default:C1")
     assert cli("config", "set", "bot.agents.provider", "openai").exit_code == 0
-    half = json.loads(cli("status", "--json").stdout)
-    assert half["provider_configured"] is False
-    assert "bot.agents.model" in half["provider_problem"]
+    half = json.loads(cli("status", "--json").stdout)["agent"]
+    assert half["ready"] is False
+    # every missing piece is named: the key (and its variable), the base URL, the model
+    for piece in ("OPENAI_API_KEY", "bot.providers.openai.api_base", "bot.agents.model"):
+        assert piece in half["problem"]
 
     assert cli("config", "set", "bot.agents.model", "gpt-x").exit_code == 0
+    keyless = json.loads(cli("status", "--json").stdout)["agent"]
+    assert keyless["ready"] is False  # a provider without a key cannot work
+    assert "bot.agents.model" not in keyless["problem"]
+    assert cli("config", "set", "bot.providers.openai.api_key", "sk-test").exit_code == 0
     result = cli("status", "--json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
-    assert data["provider_configured"] is True
-    assert data["provider_problem"] is None
+    assert data["agent"] == {
+        "loop": "builtin",
+        "ready": True,
+        "problem": None,
+        "detail": "openai / gpt-x",
+    }
     assert (data["provider"], data["model"]) == ("openai", "gpt-x")
     assert (data["sessions"], data["workspaces"]) == (2, 1)
 

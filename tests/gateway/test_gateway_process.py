@@ -19,7 +19,8 @@ def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> No
     with GatewayProcess(home) as gw:
         health = gw.get("/health")
         assert health["status"] == "ok"
-        assert health["provider_configured"] is False
+        assert health["agent"]["ready"] is False
+        assert "bot.agents.provider" in health["agent"]["problem"]
         assert health["heartbeat"] == {"enabled": True, "interval_seconds": 600}
         metrics = gw.get("/metrics")
         assert "vikingbot_heartbeat_cycles_total" in metrics

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pydantic import ValidationError
 
 from vikingbot.config.schema import Config
 from vikingbot.errors import NotConfiguredError
@@ -45,9 +46,18 @@ def test_a_bare_kind_without_a_section() -> None:
     assert isinstance(create_provider(config(agents={"provider": "command"})), CommandProvider)
 
 
-def test_unknown_names_are_explained() -> None:
+def test_unknown_names_are_refused_when_the_config_is_loaded() -> None:
+    with pytest.raises(ValidationError, match=r"neither a section of bot\.providers") as info:
+        config(agents={"provider": "gemini"})
+    assert "valid provider kinds: anthropic, command, openai" in str(info.value)
+    with pytest.raises(ValidationError, match=r"bot.providers.x.kind is 'nope'"):
+        config(agents={"provider": "x"}, providers={"x": {"kind": "nope"}})
+    with pytest.raises(ValidationError, match=r"unknown agent loop 'acpx'; valid loops: .*builtin"):
+        config(agents={"loop": "acpx"})
+
+
+def test_a_config_built_in_code_is_still_checked_when_the_provider_is_made() -> None:
+    cfg = config()
+    cfg.bot.agents.provider = "gemini"  # assignment skips validation
     with pytest.raises(NotConfiguredError, match=r"neither a section of bot\.providers"):
-        create_provider(config(agents={"provider": "gemini"}))
-    cfg = config(agents={"provider": "x"}, providers={"x": {"kind": "nope"}})
-    with pytest.raises(NotConfiguredError, match=r"bot.providers.x.kind is 'nope'"):
         create_provider(cfg)

@@ -97,16 +97,29 @@ def _calls(raw: list[dict[str, Any]] | None) -> list[ToolCall]:
     return calls
 
 
+EARLIER_NOTE = "(Earlier, before the user wrote here, vikingbot sent them the following.)"
+
+
 def history_messages(history: list[Message]) -> list[ChatMessage]:
     """Session messages -> chat messages a provider accepts. Pure.
 
-    Drops system messages and everything before the first user message, drops
-    tool results whose call is not in the window, and adds a placeholder result
-    for a call whose result is missing.
+    Drops system messages, drops tool results whose call is not in the window,
+    and adds a placeholder result for a call whose result is missing. Before the
+    first user message only plain assistant messages are kept (a heartbeat or
+    cron result delivered into this chat before the user wrote, or the end of
+    a cut-off turn), introduced by ``EARLIER_NOTE`` so the conversation still
+    starts with a user message.
     """
     out: list[ChatMessage] = []
     started = False
     pending: list[ToolCall] = []
+    for m in history:
+        if m.role == "user":
+            break
+        if m.role == "assistant" and not m.tool_calls and m.content.strip():
+            if not out:
+                out.append(ChatMessage("user", EARLIER_NOTE))
+            out.append(ChatMessage("assistant", m.content))
 
     def flush() -> None:
         for c in pending:

@@ -1,107 +1,61 @@
 """The built-in agent loop: prompt -> model -> tools -> model ... -> reply.
 
-``BuiltinLoop.run_turn`` holds the session's turn lock for the whole turn, so a
-user turn and a background turn never interleave on one session. It builds the
-context (``context``), calls the provider with every registered tool, runs the
-tool calls the approval policy allows (``approval``), and repeats up to
-``bot.agents.max_tool_iterations`` times; then one last call with tools
-switched off ends the turn as ``turn-limit``. A tool failure goes back to the
-model as text. A provider failure ends the turn as ``error`` (nothing raised),
-except ``NotConfiguredError``, which is raised.
+``BuiltinLoop`` builds the context (``context``), calls the provider with every
+registered tool, runs the tool calls the approval policy allows
+(``approval``), and repeats up to ``bot.agents.max_tool_iterations`` times;
+then one last call with tools switched off ends the turn as ``turn-limit``. A
+tool failure goes back to the model as text. A provider failure ends the turn
+as ``error`` (nothing raised), except ``NotConfiguredError``, which is raised.
 
-History: the turn's messages are appended to the session in one write at the
-end. A heartbeat turn is written only when it ends with a reply that is not a
-no-op (``vikingbot.replies.is_noop``), so ``HEARTBEAT_OK`` turns leave no
-trace; background prompts carry ``{"heartbeat": true}`` so they never make a
-session fresh. An interactive turn that fails, times out or is cancelled keeps
-its prompt and the tool steps that completed.
+The turn lock, the timeout and what is written to history (the heartbeat no-op
+rule, a failed turn keeping its prompt) are ``agent.history``'s, shared with
+every other loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from loguru import logger
-
 from vikingbot.agent.approval import Approver
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
-from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, TurnResult
+from vikingbot.agent.history import TurnLog, run_locked, to_key
+from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import NotConfiguredError, ToolError, VikingbotError, WorkspaceError
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
-from vikingbot.replies import is_noop
-from vikingbot.session.types import Message, SessionKey
-from vikingbot.tools.base import Deliver, Tool, ToolContext, is_unattended
+from vikingbot.session.types import SessionKey
+from vikingbot.tools.base import Deliver, Tool, ToolContext
 
 if TYPE_CHECKING:
-    from loguru import Logger
-
-    from vikingbot.bus.bus import MessageBus
-    from vikingbot.clock import Clock
     from vikingbot.config.schema import Config
     from vikingbot.providers.base import Provider, ProviderResponse
     from vikingbot.session.store import SessionStore
-    from vikingbot.workspace.manager import WorkspaceManager
 
 MAX_RESULT_CHARS = 100_000
 LIMIT_NOTE = (
     "You have reached the tool-call limit for this turn ({n} rounds). Do not call any more "
     "tools: answer now with what you have, and say what is left undone."
 )
-ToolObserver = Callable[[ToolCallRecord], None]
 
 
-@dataclass
-class _Turn:
-    key: SessionKey
-    metadata: dict[str, Any]
-    ctx: ToolContext
-    turn_id: str
-    log: Logger
-    result: TurnResult = field(default_factory=lambda: TurnResult(text=None))
-    writes: list[Message] = field(default_factory=list)
-    final: list[Message] = field(default_factory=list)
-
-    @property
-    def background(self) -> bool:
-        return is_unattended(self.metadata)
-
-
-class BuiltinLoop:
+class BuiltinLoop(AgentLoop):
     """The agent loop vikingbot ships (registered as ``builtin`` in ``vikingbot.loops``)."""
+
+    name = "builtin"
 
     def __init__(
         self,
         config: Config,
         *,
         sessions: SessionStore,
-        store: Any = None,
-        bus: MessageBus | None = None,
-        workspaces: WorkspaceManager | None = None,
         provider: Provider | None = None,
-        approval_callback: ApprovalCallback | None = None,
-        clock: Clock | None = None,
         tools: dict[str, Tool] | None = None,
-        on_tool_call: ToolObserver | None = None,
-        environ: Mapping[str, str] | None = None,
+        **parts: Any,
     ) -> None:
-        from vikingbot.clock import SystemClock
-
-        self.config = config
-        self.sessions = sessions
-        self.store = store
-        self.bus = bus
-        self.workspaces = workspaces
+        super().__init__(config, sessions=sessions, **parts)
         self._provider = provider
-        self.approval_callback = approval_callback
-        self.clock: Clock = clock or SystemClock()
         self._tools = tools
-        self.on_tool_call = on_tool_call
-        self.environ = environ
         self._retired: list[Provider] = []
         self._injected = provider is not None  # a given provider is kept across reconfigure
         self._provider_lock = asyncio.Lock()
@@ -131,9 +85,7 @@ class BuiltinLoop:
 
                     def build() -> Provider:
                         provider = create_provider(self.config, environ=self.environ)
-                        warm = getattr(provider, "warm_up", None)
-                        if warm is not None:
-                            warm()
+                        provider.warm_up()
                         return provider
 
                     self._provider = await asyncio.to_thread(build)
@@ -149,7 +101,7 @@ class BuiltinLoop:
 
     def _model(self, provider: Provider) -> str:
         model = self.config.bot.agents.model
-        if not model and getattr(provider, "needs_model", True):
+        if not model and provider.needs_model:
             raise NotConfiguredError(
                 "no model configured: set bot.agents.model, e.g. "
                 "vikingbot config set bot.agents.model gpt-4o-mini"
@@ -167,6 +119,24 @@ class BuiltinLoop:
             )
         path.mkdir(parents=True, exist_ok=True)
         return path
+
+    def readiness(self) -> Readiness:
+        """Ready when the configured provider has what it needs (SDK, key or base URL, model)."""
+        from vikingbot.errors import NotConfiguredError
+        from vikingbot.providers.factory import create_provider
+
+        agents = self.config.bot.agents
+        try:
+            provider = self._provider or create_provider(self.config, environ=self.environ)
+        except NotConfiguredError as exc:
+            return Readiness.missing(str(exc))
+        detail = f"{agents.provider or provider.name} / {agents.model or '(no model)'}"
+        problem = provider.problem(agents.model)
+        return Readiness.missing(problem, detail) if problem else Readiness.ok(detail)
+
+    async def start(self) -> None:
+        if self.readiness().ready:
+            await self.ensure_provider()
 
     def reconfigure(self, config: Config) -> None:
         """Use a reloaded config from the next turn on (a changed provider is rebuilt)."""
@@ -197,16 +167,17 @@ class BuiltinLoop:
         *,
         deliver: Deliver | None = None,
     ) -> TurnResult:
-        key = session_key if isinstance(session_key, SessionKey) else SessionKey.parse(session_key)
+        key = to_key(session_key)
         meta = dict(metadata or {})
         while self._retired:
             await self._retired.pop().aclose()
         provider = await self.ensure_provider()
         model = self._model(provider)
-        log = logger.bind(session=str(key))
-        async with self.sessions.turn_lock(key):
+        workspace = self._workspace(key, meta)
+
+        async def body(turn: TurnLog) -> None:
             ctx = ToolContext(
-                workspace=self._workspace(key, meta),
+                workspace=workspace,
                 session_key=key,
                 config=self.config,
                 bus=self.bus,
@@ -215,44 +186,21 @@ class BuiltinLoop:
                 sessions=self.sessions,
                 deliver=deliver,
             )
-            turn = _Turn(key, meta, ctx, uuid.uuid4().hex[:12], log)
-            log.info(
-                "turn {} started ({})", turn.turn_id, "background" if turn.background else "chat"
-            )
-            timeout = meta.get("timeout_s")
             try:
-                async with asyncio.timeout(float(timeout) if timeout else None):
-                    await self._run(turn, provider, model, prompt)
-            except TimeoutError:
-                if not timeout:
-                    raise
-                turn.result.ended = "timeout"
-                turn.result.error = f"the turn did not finish within {float(timeout):g}s"
-                turn.result.text = None
-                log.warning("turn {} timed out after {}s", turn.turn_id, timeout)
-            except asyncio.CancelledError:
-                log.info("turn {} cancelled", turn.turn_id)
-                self._finish(turn, cancelled=True)
-                raise
-            self._finish(turn)
-        r = turn.result
-        log.info(
-            "turn {} ended {}: {} model calls, {} tools, {}+{} tokens",
-            turn.turn_id,
-            r.ended,
-            r.model_calls,
-            len(r.tool_calls),
-            r.tokens_in,
-            r.tokens_out,
-        )
-        return r
+                await self._run(turn, ctx, provider, model, prompt)
+            finally:
+                turn.result.messages_sent = ctx.messages_sent
 
-    async def _run(self, turn: _Turn, provider: Provider, model: str, prompt: str) -> None:
+        return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+
+    async def _run(
+        self, turn: TurnLog, ctx: ToolContext, provider: Provider, model: str, prompt: str
+    ) -> None:
         agents = self.config.bot.agents
         now = self.clock.now()
-        files = read_context_files(turn.ctx.workspace)
+        files = read_context_files(ctx.workspace)
         system = system_prompt(
-            turn.ctx.workspace,
+            ctx.workspace,
             files,
             now=now,
             timezone=self.config.bot.heartbeat.timezone,
@@ -266,7 +214,7 @@ class BuiltinLoop:
         )
         user = ChatMessage("user", prompt)
         messages = [ChatMessage("system", system), *history_messages(history), user]
-        turn.writes.append(to_session(user, now, metadata=self._message_meta(turn)))
+        turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
         schemas = [t.schema() for t in self.tools.values()]
         request = ChatRequest(
             model=model,
@@ -283,11 +231,11 @@ class BuiltinLoop:
                 self._reply(turn, resp.text, resp)
                 return
             assistant = ChatMessage("assistant", resp.text, tool_calls=list(resp.tool_calls))
-            results = [await self._tool(turn, call) for call in resp.tool_calls]
+            results = [await self._tool(turn, ctx, call) for call in resp.tool_calls]
             request.messages += [assistant, *results]
             usage = {"input": resp.tokens_in, "output": resp.tokens_out}
             when = self.clock.now()
-            meta = self._message_meta(turn)
+            meta = turn.message_meta()
             turn.writes.append(to_session(assistant, when, usage=usage, metadata=meta))
             turn.writes.extend(to_session(r, when, metadata=meta) for r in results)
         note = ChatMessage("user", LIMIT_NOTE.format(n=agents.max_tool_iterations))
@@ -306,7 +254,7 @@ class BuiltinLoop:
             turn.log.warning("turn {} hit the tool-call limit", turn.turn_id)
 
     async def _complete(
-        self, turn: _Turn, provider: Provider, request: ChatRequest
+        self, turn: TurnLog, provider: Provider, request: ChatRequest
     ) -> ProviderResponse | None:
         result = turn.result
         result.model_calls += 1
@@ -325,21 +273,16 @@ class BuiltinLoop:
         result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out)
         return resp
 
-    def _reply(self, turn: _Turn, text: str, resp: ProviderResponse) -> None:
-        turn.result.text = text
-        usage = {"input": resp.tokens_in, "output": resp.tokens_out}
-        msg = ChatMessage("assistant", text)
-        turn.final.append(
-            to_session(msg, self.clock.now(), usage=usage, metadata=self._message_meta(turn))
-        )
+    def _reply(self, turn: TurnLog, text: str, resp: ProviderResponse) -> None:
+        turn.reply(text, usage={"input": resp.tokens_in, "output": resp.tokens_out})
 
-    async def _tool(self, turn: _Turn, call: ToolCall) -> ChatMessage:
-        text = await self._tool_text(turn, call)
+    async def _tool(self, turn: TurnLog, ctx: ToolContext, call: ToolCall) -> ChatMessage:
+        text = await self._tool_text(turn, ctx, call)
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + "\n[... result truncated]"
         return ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
 
-    async def _tool_text(self, turn: _Turn, call: ToolCall) -> str:
+    async def _tool_text(self, turn: TurnLog, ctx: ToolContext, call: ToolCall) -> str:
         _, name, args = call
         result = turn.result
         tool = self.tools.get(name)
@@ -386,9 +329,9 @@ class BuiltinLoop:
                 approved=False,
                 error=False,
             )
-        sent_before = turn.ctx.messages_sent
+        sent_before = ctx.messages_sent
         try:
-            text = await tool.run(checked, turn.ctx)
+            text = await tool.run(checked, ctx)
         except ToolError as exc:
             return record(f"Error: {exc}", approved=True, error=True)
         except asyncio.CancelledError:
@@ -398,34 +341,9 @@ class BuiltinLoop:
             return record(
                 f"Error: {name} failed: {type(exc).__name__}: {exc}", approved=True, error=True
             )
-        if not tool.read_only or turn.ctx.messages_sent > sent_before:
+        if not tool.read_only or ctx.messages_sent > sent_before:
             result.wrote = True
         return record(str(text), approved=True, error=False)
-
-    # -------------------------------------------------------------- history
-
-    def _message_meta(self, turn: _Turn) -> dict[str, Any]:
-        meta: dict[str, Any] = {}
-        if turn.background:
-            meta["heartbeat"] = True
-        for k in ("run_id", "entry"):
-            if turn.metadata.get(k):
-                meta[k] = turn.metadata[k]
-        return meta
-
-    def _finish(self, turn: _Turn, *, cancelled: bool = False) -> None:
-        result = turn.result
-        result.messages_sent = turn.ctx.messages_sent
-        if result.messages_sent:
-            result.wrote = True
-        completed = not cancelled and result.ended in ("final", "turn-limit")
-        if turn.background:
-            ack = self.config.bot.heartbeat.ack_max_chars
-            if not completed or (turn.metadata.get("heartbeat") and is_noop(result.text, ack)):
-                turn.log.debug("turn {}: nothing written to history", turn.turn_id)
-                return
-        messages = turn.writes + (turn.final if completed else [])
-        self.sessions.append(turn.key, *messages)
 
 
 def _precheck(

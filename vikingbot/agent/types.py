@@ -1,25 +1,40 @@
-"""The agent seam: what every agent loop takes and returns.
+"""The agent seam: the ``AgentLoop`` base class every loop subclasses, and what a turn returns.
 
-The heartbeat, cron and channels all call ``AgentLoop.run_turn``. A different
-agent can be put behind the bot by registering a loop under the
-``vikingbot.loops`` entry-point group.
+The heartbeat, cron, channels, the dashboard and ``vikingbot chat`` all drive a
+loop through this class and nothing else: ``start()`` (optional warm-up),
+``readiness()`` (can it answer, and if not, what to set), ``run_turn(...)`` and
+``aclose()``. A loop is registered under the ``vikingbot.loops`` entry-point
+group and constructed as ``Loop(config, sessions=..., store=..., bus=...,
+workspaces=..., clock=..., environ=..., approval_callback=..., on_tool_call=...)``;
+the base ``__init__`` keeps all of these. The turn lock, history writes and the
+heartbeat no-op rule live in ``agent.history`` for every loop to use
+(docs/extending.md shows a whole loop in one module).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import os
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver
+
+if TYPE_CHECKING:
+    from vikingbot.bus.bus import MessageBus
+    from vikingbot.clock import Clock
+    from vikingbot.config.schema import Config
+    from vikingbot.session.store import SessionStore
+    from vikingbot.workspace.manager import WorkspaceManager
 
 TurnEnd = Literal["final", "turn-limit", "timeout", "error"]
 
 
 @dataclass
 class ToolCallRecord:
-    """One tool call the model asked for, and what came of it."""
+    """One tool call the agent made (or asked leave for), and what came of it."""
 
     name: str
     arguments: dict[str, Any]
@@ -31,6 +46,9 @@ class ToolCallRecord:
 
 @dataclass
 class TurnResult:
+    """What a turn did. Heartbeat signatures and the ledger rely on ``wrote``,
+    ``tools_run`` and ``messages_sent``: every loop must keep them true."""
+
     text: str | None
     ended: TurnEnd = "final"
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
@@ -47,6 +65,24 @@ class TurnResult:
         return [c.name for c in self.tool_calls if c.approved and not c.error]
 
 
+@dataclass(frozen=True)
+class Readiness:
+    """Whether a loop can answer now; if not, ``problem`` says what to set, in words a
+    user can act on (naming every missing piece: key variable, base URL, command)."""
+
+    ready: bool
+    problem: str | None = None
+    detail: str = ""  # what answers, e.g. "openai / gpt-4o-mini" or "acp: claude-agent-acp"
+
+    @classmethod
+    def ok(cls, detail: str = "") -> Readiness:
+        return cls(True, None, detail)
+
+    @classmethod
+    def missing(cls, problem: str, detail: str = "") -> Readiness:
+        return cls(False, problem, detail)
+
+
 # Metadata keys a caller may set on a turn (all optional):
 #   heartbeat: bool      - a heartbeat turn (no-op replies are not written to history)
 #   unattended: bool     - nobody is present: safe-tools policy applies (heartbeat, cron)
@@ -55,12 +91,14 @@ class TurnResult:
 #   run_id: str          - ledger/outbox id; used to make delivery idempotent
 #   entry: str           - HEARTBEAT.md entry title, for logs and audit
 #   actor: str           - who the audit log names (default heartbeat / unattended / user)
-#   timeout_s: float     - bound the whole turn; past it the turn ends as "timeout"
+#   timeout_s: float     - bound the whole turn (default bot.agents.turn_timeout_s)
 ApprovalCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
+ToolObserver = Callable[[ToolCallRecord], None]
 
 
-@runtime_checkable
-class AgentLoop(Protocol):
+class TurnRunner(Protocol):
+    """What a service that only runs turns (cron, heartbeat) needs of a loop."""
+
     async def run_turn(
         self,
         prompt: str,
@@ -69,3 +107,68 @@ class AgentLoop(Protocol):
         *,
         deliver: Deliver | None = None,
     ) -> TurnResult: ...
+
+
+class AgentLoop(ABC):
+    """Base class of every agent loop: the whole contract in one place.
+
+    Subclasses implement ``readiness`` and ``run_turn``; ``start``, ``aclose``
+    and ``reconfigure`` have working defaults. ``run_turn`` returns a
+    ``TurnResult`` for any failure of the agent itself (``ended="error"``) and
+    raises only ``NotConfiguredError`` (nothing to answer with) or
+    ``CancelledError``.
+    """
+
+    name: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        sessions: SessionStore,
+        store: Any = None,
+        bus: MessageBus | None = None,
+        workspaces: WorkspaceManager | None = None,
+        clock: Clock | None = None,
+        environ: Mapping[str, str] | None = None,
+        approval_callback: ApprovalCallback | None = None,
+        on_tool_call: ToolObserver | None = None,
+    ) -> None:
+        from vikingbot.clock import SystemClock
+
+        self.config = config
+        self.sessions = sessions
+        self.store = store
+        self.bus = bus
+        self.workspaces = workspaces
+        self.clock: Clock = clock or SystemClock()
+        self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self.approval_callback = approval_callback
+        self.on_tool_call = on_tool_call
+
+    async def start(self) -> None:
+        """Warm up (import an SDK, start an agent process). Optional; turns start it lazily."""
+        return None
+
+    async def aclose(self) -> None:
+        """Release what ``start`` or the turns opened (connections, processes)."""
+        return None
+
+    def reconfigure(self, config: Config) -> None:
+        """Use a reloaded config from the next turn on."""
+        self.config = config
+
+    @abstractmethod
+    def readiness(self) -> Readiness:
+        """Ready to answer, or what is missing. Cheap: imports no SDK, starts nothing."""
+
+    @abstractmethod
+    async def run_turn(
+        self,
+        prompt: str,
+        session_key: SessionKey,
+        metadata: dict[str, Any] | None = None,
+        *,
+        deliver: Deliver | None = None,
+    ) -> TurnResult:
+        """One turn: ``prompt`` in the session's context -> the reply and what was done."""

@@ -21,7 +21,7 @@ from vikingbot.cli.common import fail, get_config, print_json, state
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, TurnResult
+    from vikingbot.agent.types import AgentLoop, ApprovalCallback, ToolCallRecord, TurnResult
     from vikingbot.bus import OutboundMessage
     from vikingbot.runtime import Runtime
     from vikingbot.session.types import SessionKey
@@ -98,30 +98,30 @@ def _runtime(ctx: typer.Context, key: SessionKey) -> Runtime:
     return rt
 
 
-def _loop(rt: Runtime, approve: ApprovalCallback | None, console: Console | None) -> Any:
-    """The configured loop; exits 1 with the fix when no provider is configured."""
+def _loop(rt: Runtime, approve: ApprovalCallback | None, console: Console | None) -> AgentLoop:
+    """The configured loop; exits 1 with what to set when it is not ready."""
     from vikingbot import registry
     from vikingbot.errors import NotConfiguredError
-    from vikingbot.providers.factory import create_provider
 
-    config = rt.config
-    kwargs: dict[str, Any] = {
-        "sessions": rt.sessions,
-        "store": rt.store,
-        "bus": rt.bus,
-        "workspaces": rt.workspaces,
-        "clock": rt.clock,
-        "approval_callback": approve,
-    }
     try:
-        loop_cls = registry.load("loops", config.bot.agents.loop)
-        if config.bot.agents.loop == "builtin":
-            kwargs["provider"] = create_provider(config, environ=rt.environ)
-            if console is not None:
-                kwargs["on_tool_call"] = lambda rec: _show_tool(console, rec)
-        return loop_cls(config, **kwargs)
+        loop_cls: type[AgentLoop] = registry.load("loops", rt.config.bot.agents.loop)
+        loop = loop_cls(
+            rt.config,
+            sessions=rt.sessions,
+            store=rt.store,
+            bus=rt.bus,
+            workspaces=rt.workspaces,
+            clock=rt.clock,
+            environ=rt.environ,
+            approval_callback=approve,
+            on_tool_call=(lambda rec: _show_tool(console, rec)) if console is not None else None,
+        )
     except NotConfiguredError as exc:
         fail(str(exc))
+    ready = loop.readiness()
+    if not ready.ready:
+        fail(ready.problem or "the agent is not ready")
+    return loop
 
 
 def _deliver_to(console: Console) -> Any:
@@ -258,8 +258,7 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
             result: TurnResult = await loop.run_turn(message, key, {}, deliver=deliver)
             return result
         finally:
-            if hasattr(loop, "aclose"):
-                await loop.aclose()
+            await loop.aclose()
 
     import asyncio
 
@@ -334,8 +333,7 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
                     continue
                 _show_result(console, result, Markdown)
         finally:
-            if hasattr(loop, "aclose"):
-                runner.run(loop.aclose())
+            runner.run(loop.aclose())
 
 
 def _show_result(console: Console, r: TurnResult, markdown: Any) -> None:

@@ -244,7 +244,7 @@ def _run_locally(ctx: typer.Context, name: str) -> CronRun:
     rt = _runtime(ctx)
     try:
         _jobs(rt).require(name)
-        missing = rt.provider_problem()
+        missing = rt.readiness().problem
         if missing:
             fail(f"cannot run {name!r}: {missing}")
         agent = rt.agent()

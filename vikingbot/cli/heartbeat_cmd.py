@@ -131,7 +131,7 @@ def run_now_cmd(
         data = call(
             client, "POST", "/api/v1/heartbeat/run-now", {"workspace": workspace, "force": force}
         )
-        results, problem, via = data["results"], data.get("provider_problem"), "gateway"
+        results, problem, via = data["results"], data.get("agent_problem"), "gateway"
     else:
         import asyncio
 
@@ -139,7 +139,7 @@ def run_now_cmd(
 
         note_local()
         rt, svc = _service(ctx)
-        problem = rt.provider_problem()
+        problem = rt.readiness().problem
         results = asyncio.run(heartbeat_run_now(svc, workspace=workspace, force=force))
         rt.close()
         via = "local"
@@ -178,7 +178,7 @@ def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         from vikingbot.gateway.ops import heartbeat_status
 
         rt, svc = _service(ctx)
-        data = {**heartbeat_status(svc, rt.provider_problem()), "via": "local"}
+        data = {**heartbeat_status(svc, rt.readiness().problem), "via": "local"}
         rt.close()
     if as_json:
         print_json(data)
@@ -191,8 +191,8 @@ def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     typer.echo(
         f"last cycle: {data['last_cycle_at'] or 'never'}   next: {data['next_cycle_at'] or '-'}"
     )
-    if data["provider_problem"]:
-        typer.echo(f"provider: {data['provider_problem']}")
+    if data["agent_problem"]:
+        typer.echo(f"agent: {data['agent_problem']}")
     workspaces = data["workspaces"]
     _table(
         "Workspaces",

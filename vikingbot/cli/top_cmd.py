@@ -39,7 +39,7 @@ def onboard(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         return
     for name, where in created.items():
         typer.echo(f"{name + ':':<11}{where}")
-    problem = rt.provider_problem()
+    problem = rt.readiness().problem
     if problem:
         typer.echo(f"\nnext: {problem}")
 
@@ -67,19 +67,20 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         print_json(data)
         return
     hb = data["heartbeat"]
-    mark = "✓" if data["provider_configured"] else "✗"
+    agent = data["agent"]
+    mark = "✓" if agent["ready"] else "✗"
     lines = [
         f"config:     {data['config']}",
         f"data:       {data['data_dir']}",
         f"database:   {data['database']}",
-        f"provider:   {mark} {data['provider'] or '-'} / {data['model'] or '-'}",
+        f"agent:      {mark} {agent['loop']}: {agent['detail'] or '-'}",
         f"heartbeat:  {'on' if hb['enabled'] else 'off'}, every {hb['interval_seconds']}s "
         f"({hb['mode']})",
         f"sessions:   {data['sessions']}",
         f"workspaces: {data['workspaces']} ({data['sandbox_mode']})",
     ]
-    if data["provider_problem"]:
-        lines.append(f"\n{data['provider_problem']}")
+    if agent["problem"]:
+        lines.append(f"\n{agent['problem']}")
     typer.echo("\n".join(lines))
 
 
@@ -88,7 +89,7 @@ def _config_view(ctx: typer.Context) -> dict[str, Any]:
     from vikingbot.runtime import Runtime
 
     config, paths = get_config(ctx)
-    problem = Runtime(config, paths).provider_problem()
+    ready = Runtime(config, paths).readiness()  # the loop's own answer (docs/agents.md)
     hb = config.bot.heartbeat
     return {
         "config": str(paths.config_file),
@@ -96,8 +97,12 @@ def _config_view(ctx: typer.Context) -> dict[str, Any]:
         "database": mask_url(paths.database_url),
         "provider": config.bot.agents.provider,
         "model": config.bot.agents.model,
-        "provider_configured": problem is None,
-        "provider_problem": problem,
+        "agent": {
+            "loop": config.bot.agents.loop,
+            "ready": ready.ready,
+            "problem": ready.problem,
+            "detail": ready.detail,
+        },
         "heartbeat": {
             "enabled": hb.enabled,
             "interval_seconds": hb.interval_seconds,

@@ -123,6 +123,33 @@ class SandboxConfig(Model):
     mode: Literal["shared", "per-channel", "per-session"] = "shared"
 
 
+class AcpConfig(Model):
+    """``bot.agents.acp``: the agent program the ``acp`` loop talks to (docs/agents.md).
+
+    ``env`` values may use ``${VAR}`` (from the environment or ``.env``); ``cwd``
+    defaults to the turn's workspace; ``timeout_s`` bounds one turn of the agent
+    (``bot.agents.turn_timeout_s`` when unset); ``startup_timeout_s`` bounds the
+    start of the process up to its answer to ``initialize``.
+    """
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    timeout_s: float | None = Field(default=None, gt=0)
+    startup_timeout_s: float = Field(default=60, gt=0)
+    max_update_chars: int = Field(default=1_000_000, ge=1000)  # streamed text kept per turn
+
+
+def _check_loop(name: str) -> str:
+    from vikingbot import registry
+
+    known = registry.names("loops")
+    if known and name not in known:
+        raise ValueError(f"unknown agent loop {name!r}; valid loops: {', '.join(known)}")
+    return name
+
+
 class AgentsConfig(Model):
     loop: str = "builtin"
     provider: str | None = None
@@ -132,6 +159,14 @@ class AgentsConfig(Model):
     temperature: float | None = Field(default=None, ge=0, le=2)
     context_window: int = Field(default=128_000, ge=1024)
     history_window: int = Field(default=40, ge=0)
+    turn_timeout_s: float = Field(default=600, ge=0)  # 0: no bound (not advised)
+    max_reply_chars: int = Field(default=100_000, ge=1000)
+    acp: AcpConfig = Field(default_factory=AcpConfig)
+
+    @field_validator("loop")
+    @classmethod
+    def _loop(cls, v: str) -> str:
+        return _check_loop(v)
 
 
 class ProviderConfig(Model):
@@ -285,6 +320,27 @@ class BotConfig(Model):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+
+    @model_validator(mode="after")
+    def _provider_named(self) -> BotConfig:
+        from vikingbot import registry
+
+        name = self.agents.provider
+        kinds = registry.names("providers")
+        if not name or not kinds:
+            return self
+        section = self.providers.get(name)
+        kind = (section.kind if section is not None else None) or name
+        if kind not in kinds:
+            sections = ", ".join(sorted(self.providers)) or "none"
+            where = (
+                f"bot.providers.{name}.kind is {kind!r}"
+                if section is not None
+                else f"bot.agents.provider {name!r} is neither a section of bot.providers "
+                f"(configured: {sections}) nor a provider kind"
+            )
+            raise ValueError(f"{where}; valid provider kinds: {', '.join(kinds)}")
+        return self
 
 
 class StorageConfig(Model):

@@ -42,7 +42,7 @@ from vikingbot.replies import is_noop, strip_tokens
 from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
-    from vikingbot.agent.types import AgentLoop, TurnResult
+    from vikingbot.agent.types import TurnResult, TurnRunner
     from vikingbot.config.schema import Config
     from vikingbot.store.db import StateStore
     from vikingbot.store.leases import Claim
@@ -74,7 +74,7 @@ class CronService:
         config: Config,
         *,
         store: StateStore,
-        agent: AgentLoop,
+        agent: TurnRunner,
         delivery: Any,
         sessions: Any,
         workspaces: Any,

@@ -147,7 +147,7 @@ async def chat_send(dash: Dashboard, request: Request) -> Response:
     box = Inbox(dash.parts.store, dash.parts.clock)
 
     async def turn() -> None:
-        problem = dash.parts.provider_problem()
+        problem = dash.parts.agent_problem()
         if problem:
             reply = f"(not run: {problem})"
         else:

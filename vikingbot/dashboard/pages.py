@@ -37,7 +37,7 @@ def valid_slot(slot: str) -> bool:
 
 
 def readiness(dash: Dashboard) -> str:
-    problem = dash.parts.provider_problem()
+    problem = dash.parts.agent_problem()
     if problem:
         return f"Not ready: {problem}"
     agents = dash.parts.config().bot.agents

@@ -43,7 +43,7 @@ class DashboardParts:
     heartbeat: HeartbeatService
     sessions: SessionStore
     health: Callable[[], dict[str, Any]]
-    provider_problem: Callable[[], str | None]
+    agent_problem: Callable[[], str | None]
     run_turn: RunTurn
     apply_config: Callable[[], Awaitable[None]]  # re-read the config file now
     ops: ControlActions

@@ -37,26 +37,26 @@ class Dispatcher:
         self,
         *,
         agent: Callable[[], AgentLoop],
-        provider_problem: Callable[[], str | None],
+        agent_problem: Callable[[], str | None],
         delivery: DeliveryService,
         sessions: SessionStore,
         store: StateStore,
         clock: Clock,
     ) -> None:
         self.agent = agent
-        self.provider_problem = provider_problem
+        self.agent_problem = agent_problem
         self.delivery = delivery
         self.sessions = sessions
         self.inbox = Inbox(store, clock)
 
     def _agent_or_none(self) -> AgentLoop | None:
-        return None if self.provider_problem() else self.agent()
+        return None if self.agent_problem() else self.agent()
 
     async def answer(self, msg: InboundMessage) -> None:
         """One chat message in, the agent's reply back to the same chat."""
         key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
         await asyncio.to_thread(self.sessions.get_or_create, key)
-        problem = self.provider_problem()
+        problem = self.agent_problem()
         reply_to = f"{msg.channel}:{msg.chat_id}:{msg.thread}"  # new cron jobs' default target
         deliver = ChatDelivery(
             self.delivery, session=key, thread=msg.thread, run_id=f"chat-{uuid.uuid4().hex}"
@@ -67,11 +67,11 @@ class Dispatcher:
             key,
             {"sender": msg.sender_id, **({"reply_to": reply_to} if msg.thread else {})},
             deliver=deliver,
-            problem=f"vikingbot has no model to answer with: {problem}" if problem else None,
+            problem=f"vikingbot cannot answer yet: {problem}" if problem else None,
             failure="Sorry, that failed: {}",
         )
         if problem:
-            out.text = f"vikingbot has no model to answer with: {problem}"
+            out.text = f"vikingbot cannot answer yet: {problem}"
         if out.text.strip():
             await deliver(out.text)
 
@@ -84,7 +84,7 @@ class Dispatcher:
 
         key = SessionKey.parse(session)
         await asyncio.to_thread(self.sessions.get_or_create, key, True)
-        problem = self.provider_problem()
+        problem = self.agent_problem()
         if problem:
             raise ConfigError(problem)
         messages: list[str] = []
@@ -117,7 +117,7 @@ class Dispatcher:
     async def answer_prompt(self, item_id: int, slot: str, text: str) -> None:
         """Run one dashboard prompt; its reply (or failure) goes to the same inbox slot."""
         key = SessionKey("dashboard", "default", slot)
-        problem = self.provider_problem()
+        problem = self.agent_problem()
         run_id = f"dash-{item_id}"
         deliver = TurnDelivery(
             self.delivery, default_target=f"dashboard:{slot}", run_id=run_id, source="dashboard"

@@ -59,7 +59,7 @@ def decision_json(d: Any) -> dict[str, Any]:
     }
 
 
-def heartbeat_status(svc: HeartbeatService, provider_problem: str | None) -> dict[str, Any]:
+def heartbeat_status(svc: HeartbeatService, agent_problem: str | None) -> dict[str, Any]:
     """The `heartbeat status --json` object."""
     cfg = svc.cfg
     g = svc.state.workspace("*")
@@ -97,7 +97,7 @@ def heartbeat_status(svc: HeartbeatService, provider_problem: str | None) -> dic
         "target": cfg.target,
         "last_cycle_at": g.last_cycle_at.isoformat() if g.last_cycle_at else None,
         "next_cycle_at": next_cycle.isoformat() if next_cycle and cfg.enabled else None,
-        "provider_problem": provider_problem,
+        "agent_problem": agent_problem,
         "workspaces": workspaces,
         "problems": svc.problems(inputs),
     }
@@ -143,7 +143,7 @@ class ControlOps:
     inbox: Inbox
     config_file: Path
     workspace_root: Path
-    provider_problem: Callable[[], str | None]
+    agent_problem: Callable[[], str | None]
     wake_heartbeat: Callable[[], None]
     cron: CronService | None = None
     chat_turn: Callable[[str, str], Awaitable[dict[str, Any]]] | None = None
@@ -167,12 +167,12 @@ class ControlOps:
         return await asyncio.to_thread(heartbeat_plan, self.heartbeat, workspace)
 
     async def heartbeat_status(self) -> dict[str, Any]:
-        return await asyncio.to_thread(heartbeat_status, self.heartbeat, self.provider_problem())
+        return await asyncio.to_thread(heartbeat_status, self.heartbeat, self.agent_problem())
 
     async def heartbeat_run_now(self, *, workspace: str | None, force: bool) -> Any:
         rows = await heartbeat_run_now(self.heartbeat, workspace=workspace, force=force)
         self.inbox_changed.set()
-        return {"results": rows, "provider_problem": self.provider_problem()}
+        return {"results": rows, "agent_problem": self.agent_problem()}
 
     async def heartbeat_set_enabled(self, value: bool) -> dict[str, Any]:
         data = await asyncio.to_thread(set_heartbeat_enabled, self.config_file, value)
@@ -204,7 +204,7 @@ class ControlOps:
 
         if self.cron is None:
             raise NotFound("cron is not running in this gateway")
-        problem = self.provider_problem()
+        problem = self.agent_problem()
         if problem:
             from vikingbot.errors import CronError
 

@@ -78,7 +78,7 @@ class Gateway:
 
             self._dispatch = Dispatcher(
                 agent=self.rt.agent,
-                provider_problem=self.rt.provider_problem,
+                agent_problem=lambda: self.rt.readiness().problem,
                 delivery=self.rt.delivery,
                 sessions=self.rt.sessions,
                 store=self.rt.store,
@@ -137,12 +137,11 @@ class Gateway:
         self.say(f"vikingbot {__version__} gateway")
         self.say(f"  config: {self.rt.paths.config_file}")
         self.say(f"  data:   {self.rt.paths.data_dir}")
-        problem = self.rt.provider_problem()
-        if problem:
-            self.say(f"✗ Agent: {problem}")
+        ready = self.rt.readiness()
+        if not ready.ready:
+            self.say(f"✗ Agent: {ready.problem}")
         else:
-            agents = self.rt.config.bot.agents
-            self.say(f"✓ Agent: {agents.provider} / {agents.model}")
+            self.say(f"✓ Agent: {self.rt.config.bot.agents.loop}: {ready.detail}")
             self._spawn("agent-warmup", self._warm_agent, "loading the model SDK")
         await asyncio.to_thread(lambda: self.rt.store)  # open + migrate before serving
         self._stat_config()
@@ -315,13 +314,11 @@ class Gateway:
         self._spawn("config-watch", self._watch_config, "")
 
     async def _warm_agent(self) -> None:
-        """Load the provider SDK in a worker thread now, not in the first turn."""
-        ensure = getattr(self.rt.agent(), "ensure_provider", None)
-        if ensure is not None:
-            try:
-                await ensure()
-            except VikingbotError as exc:
-                logger.warning("model provider not ready: {}", exc)
+        """Warm the agent loop now (a provider SDK, an agent process), not in the first turn."""
+        try:
+            await self.rt.agent().start()
+        except VikingbotError as exc:
+            logger.warning("agent not ready: {}", exc)
 
     async def _inbound_loop(self, max_parallel: int = 8) -> None:
         """Answer chat messages: chats run in parallel, one turn at a time per session
@@ -415,6 +412,11 @@ class Gateway:
 
     # ------------------------------------------------------------ http
 
+    def _agent_health(self) -> dict[str, Any]:
+        """The loop's own readiness: ``ready`` is false for a provider that cannot work."""
+        r = self.rt.readiness()
+        return {"loop": self.rt.config.bot.agents.loop, "ready": r.ready, "problem": r.problem}
+
     def health(self) -> dict[str, Any]:
         return {
             "status": "ok",
@@ -427,7 +429,7 @@ class Gateway:
                 "enabled": self.rt.config.bot.heartbeat.enabled,
                 "interval_seconds": self.rt.config.bot.heartbeat.interval_seconds,
             },
-            "provider_configured": self.rt.provider_problem() is None,
+            "agent": self._agent_health(),
             "gateway_id": self.registry.id if self.registry is not None else None,
             "gateways": self.peers,
         }
@@ -448,7 +450,7 @@ class Gateway:
             inbox=Inbox(self.rt.store, self.rt.clock),
             config_file=self.rt.paths.config_file,
             workspace_root=self.rt.paths.workspace_root,
-            provider_problem=self.rt.provider_problem,
+            agent_problem=lambda: self.rt.readiness().problem,
             wake_heartbeat=self._wake_heartbeat,
             cron=self.cron,
             chat_turn=self.dispatch.chat,
@@ -501,7 +503,7 @@ class Gateway:
             heartbeat=self.heartbeat,
             sessions=rt.sessions,
             health=self.health,
-            provider_problem=rt.provider_problem,
+            agent_problem=lambda: rt.readiness().problem,
             run_turn=run_turn,
             apply_config=self.reload_config,
             ops=self.ops,

@@ -21,6 +21,7 @@ from vikingbot.providers.base import (
     ProviderResponse,
     ToolCall,
     error_detail,
+    malformed_error,
     status_error,
     unreachable_error,
 )
@@ -64,6 +65,7 @@ def to_wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 class AnthropicProvider(BaseProvider):
     kind = "anthropic"
     key_env = "ANTHROPIC_API_KEY"
+    sdk = "anthropic"
 
     def __init__(
         self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None
@@ -111,8 +113,13 @@ class AnthropicProvider(BaseProvider):
             params["tool_choice"] = {"type": request.tool_choice}
         try:
             resp = await self._client.messages.create(**params)
+            return self._parse(resp)
         except anthropic.AnthropicError as exc:
             raise self._convert(exc, request.model) from exc
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # not the API's shape
+            raise malformed_error(self.name, self.base_url, exc) from exc
+
+    def _parse(self, resp: Any) -> ProviderResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
         for block in resp.content:

@@ -22,10 +22,10 @@ from vikingbot.errors import (
     ProviderNotFoundError,
     ProviderUnreachable,
 )
+from vikingbot.toolschema import ToolSchema
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import ProviderConfig
-    from vikingbot.tools.base import ToolSchema
 
 Role = Literal["system", "user", "assistant", "tool"]
 
@@ -83,7 +83,16 @@ class ProviderResponse:
 
 @runtime_checkable
 class Provider(Protocol):
+    """What the built-in loop needs of a provider (``BaseProvider`` implements all of it)."""
+
     name: str
+    needs_model: bool
+
+    def problem(self, model: str | None) -> str | None:
+        """What is missing to make calls (key, base URL, model, program), or None. Cheap."""
+        ...
+
+    def warm_up(self) -> None: ...
 
     async def complete(self, request: ChatRequest) -> ProviderResponse: ...
 
@@ -101,6 +110,7 @@ class BaseProvider:
     kind: str = ""
     key_env: str | None = None  # environment variable holding this kind's API key
     needs_model: bool = True  # False: bot.agents.model may be unset (e.g. command)
+    sdk: str | None = None  # the module the kind's client needs ("openai")
 
     def __init__(
         self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None
@@ -129,6 +139,31 @@ class BaseProvider:
                 f"no API key for the {self.name} provider; set {self.key_hint()}"
             )
         return NO_KEY
+
+    def problem(self, model: str | None) -> str | None:
+        """Every missing piece for this provider to answer, in one sentence; None when ready.
+
+        Ready means: its SDK is installed, there is a key (or a custom ``api_base``
+        that may need none) and, for kinds that need one, a model.
+        """
+        import importlib.util
+
+        missing: list[str] = []
+        if self.sdk and importlib.util.find_spec(self.sdk) is None:
+            missing.append(f"the {self.sdk!r} package (pip install {self.sdk})")
+        if self.key_env is not None and self.api_key() is None and self.config.api_base is None:
+            missing.append(
+                f"an API key: set {self.key_hint()} (or bot.providers.{self.name}.api_base "
+                "for a self-hosted endpoint that needs no key)"
+            )
+        if self.needs_model and not model:
+            missing.append(
+                "a model: set bot.agents.model, e.g. vikingbot config set "
+                "bot.agents.model gpt-4o-mini"
+            )
+        if not missing:
+            return None
+        return f"the {self.name} provider cannot answer yet; it needs " + "; and ".join(missing)
 
     def key_hint(self) -> str:
         """Where a user sets the key, for error messages."""
@@ -188,6 +223,16 @@ def unreachable_error(ctx: ErrorContext, *, timed_out: bool) -> ProviderError:
     return ProviderUnreachable(
         f"the {ctx.name} endpoint {ctx.base_url} {what}{tried}; check that the server is "
         f"running and bot.providers.{ctx.name}.api_base is right"
+    )
+
+
+def malformed_error(name: str, base_url: str, exc: Exception) -> ProviderError:
+    """An answer that is not the API's response shape (not JSON, wrong fields)."""
+    detail = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+    return ProviderError(
+        f"the {name} endpoint {base_url} sent an answer that is not a valid response "
+        f"({type(exc).__name__}: {detail}); check bot.providers.{name}.api_base points at "
+        "the model API"
     )
 
 

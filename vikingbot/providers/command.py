@@ -72,6 +72,20 @@ class CommandProvider(BaseProvider):
     ) -> None:
         super().__init__(name, config, environ=environ)
 
+    def problem(self, model: str | None) -> str | None:
+        argv = list(self.config.command or [])
+        if not argv or not argv[0]:
+            return (
+                f"the {self.name} provider has no command; set bot.providers.{self.name}.command, "
+                'e.g. ["my-agent", "--print"]'
+            )
+        if proc.which(argv[0], self.environ) is None:
+            return (
+                f"the {self.name} provider's program {argv[0]!r} was not found (or is not "
+                f"executable); check bot.providers.{self.name}.command and PATH"
+            )
+        return None
+
     def _argv(self) -> list[str]:
         argv = list(self.config.command or [])
         if not argv or not argv[0]:

@@ -23,6 +23,7 @@ from vikingbot.providers.base import (
     ProviderResponse,
     ToolCall,
     error_detail,
+    malformed_error,
     status_error,
     unreachable_error,
 )
@@ -73,6 +74,7 @@ def parse_arguments(raw: str | None) -> dict[str, Any]:
 class OpenAIProvider(BaseProvider):
     kind = "openai"
     key_env = "OPENAI_API_KEY"
+    sdk = "openai"
 
     def __init__(
         self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None
@@ -129,8 +131,13 @@ class OpenAIProvider(BaseProvider):
             params["tool_choice"] = request.tool_choice
         try:
             resp = await self._client.chat.completions.create(**params)
+            return self._parse(resp)
         except openai.OpenAIError as exc:
             raise self._convert(exc, request.model) from exc
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:  # not the API's shape
+            raise malformed_error(self.name, self.base_url, exc) from exc
+
+    def _parse(self, resp: Any) -> ProviderResponse:
         if not resp.choices:
             raise ProviderError(f"the {self.name} endpoint {self.base_url} returned no choices")
         choice = resp.choices[0]

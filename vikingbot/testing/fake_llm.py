@@ -46,6 +46,8 @@ class Step:
     delay_s: float = 0.0
     tokens_in: int | None = None  # None: estimated from the request
     tokens_out: int | None = None  # None: estimated from the reply
+    raw: str | None = None  # sent as the response body exactly (e.g. not JSON at all)
+    trickle: bool = False  # a 200 whose body comes a byte at a time and never ends
 
     @property
     def is_error(self) -> bool:
@@ -57,6 +59,16 @@ def reply(
 ) -> Step:
     """A plain text answer."""
     return Step(text=text, delay_s=delay_s, tokens_in=tokens_in, tokens_out=tokens_out)
+
+
+def garbage(body: str = "{not json at all") -> Step:
+    """A 200 answer whose body is ``body`` as is."""
+    return Step(raw=body)
+
+
+def trickle() -> Step:
+    """A 200 answer that sends a space every 20 ms for ever (never a whole answer)."""
+    return Step(trickle=True)
 
 
 def tool_call(
@@ -324,6 +336,19 @@ class FakeModelServer(ScriptedModel):
             if step.retry_after_s is not None and (step.status == 429 or step.status >= 500):
                 headers["retry-after-ms"] = str(max(1, int(step.retry_after_s * 1000)))
             return JSONResponse(self.render_error(step, recorded), step.status, headers)
+        if step.raw is not None:
+            from starlette.responses import Response
+
+            return Response(step.raw, 200, media_type="application/json")
+        if step.trickle:
+            from starlette.responses import StreamingResponse
+
+            async def forever() -> Any:
+                while True:
+                    yield b" "
+                    await asyncio.sleep(0.02)
+
+            return StreamingResponse(forever(), 200, media_type="application/json")
         with self._lock:
             self._served += 1
             n = self._served

@@ -23,13 +23,25 @@ from vikingbot.testing.fake_llm import (
     Step,
     default_error_message,
     error,
+    garbage,
     reply,
     tokens,
     tool_call,
     tool_calls,
+    trickle,
 )
 
-__all__ = ["FakeOpenAI", "RecordedRequest", "Step", "error", "reply", "tool_call", "tool_calls"]
+__all__ = [
+    "FakeOpenAI",
+    "RecordedRequest",
+    "Step",
+    "error",
+    "garbage",
+    "reply",
+    "tool_call",
+    "tool_calls",
+    "trickle",
+]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",

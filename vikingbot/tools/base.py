@@ -16,6 +16,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from vikingbot.errors import ToolError
+from vikingbot.toolschema import ToolSchema
+
+__all__ = ["Deliver", "DeliveryStatus", "Tool", "ToolContext", "ToolSchema", "check_args"]
 
 if TYPE_CHECKING:
     from vikingbot.bus.bus import MessageBus
@@ -72,15 +75,6 @@ class ToolContext:
     @property
     def unattended(self) -> bool:
         return is_unattended(self.metadata)
-
-
-@dataclass(frozen=True)
-class ToolSchema:
-    """A tool as the model sees it."""
-
-    name: str
-    description: str
-    parameters: dict[str, Any]
 
 
 class Tool:
