@@ -30,6 +30,7 @@ from loguru import logger
 from vikingbot.agent.types import TurnResult
 from vikingbot.replies import is_noop
 from vikingbot.session.types import Message, SessionKey
+from vikingbot.tools.base import is_unattended
 
 if TYPE_CHECKING:
     from loguru import Logger
@@ -60,7 +61,7 @@ class TurnLog:
 
     @property
     def background(self) -> bool:
-        return bool(self.metadata.get("heartbeat") or self.metadata.get("unattended"))
+        return is_unattended(self.metadata)
 
     def message_meta(self) -> dict[str, Any]:
         """Metadata every message of this turn carries in the session."""
