@@ -41,6 +41,15 @@ if TYPE_CHECKING:
 CANCEL_GRACE_S = 3.0
 
 
+def rpc_error(exc: Exception) -> str:
+    """A JSON-RPC error as one line: its message and, when given, its details."""
+    data = getattr(exc, "data", None)
+    if isinstance(data, dict) and data.get("details"):
+        data = data["details"]
+    text = f"{exc}: {data}" if data else str(exc)
+    return text[:500]
+
+
 class AcpLoop(AgentLoop):
     """Turns answered by an ACP agent program (registered as ``acp`` in ``vikingbot.loops``)."""
 
@@ -162,7 +171,7 @@ class AcpLoop(AgentLoop):
             raise
         except RequestError as exc:
             raise AgentError(
-                f"the ACP agent {self.agent.name!r} refused the prompt: {exc}"
+                f"the ACP agent {self.agent.name!r} refused the prompt: {rpc_error(exc)}"
             ) from exc
         except (ConnectionError, OSError) as exc:
             why = await self.agent.crashed()
@@ -198,47 +207,61 @@ class AcpLoop(AgentLoop):
 
     async def _session(self, conn: Any, key: SessionKey, cwd: Path) -> tuple[str, bool, list[str]]:
         """The ACP session for ``key``, whether it is new, and what vikingbot sent the user
-        in this chat since the agent's last turn (delivered heartbeat or cron results)."""
+        in this chat since the agent's last turn (delivered heartbeat or cron results).
+
+        The common case (nothing touched the session since this loop's last turn) costs
+        one header read: the message count is read only when ``updated_at`` moved.
+        """
         from acp import RequestError
 
-        meta = await asyncio.to_thread(self.sessions.get_or_create, key)
-        count = await asyncio.to_thread(self.sessions.message_count, key)
         known = self._sessions.get(key)
+        stamp = await asyncio.to_thread(self._stamp, key)
         news: list[str] = []
+        count = known[2] if known is not None else 0
+        if known is None or known[3] != stamp:
+            count = await asyncio.to_thread(self.sessions.message_count, key)
         if known is not None:
-            sid, generation, seen, stamp = known
-            reset = count < seen or (count == 0 and stamp != meta.updated_at.isoformat())
+            sid, generation, seen, seen_stamp = known
+            reset = count < seen or (count == seen == 0 and seen_stamp != stamp)
             if not reset:
                 if count > seen:
                     news = await asyncio.to_thread(self._news, key, count - seen)
+                self._sessions[key] = (sid, generation, count, stamp)
                 if generation == self.agent.generation:
                     return sid, False, news
                 if self.agent.load_session:
                     with contextlib.suppress(RequestError, ConnectionError):
                         await conn.load_session(cwd=str(cwd), session_id=sid, mcp_servers=[])
-                        self._sessions[key] = (sid, self.agent.generation, seen, stamp)
+                        self._sessions[key] = (sid, self.agent.generation, count, stamp)
                         return sid, False, news
         try:
             resp = await conn.new_session(cwd=str(cwd), mcp_servers=[])
         except RequestError as exc:
             raise AgentError(
-                f"the ACP agent {self.agent.name!r} refused a new session: {exc}"
+                f"the ACP agent {self.agent.name!r} refused a new session: {rpc_error(exc)}"
             ) from exc
-        self._sessions[key] = (resp.session_id, self.agent.generation, count, "")
+        self._sessions[key] = (resp.session_id, self.agent.generation, count, stamp)
         return resp.session_id, True, news
+
+    def _stamp(self, key: SessionKey) -> str:
+        """The session's header time and file size: any write or reset changes it."""
+        meta = self.sessions.get_or_create(key)
+        try:
+            size = self.sessions.path_for(key).stat().st_size
+        except OSError:
+            size = -1
+        return f"{meta.updated_at.isoformat()}/{size}"
 
     def _news(self, key: SessionKey, n: int) -> list[str]:
         recent = self.sessions.read_messages(key, limit=n)
         return [m.content for m in recent if m.role == "assistant" and m.content.strip()]
 
-    def _seen(self, key: SessionKey) -> None:
+    def _seen(self, key: SessionKey, turn: TurnLog) -> None:
         """Remember how the session looks after this loop's turn (to notice resets and news)."""
         known = self._sessions.get(key)
-        meta = self.sessions.get_meta(key)
-        if known is None or meta is None:
+        if known is None or not turn.written:
             return
-        count = self.sessions.message_count(key)
-        self._sessions[key] = (known[0], known[1], count, meta.updated_at.isoformat())
+        self._sessions[key] = (known[0], known[1], known[2] + turn.written, self._stamp(key))
 
     def _context(self, turn: TurnLog, ctx: ToolContext, fresh: bool) -> str:
         """vikingbot's context for the agent: all of it on a new session, the time after."""

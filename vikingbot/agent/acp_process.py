@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from vikingbot.config.schema import AcpConfig
 
 MAX_LINE = 16 * 1024 * 1024  # one JSON-RPC message (a file read can be big)
-STDERR_KEEP = 4096
+STDERR_KEEP = 16384
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 

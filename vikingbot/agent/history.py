@@ -23,6 +23,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -54,6 +55,8 @@ class TurnLog:
     result: TurnResult = field(default_factory=lambda: TurnResult(text=None))
     writes: list[Message] = field(default_factory=list)  # kept even if the turn fails
     final: list[Message] = field(default_factory=list)  # kept only if it completes
+    written: int = 0  # messages appended to the session at the end
+    written_at: datetime | None = None  # the session's updated_at after that append
     log: Logger = field(init=False)
 
     def __post_init__(self) -> None:
@@ -174,4 +177,5 @@ def write(
             return
     messages = turn.writes + (turn.final if completed else [])
     if messages:
-        sessions.append(turn.key, *messages)
+        meta = sessions.append(turn.key, *messages)
+        turn.written, turn.written_at = len(messages), meta.updated_at

@@ -12,6 +12,7 @@ codes and ``retry-after-ms``), records every request, and replays a script
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from vikingbot.testing.fake_llm import (
@@ -69,6 +70,48 @@ class FakeAnthropic(FakeModelServer):
             "stop_sequence": None,
             "usage": {"input_tokens": tin, "output_tokens": tout},
         }
+
+    def render_stream(self, rendered: dict[str, Any]) -> list[tuple[str, Any]] | None:
+        """The Messages streaming events for one reply (as the SDKs' stream parsers expect)."""
+        start = {**rendered, "content": [], "stop_reason": None}
+        start["usage"] = {"input_tokens": rendered["usage"]["input_tokens"], "output_tokens": 0}
+        events: list[tuple[str, Any]] = [
+            ("message_start", {"type": "message_start", "message": start})
+        ]
+        for i, block in enumerate(rendered["content"]):
+            head: dict[str, Any]
+            delta: dict[str, Any]
+            if block["type"] == "text":
+                head, delta = (
+                    {"type": "text", "text": ""},
+                    {"type": "text_delta", "text": block["text"]},
+                )
+            else:
+                head = {**block, "input": {}}
+                delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+            events += [
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": head},
+                ),
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": i, "delta": delta},
+                ),
+                ("content_block_stop", {"type": "content_block_stop", "index": i}),
+            ]
+        events += [
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": rendered["stop_reason"], "stop_sequence": None},
+                    "usage": {"output_tokens": rendered["usage"]["output_tokens"]},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+        return events
 
     def render_error(self, step: Step, request: RecordedRequest) -> dict[str, Any]:
         status = step.status

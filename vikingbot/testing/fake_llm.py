@@ -352,10 +352,25 @@ class FakeModelServer(ScriptedModel):
         with self._lock:
             self._served += 1
             n = self._served
-        return JSONResponse(self.render_reply(step, recorded, n))
+        rendered = self.render_reply(step, recorded, n)
+        if isinstance(body, dict) and body.get("stream"):
+            events = self.render_stream(rendered)
+            if events is not None:
+                from starlette.responses import StreamingResponse
+
+                async def sse() -> Any:
+                    for event, data in events:
+                        yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+
+                return StreamingResponse(sse(), 200, media_type="text/event-stream")
+        return JSONResponse(rendered)
 
     def presented_key(self, headers: dict[str, str]) -> str | None:
         raise NotImplementedError
+
+    def render_stream(self, rendered: dict[str, Any]) -> list[tuple[str, Any]] | None:
+        """The reply as server-sent events for a ``"stream": true`` request (None: JSON)."""
+        return None
 
     def render_reply(self, step: Step, request: RecordedRequest, n: int) -> dict[str, Any]:
         raise NotImplementedError
