@@ -317,3 +317,12 @@ async def test_a_result_delivered_into_the_chat_is_shown_to_the_agent_next_turn(
     last = rig.log("prompt")[-1]["texts"]
     assert "Passport expires soon." in last[0] and last[-1] == "what about it?"
     assert len(rig.log("new_session")) == 1  # the same ACP session goes on
+
+
+async def test_a_changed_agent_config_starts_the_new_agent_at_the_next_turn(rig: Rig) -> None:
+    loop = rig.loop({"*": [{"text": "one"}]})
+    assert (await loop.run_turn("hi", CHAT, rig.meta())).text == "one"
+    rig.script_file.write_text(json.dumps({"*": [{"text": "two"}]}))
+    loop.reconfigure(rig.config(env={"MARK": "2"}))
+    assert (await loop.run_turn("hi", CHAT, rig.meta())).text == "two"
+    assert len({r["pid"] for r in rig.log("initialize")}) == 2

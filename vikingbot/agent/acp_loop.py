@@ -104,8 +104,7 @@ class AcpLoop(AgentLoop):
         self.client.config = config
         if config.bot.agents.acp != old:  # a changed agent: the next turn starts the new one
             self.agent.config = config.bot.agents.acp
-            if self.agent.child is not None:
-                asyncio.get_running_loop().create_task(self.agent.stop())
+            self.agent.retired = True
             self._sessions.clear()
 
     # --------------------------------------------------------------- turn

@@ -146,6 +146,7 @@ class AgentProcess:
     _tasks: list[asyncio.Task[Any]] = field(default_factory=list)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     generation: int = 0  # bumped at each start: ACP session ids do not survive a restart
+    retired: bool = False  # the config changed: the next turn stops this process first
 
     @property
     def name(self) -> str:
@@ -176,9 +177,10 @@ class AgentProcess:
     async def ensure(self, cwd: Path) -> ClientSideConnection:
         """A live, initialized connection (starting the process if needed)."""
         async with self._lock:
-            if self.alive:
+            if self.alive and not self.retired:
                 assert self.conn is not None
                 return self.conn
+            self.retired = False
             await self.stop()
             wait = self.backoff_s() - (time.monotonic() - self.died_at)
             if wait > 0:

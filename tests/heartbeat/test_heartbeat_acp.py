@@ -1,0 +1,95 @@
+"""The heartbeat with the acp loop: an external agent's answer is delivered, HEARTBEAT_OK is not."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.heartbeat.conftest import OWNER, Harness, make_config, with_tasks
+from vikingbot.bus import OutboundMessage
+from vikingbot.clock import FakeClock
+from vikingbot.config.loader import Paths
+from vikingbot.config.schema import Config
+from vikingbot.runtime import Runtime
+from vikingbot.testing.fake_openai import FakeOpenAI
+
+pytest.importorskip("acp")
+
+
+def acp_config(base_url: str, script: Path, log: Path) -> Config:
+    data: dict[str, Any] = make_config(base_url).model_dump(mode="json", by_alias=False)
+    data["bot"]["agents"] = {
+        "loop": "acp",
+        "acp": {
+            "command": sys.executable,
+            "args": ["-m", "vikingbot.testing.fake_acp_agent", str(script), str(log)],
+        },
+    }
+    data["bot"]["channels"]["telegram"]["token"] = "t"
+    return Config.model_validate(data)
+
+
+@pytest.fixture
+async def acp_harness(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Harness]:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"*": [{"text": "HEARTBEAT_OK"}]}))
+    home = tmp_path / "home"
+    paths = Paths(
+        home=home,
+        config_file=home / "config.json",
+        data_dir=home / "data",
+        database_url=f"sqlite:///{home / 'data' / 'state.db'}",
+    )
+    clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+    rt = Runtime(
+        acp_config(fake.base_url, script, tmp_path / "log.jsonl"), paths, clock=clock, environ={}
+    )
+    h = Harness(rt=rt, fake=fake, clock=clock)
+
+    async def record(msg: OutboundMessage) -> bool:
+        h.sent.append(msg)
+        return True
+
+    rt.bus.set_outbound_handler(record)
+    try:
+        yield h
+    finally:
+        if h.svc is not None:
+            h.svc.stop()
+            await h.svc.drain(5)
+        await rt.aclose()
+
+
+async def test_an_acp_agents_heartbeat_answer_reaches_the_owner(
+    acp_harness: Harness, tmp_path: Path
+) -> None:
+    h = acp_harness
+    assert h.rt.readiness().ready
+    h.user_session()
+    h.write(with_tasks("- Check the build"))
+    (tmp_path / "script.json").write_text(json.dumps({"*": [{"text": "The build is red."}]}))
+    report = await h.cycle()
+    assert h.texts() == ["The build is red."]
+    assert (h.sent[0].channel, h.sent[0].chat_id) == ("telegram", "42")
+    assert [r.outcome for r in report.rows if r.decision == "run"] == ["delivered"]
+    assert h.model_calls() == 0  # the external agent answered, not the model provider
+    prompts = [json.loads(x) for x in (tmp_path / "log.jsonl").read_text().splitlines()]
+    texts = [p["texts"] for p in prompts if p["kind"] == "prompt"]
+    assert "Nobody is watching this turn" in texts[0][0]  # the unattended rules went along
+
+
+async def test_heartbeat_ok_from_an_acp_agent_delivers_nothing(acp_harness: Harness) -> None:
+    h = acp_harness
+    h.user_session()
+    h.write(with_tasks("- Check the mail"))
+    before = h.rt.sessions.read_messages(OWNER)
+    await h.cycle()
+    assert h.sent == []
+    assert h.rt.sessions.read_messages(OWNER) == before
+    assert h.rt.sessions.read_messages(h.hb.heartbeat_session_key("shared")) == []
