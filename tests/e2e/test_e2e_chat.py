@@ -49,3 +49,26 @@ def test_a_dm_gets_the_models_answer_back_in_the_same_chat(
         ("user", "What is on my calendar today?"),
         ("assistant", "Dentist at 15:00, nothing else."),
     ]
+
+
+def test_a_garbage_model_answer_gets_a_clear_reply_and_the_prompt_is_kept(
+    home: Home, gateways: Callable[[Home], GatewayProcess]
+) -> None:
+    from vikingbot.testing.fake_llm import garbage
+
+    home.add_user_session()
+
+    def answer(req: RecordedRequest) -> Step | None:
+        if req.last_user_text == "Anything new?":
+            return garbage("<html>502 Bad Gateway</html>")
+        return None
+
+    home.llm.responder = answer
+    gw = gateways(home)
+    home.telegram.push_text(chat_id=OWNER_ID, user_id=OWNER_ID, text="Anything new?")
+    [sent] = home.telegram.wait_for_sent(1, timeout=60)
+    assert sent["text"].startswith("Sorry, that failed: the openai endpoint")
+    assert "not a valid response" in sent["text"]
+    assert gw.stop() == 0
+    history = [(m.role, m.content) for m in home.sessions().read_messages(OWNER_KEY)]
+    assert history[-1] == ("user", "Anything new?")
