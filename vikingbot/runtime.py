@@ -108,7 +108,7 @@ class Runtime:
         self.config = config
         if self._agent is not None:
             self._agent.reconfigure(config)
-        if "delivery" in self.__dict__ and hasattr(self.delivery, "config"):
+        if "delivery" in self.__dict__:
             self.delivery.config = config
 
     async def aclose(self) -> None:

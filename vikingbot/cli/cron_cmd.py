@@ -262,9 +262,7 @@ def _run_locally(ctx: typer.Context, name: str) -> CronRun:
             try:
                 return await service.run_now(name)
             finally:
-                close = getattr(agent, "aclose", None)
-                if close is not None:
-                    await close()
+                await agent.aclose()
 
         return asyncio.run(once())
     except VikingbotError as exc:
