@@ -316,7 +316,6 @@ class FakeModelServer(ScriptedModel):
         return Starlette(routes=[Route(self.route, self._handle, methods=["POST"])])
 
     async def _handle(self, request: Any) -> Any:
-
         from starlette.responses import JSONResponse
 
         try:
@@ -344,6 +343,8 @@ class FakeModelServer(ScriptedModel):
             from starlette.responses import StreamingResponse
 
             async def forever() -> Any:
+                import asyncio
+
                 while True:
                     yield b" "
                     await asyncio.sleep(0.02)
