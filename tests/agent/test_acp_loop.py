@@ -189,7 +189,7 @@ async def test_fs_is_confined_to_the_workspace(rig: Rig, tmp_path: Path) -> None
 async def test_a_heartbeat_write_takes_the_heartbeat_lock(rig: Rig) -> None:
     from filelock import FileLock
 
-    from vikingbot.heartbeat.rewrite import lock_path
+    from vikingbot.fsutil import lock_path
 
     hb = rig.workspace / "HEARTBEAT.md"
     hb.write_text("- old\n")
