@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from tests.heartbeat.conftest import OWNER, Harness, make_config, with_tasks
 from vikingbot.bus import OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.runtime import Runtime
 from vikingbot.testing.fake_openai import FakeOpenAI
+from vikingbot.testing.harness import OWNER, Harness, make_config, with_tasks
 
 pytest.importorskip("acp")
 
