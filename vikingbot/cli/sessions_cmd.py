@@ -69,7 +69,7 @@ def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
 
         console = err_console()
         for exc in errors:
-            console.print(f"[yellow]Skipped:[/] {exc}", highlight=False)
+            console.print(f"[yellow]Skipped:[/] {exc}", highlight=False, soft_wrap=True)
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
@@ -153,7 +153,7 @@ def import_openviking_cmd(
         console = err_console()
         for o in report.outcomes:
             if o.status == "failed":
-                console.print(f"[yellow]Skipped:[/] {o.reason}", highlight=False)
+                console.print(f"[yellow]Skipped:[/] {o.reason}", highlight=False, soft_wrap=True)
         raise typer.Exit(1)
 
 
