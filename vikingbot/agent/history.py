@@ -146,9 +146,10 @@ async def run_locked(
                 await on_timeout(turn)
         except asyncio.CancelledError:
             log.info("turn {} cancelled", turn.turn_id)
-            write(config, sessions, turn, cancelled=True)
+            # the prompt is kept even now; the write (fsync'd) runs off the event loop
+            await asyncio.shield(asyncio.to_thread(write, config, sessions, turn, cancelled=True))
             raise
-        write(config, sessions, turn)
+        await asyncio.to_thread(write, config, sessions, turn)
     r = turn.result
     log.info(
         "turn {} ended {}: {} model calls, {} tools, {}+{} tokens",
