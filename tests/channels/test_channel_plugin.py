@@ -105,3 +105,15 @@ def test_a_config_file_naming_the_plugin_loads(installed: None, tmp_path: Path) 
     path.write_text(json.dumps({"bot": {"channels": {"jsonl": {"enabled": True, "pathh": 1}}}}))
     with pytest.raises(ConfigError, match=r"bot\.channels: jsonl\.pathh: Extra inputs"):
         load_config(path)
+
+
+def test_config_get_reads_a_plugin_section(
+    installed: None, tmp_path: Path, make_config: Callable[..., Config]
+) -> None:
+    from vikingbot.config.edit import get_value, to_plain
+
+    config = jsonl_config(make_config, path=str(tmp_path / "o.jsonl"), inboundToken="s3")
+    assert get_value(config, "bot.channels.jsonl.path") == tmp_path / "o.jsonl"
+    assert to_plain(get_value(config, "bot.channels.jsonl"))["inbound_token"] == "***"
+    with pytest.raises(ConfigError, match="unknown key"):
+        get_value(config, "bot.channels.matrix")
