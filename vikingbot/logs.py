@@ -8,6 +8,8 @@ from typing import Any
 
 from loguru import logger
 
+from vikingbot.redact import mask_text
+
 _BASE = "{time:YYYY-MM-DD HH:mm:ss} | {level: <7} | {name}:{line} | "
 
 
@@ -18,11 +20,17 @@ def _format(record: Any) -> str:
     return _BASE + "{message}" + tail + "\n{exception}"
 
 
+def _mask(record: Any) -> None:
+    """Every log line passes here: URL passwords and secret query parameters become ``***``."""
+    record["message"] = mask_text(record["message"])
+
+
 def setup_logging(
     *, verbose: bool = False, logs_dir: Path | None = None, console: bool = True
 ) -> None:
     """Console (INFO, or DEBUG with ``verbose``) and a rotating file under ``logs_dir``."""
     logger.remove()
+    logger.configure(patcher=_mask)
     if console:
         logger.add(
             sys.stderr,
@@ -48,4 +56,5 @@ def setup_logging(
 def quiet() -> None:
     """No console logs (default for one-shot CLI commands; errors are printed by the CLI)."""
     logger.remove()
+    logger.configure(patcher=_mask)
     logger.add(sys.stderr, level="WARNING", format="{level}: {message}")

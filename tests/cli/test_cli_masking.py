@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import Result
 
-from vikingbot.config.masking import is_secret_name, mask_text
+from vikingbot.redact import is_secret_name, mask_text
 
 Cli = Callable[..., Result]
 
@@ -104,3 +104,21 @@ def test_mask_text() -> None:
     assert mask_text("redis://:hunter2@h:6379/0") == "redis://:***@h:6379/0"
     assert mask_text("https://h/x?a=1&api_key=abc&b=2") == "https://h/x?a=1&api_key=***&b=2"
     assert mask_text("plain words, no url") == "plain words, no url"
+
+
+def test_log_lines_mask_url_passwords_and_secret_parameters(tmp_path: Path) -> None:
+    from loguru import logger
+
+    from vikingbot.logs import setup_logging
+
+    setup_logging(console=False, logs_dir=tmp_path)
+    try:
+        logger.info("cannot open {}", f"postgresql://viking:{PG_PASS}@db/viking")
+        logger.warning("checker GET https://h/x?access_token={} failed", API_TOK)
+        logger.complete()
+    finally:
+        logger.remove()
+        logger.configure(patcher=None)
+    text = (tmp_path / "vikingbot.log").read_text()
+    assert "postgresql://viking:***@db/viking" in text and "access_token=***" in text
+    assert not _leaks(text)

@@ -19,9 +19,9 @@ from vikingbot.config.loader import (
     describe_validation_error,
     to_field_names,
 )
-from vikingbot.config.masking import MASK, mask_tree
 from vikingbot.config.schema import Config
 from vikingbot.fsutil import locked_edit
+from vikingbot.redact import MASK, mask_tree
 
 
 def _split(key: str) -> list[str]:

@@ -1,0 +1,176 @@
+"""SIGKILL a real gateway again and again during per-task heartbeat cycles and a webhook burst.
+
+A real `vikingbot gateway` child process runs per-task heartbeat work (40 tasks,
+each answered by the fake model after a delay, so kills land inside cycles)
+while this script POSTs chat messages to its webhook. It is killed with
+SIGKILL ``--kills`` times at random moments, then started once more and left
+to finish. Prints:
+
+- duplicate deliveries of completed tasks: task results the owner received
+  more than once (target 0);
+- accepted messages lost: webhook messages answered 202 that never got a reply
+  (target 0);
+
+beside the ledger's own count of runs. Everything runs on loopback fakes.
+
+    uv run python bench/kill_bench.py [--kills 25] [--tasks 40] [--seed 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from vikingbot.testing.fake_llm import RecordedRequest, Step, reply
+from vikingbot.testing.fake_openai import FakeOpenAI
+from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.gateway_proc import GatewayProcess
+from vikingbot.testing.home import Home, poll, with_tasks
+
+TOKEN = "kill-bench-inbound"
+TASK = re.compile(r"Task:\s*\n(Bench task \d+)")
+
+
+class Receiver:
+    """The webhook's outbound URL: records every reply the gateway POSTs."""
+
+    def __init__(self) -> None:
+        self.replies: list[dict[str, Any]] = []
+        lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                with lock:
+                    outer.replies.append(json.loads(body or b"{}"))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+
+
+def responder(request: RecordedRequest) -> Step | None:
+    text = request.last_user_text or ""
+    task = TASK.search(text)
+    if task:
+        return reply(f"Finished: {task.group(1)}", delay_s=0.4)
+    if text.startswith("chat "):
+        return reply(f"echo {text}", delay_s=0.1)
+    return None
+
+
+def post(gw: GatewayProcess, n: int) -> bool:
+    body = json.dumps({"sender_id": "u1", "chat_id": f"c{n % 5}", "text": f"chat {n}"}).encode()
+    req = urllib.request.Request(
+        gw.base_url + "/webhook/inbound",
+        data=body,
+        headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return resp.status == 202
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--kills", type=int, default=25)
+    ap.add_argument("--tasks", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=1)
+    args = ap.parse_args()
+    rnd = random.Random(args.seed)
+    receiver = Receiver()
+    tg = FakeTelegram()
+    with FakeOpenAI.start() as llm, tg.serve() as api, tempfile.TemporaryDirectory() as tmp:
+        llm.responder = responder
+        home = Home(Path(tmp) / "home", llm, tg, api)
+        home.write_config(
+            # a short turn timeout: a run a kill interrupted counts as stale after it + 60 s
+            heartbeat={
+                "timezone": "UTC",
+                "mode": "per-task",
+                "interval_seconds": 10,
+                "task_timeout_s": 5,
+            },
+            channels={
+                "webhook": {
+                    "enabled": True,
+                    "outbound_urls": [receiver.url],
+                    "inbound_token": TOKEN,
+                    "allow_from": ["*"],
+                }
+            },
+        )
+        home.add_user_session()
+        tasks = [f"- Bench task {i}" for i in range(args.tasks)]
+        home.write_heartbeat(with_tasks(*tasks))
+        accepted: list[int] = []
+        sent = 0
+        started = time.monotonic()
+        for k in range(args.kills):
+            gw = GatewayProcess(home.path, start_timeout_s=120).start()
+            deadline = time.monotonic() + rnd.uniform(0.5, 2.5)
+            while time.monotonic() < deadline:
+                if post(gw, sent):
+                    accepted.append(sent)
+                sent += 1
+                time.sleep(0.05)
+            gw.kill()
+            print(
+                f"  kill {k + 1}/{args.kills}: {len(tg.sent)} task results sent so far", flush=True
+            )
+        gw = GatewayProcess(home.path, start_timeout_s=120).start()
+        finished = poll(
+            lambda: "Bench task" not in _active(home),
+            "every task completed after the kills",
+            timeout=600,
+        )
+        poll(
+            lambda: len({r["text"] for r in receiver.replies}) >= len(accepted) or None,
+            "replies to accepted messages",
+            timeout=60,
+        ) if accepted else None
+        gw.stop()
+        took = time.monotonic() - started
+    deliveries = Counter(m["text"] for m in tg.sent if m["text"].startswith("Finished: "))
+    dupes = {t: n for t, n in deliveries.items() if n > 1}
+    replied = {r["text"] for r in receiver.replies}
+    lost = [n for n in accepted if f"echo chat {n}" not in replied]
+    print(
+        f"kills: {args.kills}, tasks: {args.tasks}, all completed: {bool(finished)} ({took:.0f} s)"
+    )
+    print(f"task results delivered: {sum(deliveries.values())} for {len(deliveries)} tasks")
+    print(
+        f"duplicate deliveries of completed tasks: {sum(dupes.values()) - len(dupes)} "
+        f"({len(dupes)} tasks delivered more than once, up to {max(dupes.values(), default=1)} times) "
+        "(target 0)"
+    )
+    print(f"webhook messages: {sent} posted, {len(accepted)} accepted (202)")
+    print(f"accepted messages lost: {len(lost)} (target 0)")
+
+
+def _active(home: Home) -> str:
+    text = (home.workspace() / "HEARTBEAT.md").read_text(encoding="utf-8")
+    return text.split("## Completed", 1)[0]
+
+
+if __name__ == "__main__":
+    main()
