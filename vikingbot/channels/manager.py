@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from loguru import logger
 
@@ -29,7 +29,13 @@ from vikingbot.channels.owner import channel_sections, owner_chat_for
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
-from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, VikingbotError
+from vikingbot.errors import (
+    ChannelBusy,
+    ChannelError,
+    ChannelRejected,
+    StoreError,
+    VikingbotError,
+)
 
 if TYPE_CHECKING:
     from starlette.routing import Mount
@@ -38,6 +44,8 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 MAX_BACKOFF_S = 30.0
+STORE_WAIT_S = 600.0  # how long an outbound message waits for an unreachable database
+T = TypeVar("T")
 
 
 class ChannelManager:
@@ -72,6 +80,7 @@ class ChannelManager:
         self.on_resent = on_resent
         self.outbox = Outbox(store, self.clock, sender=sender)
         self.outbox_sweep_s = outbox_sweep_s
+        self.store_wait_s = STORE_WAIT_S
         self._channels: dict[str, Channel] = {}
         self._errors: dict[str, str] = {}
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
@@ -216,6 +225,26 @@ class ChannelManager:
 
     # ---- outbound --------------------------------------------------------
 
+    async def _outbox_call(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` in a thread; while the state database is away, wait for it.
+
+        A reply written during a database outage is held here and sent when the
+        database is back (up to ``store_wait_s``), rather than lost; a message the
+        platform took is marked sent once the database answers, so it is not re-sent.
+        """
+        delay, waited = 0.5, 0.0
+        while True:
+            try:
+                return await asyncio.to_thread(fn, *args)
+            except StoreError as exc:
+                if waited >= self.store_wait_s:
+                    raise
+                if waited == 0:
+                    logger.warning("outbox: state database unreachable, holding on: {}", exc)
+                await asyncio.sleep(delay)
+                waited += delay
+                delay = min(delay * 2, 5.0)
+
     @asynccontextmanager
     async def _key_lock(self, key: str) -> AsyncIterator[None]:
         lock, users = self._locks.get(key, (asyncio.Lock(), 0))
@@ -238,7 +267,7 @@ class ChannelManager:
         """
         key = msg.dedupe_key or f"auto:{uuid.uuid4().hex}"
         async with self._key_lock(key):
-            row = await asyncio.to_thread(self.outbox.claim, msg, key)
+            row = await self._outbox_call(self.outbox.claim, msg, key)
             if row.status == "sent":
                 logger.debug("outbox: {} was already sent; not sending again", key)
                 return True
@@ -279,7 +308,7 @@ class ChannelManager:
             if recovering:
                 logger.warning("outbox: {} stays pending: {}", row.dedupe_key, down)
                 return False
-            await asyncio.to_thread(self.outbox.mark_failed, row.dedupe_key, down)
+            await self._outbox_call(self.outbox.mark_failed, row.dedupe_key, down)
             logger.error(
                 "outbox: {} not sent to {}:{}: {}", row.dedupe_key, row.channel, row.chat_id, down
             )
@@ -295,7 +324,7 @@ class ChannelManager:
             attempts += tried
             if error is not None:
                 channel.last_error = str(error)
-                await asyncio.to_thread(
+                await self._outbox_call(
                     self.outbox.mark_failed, row.dedupe_key, str(error), attempts
                 )
                 logger.error(
@@ -307,8 +336,8 @@ class ChannelManager:
                 )
                 return False
             if total > 1:
-                await asyncio.to_thread(self.outbox.part_sent, row, index + 1)
-        await asyncio.to_thread(self.outbox.mark_sent, row.dedupe_key, attempts)
+                await self._outbox_call(self.outbox.part_sent, row, index + 1)
+        await self._outbox_call(self.outbox.mark_sent, row.dedupe_key, attempts)
         return True
 
     @property

@@ -69,6 +69,7 @@ class Gateway:
         self._server_task: asyncio.Task[Any] | None = None
         self.registry: Any = None  # gateway/registry.GatewayRegistry once the store is open
         self.peers: list[dict[str, Any]] = []  # the gateways sharing the database (cached)
+        self.store_error: str | None = None  # the last registry beat failed: database away
 
     @property
     def dispatch(self) -> Any:
@@ -228,8 +229,13 @@ class Gateway:
 
     async def _beat(self) -> None:
         held = self.channels.held() if self.channels is not None else []
-        await asyncio.to_thread(self.registry.beat, {"channels": held})
-        peers = await asyncio.to_thread(self.registry.list)
+        try:
+            await asyncio.to_thread(self.registry.beat, {"channels": held})
+            peers = await asyncio.to_thread(self.registry.list)
+        except VikingbotError as exc:
+            self.store_error = str(exc)
+            raise
+        self.store_error = None
         self.peers = [p.as_dict() for p in peers]
 
     async def _beat_forever(self, beat_s: float = 5.0) -> None:
@@ -418,8 +424,11 @@ class Gateway:
         return {"loop": self.rt.config.bot.agents.loop, "ready": r.ready, "problem": r.problem}
 
     def health(self) -> dict[str, Any]:
+        hb_away = self.heartbeat is not None and self.heartbeat.store_down_since is not None
+        store_ok = self.store_error is None and not hb_away
         return {
-            "status": "ok",
+            "status": "ok" if store_ok else "degraded",
+            "database": {"reachable": store_ok, "error": self.store_error},
             "version": __version__,
             "started_at": self.started_at.isoformat(),
             "services": {

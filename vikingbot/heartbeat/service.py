@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
+from sqlalchemy.exc import SQLAlchemyError
 
 from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.errors import StoreError
 from vikingbot.heartbeat.planner import (
     Decision,
     Trigger,
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from vikingbot.runtime import Runtime
 
 GLOBAL = "*"
+STORE_RETRY_S = 2.0  # while the state database is away, look again this often
 
 
 def budget_text(workspace: str) -> str:
@@ -95,6 +98,7 @@ class HeartbeatService:
         self._state: HeartbeatState | None = None
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
+        self.store_down_since: datetime | None = None  # /health says "degraded" meanwhile
         self._stopping = False
         self._folded: dict[tuple[str, str | None, str | None], str] = {}  # subject -> streak
         self.scanner = Scanner(rt, lambda: self.state, self._busy)
@@ -444,10 +448,16 @@ class HeartbeatService:
         if not await asyncio.to_thread(self.scanner.watch):
             logger.info("heartbeat: no file system events, polling for changes each cycle")
         while not stop.is_set() and not self._stopping:
-            due = await asyncio.to_thread(self._next_cycle_at)
-            now = self.now()
+            try:  # the database may be away (PostgreSQL restart, network): wait, never die
+                due = await asyncio.to_thread(self._next_cycle_at)
+                now = self.now()
+                if now >= due:
+                    await asyncio.to_thread(self._mark_cycle, now)
+                self._store_back()
+            except (StoreError, SQLAlchemyError) as exc:
+                await self._store_away(exc, stop)
+                continue
             if now >= due:
-                await asyncio.to_thread(self._mark_cycle, now)
                 try:
                     await self.run_cycle("scheduled", wait=False)
                 except Exception:
@@ -457,6 +467,21 @@ class HeartbeatService:
             wait_s = min((due - now).total_seconds(), 60.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait_s)
+
+    async def _store_away(self, exc: Exception, stop: asyncio.Event) -> None:
+        """The state database is unreachable: say so once, retry every STORE_RETRY_S."""
+        if self.store_down_since is None:
+            self.store_down_since = self.now()
+            logger.warning("heartbeat: state database unreachable, waiting for it: {}", exc)
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=STORE_RETRY_S)
+
+    def _store_back(self) -> None:
+        if self.store_down_since is not None:
+            away = (self.now() - self.store_down_since).total_seconds()
+            logger.info("heartbeat: state database back after {:.0f}s", away)
+            self.store_down_since = None
 
     async def drain(self, timeout: float) -> None:
         """Wait for running workspace turns (shutdown), then cancel what is left."""
