@@ -68,6 +68,7 @@ class TelegramChannel(Channel):
         self.telegram: TelegramConfig = config
         self._bot: Bot | None = None
         self._poller: asyncio.Task[None] | None = None
+        self._offset: int | None = None  # next getUpdates offset (past handled updates)
         self.bot_username: str | None = None
 
     def _make_bot(self) -> Bot:
@@ -130,12 +131,15 @@ class TelegramChannel(Channel):
     async def _poll(self, bot: Bot) -> None:
         from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
 
-        offset: int | None = None
+        # The offset lives on the channel: polling stopped and started again in this
+        # process (channel lease lost and regained) does not fetch handled updates again.
         backoff = 1.0
         while True:
             try:
                 updates = await bot.get_updates(
-                    offset=offset, timeout=self.poll_timeout_s, allowed_updates=["message"]
+                    offset=self._offset,
+                    timeout=self.poll_timeout_s,
+                    allowed_updates=["message"],
                 )
                 backoff = 1.0
             except (InvalidToken, Forbidden) as exc:
@@ -159,7 +163,7 @@ class TelegramChannel(Channel):
                 backoff = min(backoff * 2, MAX_POLL_BACKOFF_S)
                 continue
             for update in updates:
-                offset = update.update_id + 1
+                self._offset = update.update_id + 1
                 msg = self.inbound_from_update(update)
                 if msg is not None:
                     await self.accept(msg)

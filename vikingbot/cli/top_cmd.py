@@ -63,6 +63,9 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         "sessions": _count(data_dir / "sessions", lambda e: e.name.endswith(".jsonl")),
         "workspaces": _count(data_dir / "workspace", lambda e: e.is_dir()),
     }
+    gateways = _gateways(home, path, data_dir, str(view["database"]))
+    if gateways is not None:
+        data["gateways"] = gateways
     if as_json:
         print_json(data)
         return
@@ -79,9 +82,32 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         f"sessions:   {data['sessions']}",
         f"workspaces: {data['workspaces']} ({data['sandbox_mode']})",
     ]
+    for gw in gateways or []:
+        held = ", ".join(gw.get("channels") or []) or "-"
+        lines.append(
+            f"gateway:    {gw['id']} {gw['state']} at {gw.get('address') or '-'}, "
+            f"seen {gw['seen_at']}, receives: {held}"
+        )
     if agent["problem"]:
         lines.append(f"\n{agent['problem']}")
     typer.echo("\n".join(lines))
+
+
+def _gateways(home: Path, config: Path, data_dir: Path, database: str) -> list[Any] | None:
+    """The gateways sharing the database, as this home's running gateway sees them
+    (docs/scaling.md); None when no gateway answers."""
+    from vikingbot.config.paths import Paths
+    from vikingbot.errors import VikingbotError
+    from vikingbot.gateway.client import GatewayClient
+
+    paths = Paths(home=home, config_file=config, data_dir=data_dir, database_url=database)
+    try:
+        client = GatewayClient.discover(paths)
+        health = client.get("/health", timeout=3) if client is not None else None
+    except (VikingbotError, OSError, ValueError):
+        return None
+    found = health.get("gateways") if isinstance(health, dict) else None
+    return found if isinstance(found, list) else None
 
 
 def _config_view(ctx: typer.Context) -> dict[str, Any]:

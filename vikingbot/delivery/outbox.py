@@ -8,15 +8,16 @@ into pieces remembers how many pieces went out (``details.parts_sent``), so a
 crash in the middle does not repeat the first pieces.
 
 Several gateways may share the database (see docs/scaling.md). A pending row is
-sent by one gateway at a time: the row records its ``sender`` and a
-``lease_until``; the writer of a new row holds it from the start, and
-``claim_pending`` hands out rows whose sender's lease ran out (it died, or it is a
-row a crash left behind) with ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL,
-under SQLite's write lock otherwise. A row whose sender is not a live gateway in
-the ``gateways`` registry (it stopped, its row went stale, or it never registered,
-like the previous run of a restarted gateway) is taken over at once. Every part sent renews the lease. Expiry is
-judged by the same clock as ``vikingbot.store.leases`` (the database's on
-PostgreSQL).
+sent by one gateway at a time: the row records its ``sender`` (the gateway's id
+in the ``gateways`` registry) and a ``lease_until`` renewed with every part sent.
+Rows stay with their sender while it is a live gateway; ``claim_pending`` hands
+out the rows of senders that are not (they stopped, went silent for
+``dead_after_s``, or never registered, like the previous run of a restarted
+gateway) with ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL, under SQLite's
+write lock otherwise. Liveness is judged by the database's clock on PostgreSQL
+(as in ``vikingbot.store.leases``). One window stays: a sender killed after the
+platform took a message and before it was marked sent leaves it pending, and the
+gateway that takes it over sends it again (chat platforms have no idempotency key).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
-SEND_LEASE_S = 120.0  # a sender silent this long is taken to be dead
+SEND_LEASE_S = 120.0  # how long a send is expected to take at most (shown as in flight)
 GATEWAY_DEAD_AFTER_S = 30.0  # a gateway whose registry row is older is taken to be dead
 
 
@@ -116,11 +117,13 @@ class Outbox:
         *,
         sender: str | None = None,
         lease_s: float = SEND_LEASE_S,
+        dead_after_s: float = GATEWAY_DEAD_AFTER_S,
     ) -> None:
         self._store = store
         self._clock: Clock = clock or SystemClock()
         self.sender = (sender or default_sender())[:200]
         self.lease_s = lease_s
+        self.dead_after_s = dead_after_s
 
     def _now(self, conn: Connection) -> datetime:
         from vikingbot.store.leases import store_now
@@ -142,7 +145,7 @@ class Outbox:
 
         from vikingbot.store.tables import gateways, outbox
 
-        fresh = now - timedelta(seconds=GATEWAY_DEAD_AFTER_S)
+        fresh = now - timedelta(seconds=self.dead_after_s)
         return exists(
             select(gateways.c.id).where(
                 gateways.c.id == outbox.c.sender,
@@ -248,7 +251,7 @@ class Outbox:
             if r is not None:
                 if r.status == SENT:
                     return self._row(r)
-                live = r.lease_until is not None and r.lease_until > now and bool(r.alive)
+                live = bool(r.alive)
                 if r.status == PENDING and live and r.sender != self.sender:
                     return self._row(r, mine=False)
                 conn.execute(
@@ -268,7 +271,7 @@ class Outbox:
         very moment (``SKIP LOCKED``), are left alone. ``channels`` limits the
         rows to channels this gateway can send on.
         """
-        from sqlalchemy import or_, select, update
+        from sqlalchemy import select, update
 
         from vikingbot.store.tables import outbox
 
@@ -279,11 +282,7 @@ class Outbox:
                 .where(
                     outbox.c.status == PENDING,
                     outbox.c.sender.is_distinct_from(self.sender),
-                    or_(
-                        outbox.c.lease_until.is_(None),
-                        outbox.c.lease_until <= now,
-                        ~self._sender_alive(now),
-                    ),
+                    ~self._sender_alive(now),
                 )
                 .order_by(outbox.c.id)
                 .limit(limit)
