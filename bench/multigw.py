@@ -42,7 +42,8 @@ def throughput(url: str, units: int) -> None:
         print(
             f"   {gateways} gateway(s): {r.per_second:7.1f} units/s  ({r.seconds:5.1f} s; "
             f"duplicates {r.recorded_duplicates}, lost {r.lost}, "
-            f"delivered twice {r.delivered_duplicates}, undelivered {r.undelivered})",
+            f"delivered twice {r.delivered_duplicates}, undelivered {r.undelivered}; "
+            f"finished per gateway {list(r.finished_by)})",
             flush=True,
         )
 

@@ -120,3 +120,26 @@ def test_registry_lists_gateways_and_their_state(stores: list[StateStore]) -> No
     assert [g.state for g in a.list(include_stopped=True)] == ["running", "dead", "stopped"]
     b.beat({"running_turns": 0})
     assert [g.state for g in a.list()] == ["running", "running"]
+
+
+def test_a_gateway_restarted_after_a_crash_takes_its_old_rows_at_once(
+    stores: list[StateStore],
+) -> None:
+    import subprocess
+    import sys
+
+    # a gateway process on this host that died without marking itself stopped
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    crashed = GatewayRegistry(stores[0], SystemClock(), gateway_id="gw-crashed")
+    crashed.register()
+    with stores[0].engine.begin() as conn:
+        conn.execute(update(gateways).where(gateways.c.id == "gw-crashed").values(pid=dead.pid))
+    Outbox(stores[0], sender="gw-crashed").claim(_msg(1), "run-1")
+    _, restarted = _gateway(stores[1], "gw-new")  # registering reaps the dead local row
+    assert [r.dedupe_key for r in restarted.claim_pending(["telegram"])] == ["run-1"]
+    assert [g.state for g in restarted_registry_list(stores[1])] == ["stopped", "running"]
+
+
+def restarted_registry_list(store: StateStore) -> list[object]:
+    return GatewayRegistry(store, SystemClock()).list(include_stopped=True)  # type: ignore[return-value]

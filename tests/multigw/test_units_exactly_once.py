@@ -21,3 +21,5 @@ def test_three_gateways_record_every_unit_once_across_a_sigkill(pg_url: str) -> 
     # per unit it had in flight.
     assert result.delivered_duplicates <= 4
     assert result.model_calls >= 150
+    survivors = result.finished_by[1:]
+    assert all(n > 0 for n in survivors), result.finished_by  # the load is spread

@@ -38,6 +38,16 @@ FORGET_AFTER = timedelta(days=7)  # stopped or dead rows older than this are del
 CHANNEL_PREFIX = "channel:"
 
 
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # exists but not ours, or cannot tell: assume alive
+    return True
+
+
 def new_gateway_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
@@ -85,6 +95,7 @@ class GatewayRegistry:
         with self.store._failures("register the gateway"), self.store.engine.begin() as conn:
             now = store_now(conn, self.clock, self._time_source)
             conn.execute(delete(gateways).where(gateways.c.seen_at < now - FORGET_AFTER))
+            self._reap_local(conn, now)
             conn.execute(
                 insert(gateways).values(
                     id=self.id,
@@ -98,6 +109,23 @@ class GatewayRegistry:
                 )
             )
         logger.info("gateway {} registered in the state database", self.id)
+
+    @staticmethod
+    def _reap_local(conn: Any, now: datetime) -> None:
+        """Mark stopped the rows of gateways on this host whose process is gone.
+
+        A gateway restarted after a crash then takes over what its previous run
+        left (outbox rows) at once instead of after ``dead_after_s``.
+        """
+        host = socket.gethostname()[:200]
+        rows = conn.execute(
+            select(gateways.c.id, gateways.c.pid).where(
+                gateways.c.host == host, gateways.c.stopped_at.is_(None)
+            )
+        ).all()
+        gone = [r.id for r in rows if not _pid_alive(r.pid)]
+        if gone:
+            conn.execute(update(gateways).where(gateways.c.id.in_(gone)).values(stopped_at=now))
 
     def beat(self, details: dict[str, Any] | None = None) -> None:
         """Say this gateway is alive (and what it holds)."""

@@ -34,6 +34,7 @@ class FleetResult:
     undelivered: int  # units whose message never reached Telegram
     model_calls: int  # more than units when a killed worker's turns ran again
     killed: bool
+    finished_by: tuple[int, ...] = ()  # units each gateway finished (load spread)
 
     @property
     def per_second(self) -> float:
@@ -111,6 +112,7 @@ def run_fleet(
             killed = False
             finished: set[str] = set()
             claimed: Counter[str] = Counter()
+            done_by: dict[str, int] = {}
             alive = gateways
             while len(finished) < alive:
                 name, line = lines.get(timeout=max(1.0, deadline - time.monotonic()))
@@ -121,8 +123,9 @@ def run_fleet(
                     if due and not killed and "gw-0" not in finished:
                         procs[0].send_signal(signal.SIGKILL)
                         killed, alive = True, alive - 1
-                elif len(parts) >= 2 and parts[1] == "finished":
+                elif len(parts) >= 4 and parts[1] == "finished":
                     finished.add(name)
+                    done_by[name] = int(parts[3])
             seconds = time.monotonic() - t0
         with store.engine.connect() as conn:
             rows = conn.execute(heartbeat_runs.select()).all()
@@ -139,6 +142,7 @@ def run_fleet(
             undelivered=len(expected - set(delivered)),
             model_calls=len(model.requests),
             killed=killed,
+            finished_by=tuple(done_by.get(f"gw-{n}", 0) for n in range(gateways)),
         )
     finally:
         for proc in procs:

@@ -1,0 +1,85 @@
+"""Two real gateway processes on one home and one PostgreSQL schema.
+
+PostgreSQL lets them share the home (no single-gateway lock), both list each
+other in /health, exactly one of them polls Telegram, and when it stops the
+other takes the channel over.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vikingbot.store import StateStore
+from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.gateway_proc import GatewayProcess
+
+
+@pytest.fixture
+def pg_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram, str]]:
+    import psycopg
+
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    StateStore.open(pg_url, schema=schema).close()
+    fake = FakeTelegram(max_poll_s=0.3)
+    with fake.serve() as api:
+        home = tmp_path / "home"
+        home.mkdir()
+        config = {
+            "bot": {
+                "owner": "telegram:42",
+                "channels": {
+                    "cli": {"enabled": False},
+                    "telegram": {"enabled": True, "token": fake.token, "api_base": api},
+                },
+                "gateway": {"shutdown_grace_s": 2},
+            },
+            "storage": {"database_url": pg_url + f"?options=-csearch_path%3D{schema}"},
+        }
+        (home / "config.json").write_text(json.dumps(config))
+        yield home, fake, schema
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _until(check: Any, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (found := check()):
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.1)
+    return found
+
+
+def test_two_gateways_share_a_home_and_one_polls(
+    pg_home: tuple[Path, FakeTelegram, str],
+) -> None:
+    home, fake, _ = pg_home
+    with (
+        GatewayProcess(home, start_timeout_s=120) as a,
+        GatewayProcess(home, start_timeout_s=120) as b,
+    ):
+
+        def both_listed() -> list[dict[str, Any]] | None:
+            peers = a.get("/health")["gateways"]
+            running = [p for p in peers if p["state"] == "running"]
+            return running if len(running) == 2 else None
+
+        peers = _until(both_listed, timeout=30)
+        holders = [p["id"] for p in peers if p["channels"] == ["telegram:default"]]
+        assert len(holders) == 1
+        ids = {a.get("/health")["gateway_id"]: a, b.get("/health")["gateway_id"]: b}
+        holder, other = ids[holders[0]], next(g for i, g in ids.items() if i != holders[0])
+        polls = fake.polls
+        _until(lambda: fake.polls >= polls + 3, timeout=30)
+
+        holder.stop()  # a clean stop releases the channel: the other polls within seconds
+        _until(lambda: any(p["channels"] for p in other.get("/health")["gateways"]), timeout=30)
+        polls = fake.polls
+        _until(lambda: fake.polls >= polls + 3, timeout=30)
+        assert fake.overlaps == 0
