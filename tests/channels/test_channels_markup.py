@@ -40,6 +40,20 @@ def test_markdown_is_rendered_for_each_platform(markdown: str, telegram: str, sl
     assert to_slack_mrkdwn(markdown) == slack
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab *_~`[]()<>#>-|\n!1.")), max_size=200))
+def test_rendered_text_grows_at_most_a_line_break_per_line(text: str) -> None:
+    """Pieces are split to the platform's limit before rendering; what a reader sees
+    (markup removed, entities counted once) grows by at most one blank line per
+    source line (a list right under a paragraph gets one), and Telegram's limit
+    (4,096) leaves room over the 4,000 a piece holds; beyond it the raw piece is sent."""
+    import html
+    import re
+
+    shown = html.unescape(re.sub(r"<[^>]+>", "", to_telegram_html(text)))
+    assert len(shown) <= len(text) + text.count("\n")
+
+
 def test_no_words_are_lost() -> None:
     text = "Hi **Ann**,\n\n1. renew the *passport*\n2. call <Bob>\n\n> note: `rm -rf` & co"
     for rendered in (to_telegram_html(text), to_slack_mrkdwn(text)):

@@ -162,7 +162,7 @@ def _render(markdown: str, flavour: Flavour) -> str:
         elif kind in ("fence", "code_block"):
             blocks.append(_quoted(_code_block(tok.content, tok.info, flavour), quote, flavour))
         elif kind == "hr":
-            blocks.append("──────────")
+            blocks.append("———")  # no longer than the "---" it replaces
         elif kind == "html_block":
             blocks.append(_quoted(_escape(tok.content.rstrip("\n"), flavour), quote, flavour))
     return _join(blocks)

@@ -209,11 +209,13 @@ class TelegramChannel(Channel):
                     message_thread_id=thread,
                 )
             except BadRequest as exc:
-                if "parse entities" not in str(exc).lower():
+                why = str(exc).lower()
+                if "parse entities" not in why and "too long" not in why:
                     raise
-                # Our HTML is always well formed; should Telegram still refuse it,
-                # the words matter more than the formatting.
-                logger.warning("telegram: formatting refused ({}); sending plain text", exc)
+                # Our HTML is always well formed and the piece is within the limit as
+                # written; should Telegram still refuse the formatted text, the words
+                # matter more than the formatting.
+                logger.warning("telegram: formatted text refused ({}); sending it plain", exc)
                 await self._bot.send_message(chat_id=chat, text=msg.text, message_thread_id=thread)
         except TelegramError as exc:
             raise _convert(exc, f"sendMessage to {msg.chat_id}") from exc
