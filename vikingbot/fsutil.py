@@ -155,26 +155,33 @@ def _edit_locked(
         done = _replace_if_unchanged(path, payload, seen, sync_first=attempt == 0, mode=mode)
         if done is True:
             return payload.decode("utf-8")
-        if done is False:  # changed before the rename: edit again (then merge appends)
-            fresh, seen = read_with_identity(path)
-            tail = _appended(base, fresh) if attempt else None
-            base = fresh
-            if tail is not None:
-                payload += tail
-                continue
-            source = fresh
-        else:  # a write reached the old file as it was replaced; the file holds payload
-            late, seen = done
-            tail = _appended(base, late)
-            base = payload
-            if tail is not None:
-                payload += tail
-                continue
-            source = late
+        base, seen, merged, source = _after_conflict(path, done, base, payload, attempt)
+        if merged is not None:
+            payload = merged
+            continue
         text = None if source is None else _decode(path, source, error)
         redone = edit(text)
         payload = (redone if redone is not None else text or "").encode("utf-8")
     raise error(f"{path} kept changing while being rewritten ({TRIES} tries); try again")
+
+
+def _after_conflict(
+    path: Path,
+    done: bool | tuple[bytes, Identity],
+    base: bytes | None,
+    payload: bytes,
+    attempt: int,
+) -> tuple[bytes | None, Identity | None, bytes | None, bytes | None]:
+    """After a lost race: (what the file holds, its identity, the payload with an append
+    merged in, or ``None`` and the text to run the edit on again)."""
+    if done is False:  # changed before the rename: edit again (from the 2nd time, merge appends)
+        fresh, seen = read_with_identity(path)
+        tail = _appended(base, fresh) if attempt else None
+        return fresh, seen, (payload + tail if tail is not None else None), fresh
+    assert done is not True
+    late, mine = done  # a write reached the old file as it was replaced; the file holds payload
+    tail = _appended(base, late)
+    return payload, mine, (payload + tail if tail is not None else None), late
 
 
 def _appended(before: bytes | None, after: bytes | None) -> bytes | None:
