@@ -122,3 +122,16 @@ async def test_a_database_failure_is_counted_and_files_are_still_pruned(
     assert hk.service.metrics["prune_failures_total"] == 1
     assert _count(hk, heartbeat_runs) == 1  # rolled back as a whole, not half-done
     assert hk.sessions.read_messages(TG) == []
+
+
+async def test_prune_trims_heartbeat_sessions_kept_apart(hk_db: Housekeeping) -> None:
+    from vikingbot.session.types import SessionKey
+
+    hk = hk_db
+    key = SessionKey("heartbeat", "hb", "shared")
+    hk.sessions.append(key, hk.msg("assistant", "HEARTBEAT_OK long ago", 60))
+    hk.sessions.append(key, hk.msg("assistant", "HEARTBEAT_OK today", 0))
+    assert hk.sessions.path_for(key).parent == hk.sessions.system_dir
+    stats = await hk.service.prune_now()
+    assert stats is not None and stats.sessions_pruned == 1
+    assert [x.content for x in hk.sessions.read_messages(key)] == ["HEARTBEAT_OK today"]

@@ -146,7 +146,8 @@ def prune(
     except SQLAlchemyError as exc:
         logger.error("prune: database rows left as they are: {}", exc)
         stats.errors.append(f"state database: {exc}")
-    for path in session_files(sessions.sessions_dir):
+    # heartbeat and cron sessions (kept apart in .system) are trimmed the same way
+    for path in [*session_files(sessions.sessions_dir), *session_files(sessions.system_dir)]:
         try:
             removed = prune_session_file(sessions, path, cutoff)
             if not removed:
