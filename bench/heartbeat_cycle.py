@@ -52,7 +52,6 @@ from loguru import logger
 
 from vikingbot.agent.types import TurnResult
 from vikingbot.clock import FakeClock
-from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.session.types import Message, SessionKey
 
 SETTLE_S = 2.1
@@ -109,7 +108,7 @@ async def production(
 ) -> dict[str, Any]:
     rt = make_runtime(home, clock, BENCH_CONFIG)
     agent = WritingAgent(rt)
-    svc = HeartbeatService(rt, agent=agent)  # type: ignore[arg-type]
+    svc = rt.heartbeat(agent=agent)  # type: ignore[arg-type]
     rnd = random.Random(writes)
     if watch:
         assert await asyncio.to_thread(svc.scanner.watch), svc.scanner.index.watcher
@@ -164,7 +163,7 @@ def first_cycle_child(home: Path) -> None:
     logger.remove()
     clock = FakeClock(datetime.now(UTC))
     rt = make_runtime(home, clock, BENCH_CONFIG)
-    svc = HeartbeatService(rt, agent=WritingAgent(rt))  # type: ignore[arg-type]
+    svc = rt.heartbeat(agent=WritingAgent(rt))  # type: ignore[arg-type]
 
     async def go() -> dict[str, float]:
         t0, c0 = time.perf_counter(), time.process_time()

@@ -9,7 +9,8 @@
     ├── ProviderError               a model provider failed (converted from SDK errors)
     │   ├── ProviderAuthError       bad or missing key
     │   ├── ProviderNotFoundError   unknown model / endpoint path
-    │   ├── ProviderUnreachable     connection refused, DNS, timeout
+    │   ├── ProviderUnavailable     an outage: connection error, timeout, 429, 5xx
+    │   │   └── ProviderUnreachable connection refused, DNS, timeout
     │   └── ContextTooLongError     prompt exceeds the model window
     ├── NotConfiguredError          a needed part (provider, channel) is not configured
     ├── ToolError                   a tool refused or failed (goes back to the model as text)
@@ -72,7 +73,12 @@ class ProviderNotFoundError(ProviderError):
     pass
 
 
-class ProviderUnreachable(ProviderError):
+class ProviderUnavailable(ProviderError):
+    """The provider cannot serve now (connection error, timeout, 429, 5xx): an outage,
+    not a problem with the request. The heartbeat charges no retry for it."""
+
+
+class ProviderUnreachable(ProviderUnavailable):
     pass
 
 

@@ -19,8 +19,11 @@ if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, Readiness
     from vikingbot.bus import MessageBus
     from vikingbot.delivery.service import DeliveryService
+    from vikingbot.heartbeat.service import HeartbeatService
+    from vikingbot.metrics import Metrics
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
+    from vikingbot.store.leases import Leases
     from vikingbot.workspace.manager import WorkspaceManager
 
 
@@ -102,6 +105,37 @@ class Runtime:
                 environ=self.environ,
             )
         return self._agent
+
+    def heartbeat(
+        self,
+        *,
+        metrics: Metrics | None = None,
+        agent: AgentLoop | None = None,
+        leases: Leases | None = None,
+    ) -> HeartbeatService:
+        """The heartbeat, built from this runtime's parts (it never sees the runtime).
+
+        Units are claimed in the state store (``leases``, default: this store's), so
+        two gateways on one database never run the same unit.
+        """
+        from vikingbot.heartbeat.parts import HeartbeatParts
+        from vikingbot.heartbeat.service import HeartbeatService
+        from vikingbot.store.leases import Leases
+
+        parts = HeartbeatParts(
+            settings=lambda: self.config,
+            store=self.store,
+            sessions=self.sessions,
+            workspaces=self.workspaces,
+            agent=(lambda: agent) if agent is not None else self.agent,
+            delivery=self.delivery,
+            clock=self.clock,
+            paths=self.paths,
+            environ=self.environ,
+            metrics=metrics,
+            leases=leases if leases is not None else Leases(self.store, self.clock),
+        )
+        return HeartbeatService(parts)
 
     def reconfigure(self, config: Config) -> None:
         """Apply a reloaded config to the parts that read it at run time."""

@@ -73,7 +73,7 @@ def test_heartbeat_ok_sends_nothing_and_leaves_history_unchanged(
         "the first heartbeat run in the ledger",
     )
     assert gw.stop() == 0
-    assert run["outcome"] == "ok-empty" and run["model_calls"] == 1
+    assert run["outcome"] == "noop" and run["model_calls"] == 1
     assert len(home.llm.requests) == 1
     assert home.telegram.sent == []
     assert home.outbox() == []

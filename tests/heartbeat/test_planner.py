@@ -252,3 +252,93 @@ def test_malformed_entry_does_not_stop_the_others() -> None:
         )
     }
     assert reasons(plan(text, entries=st)) == [("run", "due")]
+
+
+DAILY = TEMPLATE.replace(
+    "below this line -->\n", "below this line -->\n- daily: 12:01 title: Digest task: Summarise\n"
+)
+
+
+def daily_state(last_fired: datetime | None) -> dict[str, EntryState]:
+    return {
+        "Digest": EntryState("shared", "Digest", NOW - timedelta(days=5), last_fired=last_fired)
+    }
+
+
+def test_daily_slot_never_fires_before_its_time() -> None:
+    # 12:00:40, the slot is 12:01: not due, however often a cycle (or run-now) looks
+    early = NOW + timedelta(seconds=40)
+    for trigger in ("scheduled", "manual", "manual", "manual"):
+        ws = WorkspaceInput(
+            "shared",
+            [meta()],
+            parse_heartbeat(DAILY),
+            WorkspaceState("shared"),
+            entries=daily_state(datetime(2026, 3, 9, 12, 1, tzinfo=UTC)),
+        )
+        ds = plan_workspace(
+            ws, cfg=HeartbeatConfig(), now=early, tz=UTCZ, trigger=trigger, today="2026-03-10"
+        )
+        assert reasons(ds) == [("skip", "not-due")]
+        assert ds[0].next_due == datetime(2026, 3, 10, 12, 1, tzinfo=UTC)
+
+
+def test_daily_slot_fires_once_and_the_unit_carries_the_slot() -> None:
+    after = NOW + timedelta(minutes=5)
+    ws = WorkspaceInput(
+        "shared",
+        [meta()],
+        parse_heartbeat(DAILY),
+        WorkspaceState("shared"),
+        entries=daily_state(NOW - timedelta(days=3)),  # missed days: one run, not a burst
+    )
+    (d,) = plan_workspace(
+        ws, cfg=HeartbeatConfig(), now=after, tz=UTCZ, trigger="scheduled", today="2026-03-10"
+    )
+    assert d.decision == "run" and d.unit is not None
+    slot = datetime(2026, 3, 10, 12, 1, tzinfo=UTC)
+    assert d.unit.slot == slot
+    # with the slot stored as last_fired, the same slot is not due again
+    ws.entries = daily_state(slot)
+    (again,) = plan_workspace(
+        ws, cfg=HeartbeatConfig(), now=after, tz=UTCZ, trigger="scheduled", today="2026-03-10"
+    )
+    assert (again.reason, again.next_due) == ("not-due", slot + timedelta(days=1))
+
+
+def test_an_impossible_interval_is_an_invalid_skip_not_a_crash() -> None:
+    # the parser caps every: (366d); the planner is total on whatever it is given
+    from dataclasses import replace
+
+    from vikingbot.heartbeat.types import ParseResult, Schedule
+
+    (e,) = parse_heartbeat(SCHED).scheduled
+    huge = replace(e, schedule=Schedule("every", every_s=9999999 * 86400.0))
+    ws = WorkspaceInput(
+        "shared",
+        [meta()],
+        ParseResult(entries=(huge,)),
+        WorkspaceState("shared"),
+        entries={"Builds": EntryState("shared", "Builds", NOW - timedelta(days=5))},
+    )
+    (d,) = plan_workspace(
+        ws, cfg=HeartbeatConfig(), now=NOW, tz=UTCZ, trigger="scheduled", today="2026-03-10"
+    )
+    assert (d.decision, d.reason) == ("skip", "invalid")
+    assert d.detail is not None and "past the year 9999" in d.detail
+
+
+def test_provider_down_turns_runs_into_waits() -> None:
+    parsed = parse_heartbeat(ONE_TASK)
+    ws = WorkspaceInput("shared", [meta()], parsed, WorkspaceState("shared"))
+    ds = plan_workspace(
+        ws,
+        cfg=HeartbeatConfig(),
+        now=NOW,
+        tz=UTCZ,
+        trigger="scheduled",
+        today="2026-03-10",
+        provider_down="provider down since 11:00",
+    )
+    assert reasons(ds) == [("skip", "provider-down")]
+    assert ds[0].detail == "provider down since 11:00"

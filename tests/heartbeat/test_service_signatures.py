@@ -36,11 +36,11 @@ async def test_unchanged_signature_skips_and_news_runs(tmp_path: Path, fake: Fak
         feed = feed_setup(h)
         feed.write_text("item 1\n")
         await h.cycle()  # first seen
-        assert await tick(h) == [("run", "due", "ok-empty")]
+        assert await tick(h) == [("run", "due", "noop")]
         assert h.model_calls() == 1
         assert await tick(h) == [("skip", "unchanged", None)]
         feed.write_text("item 1\nitem 2\n")
-        assert await tick(h) == [("run", "due", "ok-empty")]
+        assert await tick(h) == [("run", "due", "noop")]
         assert h.model_calls() == 2
 
 
@@ -63,7 +63,7 @@ async def test_own_write_moves_the_watermark(tmp_path: Path, fake: FakeOpenAI) -
                 reply("HEARTBEAT_OK"),
             ]
         )
-        assert await tick(h) == [("run", "due", "ok-empty")]
+        assert await tick(h) == [("run", "due", "noop")]
         assert feed.read_text() == "handled\n"
         # the agent's own write changed what the checker sees, but does not wake it again
         assert await tick(h) == [("skip", "unchanged", None)]
@@ -82,9 +82,9 @@ async def test_read_only_run_keeps_the_watermark(tmp_path: Path, fake: FakeOpenA
             return "HEARTBEAT_OK"
 
         h.fake.responder = meanwhile
-        assert await tick(h) == [("run", "due", "ok-empty")]
+        assert await tick(h) == [("run", "due", "noop")]
         h.fake.responder = None
-        assert await tick(h) == [("run", "due", "ok-empty")]  # B wakes the agent
+        assert await tick(h) == [("run", "due", "noop")]  # B wakes the agent
         assert await tick(h) == [("skip", "unchanged", None)]
 
 
@@ -94,9 +94,9 @@ async def test_failed_run_clears_the_watermark(tmp_path: Path, fake: FakeOpenAI)
         feed.write_text("A\n")
         await h.cycle()
         h.fake.script([error(400, "bad request")])
-        assert await tick(h) == [("run", "due", "error")]
+        assert await tick(h) == [("run", "due", "failed")]
         # same content, but the failed run cleared the watermark: it is retried
-        assert await tick(h) == [("run", "due", "ok-empty")]
+        assert await tick(h) == [("run", "due", "noop")]
         assert await tick(h) == [("skip", "unchanged", None)]
 
 

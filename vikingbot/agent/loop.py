@@ -22,7 +22,13 @@ from vikingbot.agent.approval import Approver
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
-from vikingbot.errors import NotConfiguredError, ToolError, VikingbotError, WorkspaceError
+from vikingbot.errors import (
+    NotConfiguredError,
+    ProviderUnavailable,
+    ToolError,
+    VikingbotError,
+    WorkspaceError,
+)
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver, Tool, ToolContext
@@ -266,6 +272,7 @@ class BuiltinLoop(AgentLoop):
             result.ended = "error"
             result.error = str(exc)
             result.text = None
+            result.provider_down = isinstance(exc, ProviderUnavailable)
             turn.log.error("turn {}: {}", turn.turn_id, exc)
             return None
         result.tokens_in += resp.tokens_in

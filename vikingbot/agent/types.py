@@ -59,6 +59,7 @@ class TurnResult:
     tokens_out: int = 0
     cost_usd: float = 0.0
     error: str | None = None
+    provider_down: bool = False  # ended by a ProviderUnavailable (an outage, not a failure)
 
     @property
     def tools_run(self) -> list[str]:

@@ -1,4 +1,5 @@
-"""`vikingbot heartbeat plan | run-now | status | runs | check | enable | disable | pause | resume`.
+"""`vikingbot heartbeat plan | run-now | status | runs | check | enable | disable | pause | resume
+| parked | unpark`.
 
 The ``--json`` shapes are a contract scripts rely on (see docs/heartbeat.md).
 """
@@ -21,7 +22,6 @@ WorkspaceOpt = Annotated[str | None, typer.Option("--workspace", "-w", help="Onl
 
 
 def _service(ctx: typer.Context) -> tuple[Runtime, HeartbeatService]:
-    from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.logs import quiet
     from vikingbot.runtime import Runtime
 
@@ -29,7 +29,7 @@ def _service(ctx: typer.Context) -> tuple[Runtime, HeartbeatService]:
         quiet()
     config, paths = get_config(ctx)
     rt = Runtime(config, paths)
-    return rt, HeartbeatService(rt)
+    return rt, rt.heartbeat()
 
 
 # Skips a user should look at (the rest are routine: stale, empty, not-due, ...).
@@ -389,6 +389,50 @@ def resume_cmd(
 ) -> None:
     """Resume a paused workspace (also lifts a budget pause for today)."""
     _pause_or_resume(ctx, workspace, False)
+
+
+@app.command("parked")
+def parked_cmd(
+    ctx: typer.Context, as_json: JsonOpt = False, workspace: WorkspaceOpt = None
+) -> None:
+    """List parked entries (failed or continued too often), with why."""
+    rt, svc = _service(ctx)
+    rows = svc.parked(workspace)
+    rt.close()
+    if as_json:
+        print_json(rows)
+        return
+    if not rows:
+        _stderr("no parked entries")
+        return
+    _table(
+        "Parked heartbeat entries",
+        ["workspace", "entry", "reason", "line"],
+        [[r["workspace"], r["entry"], r["reason"] or "", str(r["line"])] for r in rows],
+    )
+
+
+@app.command("unpark")
+def unpark_cmd(
+    ctx: typer.Context,
+    entry: Annotated[str, typer.Argument(help="The entry's title (scheduled) or its text.")],
+    workspace: WorkspaceOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a parked entry again: removes its parked mark and resets its retries."""
+    from vikingbot.errors import VikingbotError
+
+    rt, svc = _service(ctx)
+    try:
+        done = svc.unpark(entry, workspace)
+    except VikingbotError as exc:
+        rt.close()
+        fail(str(exc))
+    rt.close()
+    if as_json:
+        print_json(done)
+    else:
+        _stderr(f"unparked {done['entry']!r} in workspace {done['workspace']} (was: {done['was']})")
 
 
 def _stderr(text: str) -> None:

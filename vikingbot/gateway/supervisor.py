@@ -277,9 +277,7 @@ class Gateway:
             "turning prompt:dashboard results into turns",
         )
 
-        from vikingbot.heartbeat.service import HeartbeatService
-
-        self.heartbeat = HeartbeatService(self.rt, metrics=self.metrics)
+        self.heartbeat = self.rt.heartbeat(metrics=self.metrics)
         hb = cfg.bot.heartbeat
         self._spawn("heartbeat", lambda: self.heartbeat.run_forever(self.stop_event), "")
         if hb.enabled:

@@ -2,69 +2,58 @@
 
 ``plan_workspace`` is pure: it takes what the service read (sessions, the
 parsed HEARTBEAT.md, stored state, the time) and returns one ``Decision`` per
-session, workspace or entry, each with a stable reason code. The service
-executes the ``run`` decisions; ``vikingbot heartbeat plan`` prints them all.
-
-Reason codes (skips): disabled, quiet-hours, skip-flag, stale, no-sessions,
-paused, budget, empty, unreadable, busy, parked, pending, not-due, and at run
-time no-work, unchanged. Reasons for runs: due, manual, continuation.
+session, workspace or entry, each with a stable reason code (``Reason`` in
+types.py). The service executes the ``run`` decisions; ``vikingbot heartbeat
+plan`` prints them all. Total: no input makes it raise (a schedule whose due
+time cannot be computed is an ``invalid`` skip naming the problem).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 from vikingbot.config.schema import HeartbeatConfig
-from vikingbot.heartbeat.schedule import is_due, next_due
-from vikingbot.heartbeat.state import EntryState, WorkspaceState, text_hash
-from vikingbot.heartbeat.types import Entry, ParseResult
+from vikingbot.heartbeat.schedule import latest_slot, next_due
+from vikingbot.heartbeat.types import (
+    Decision,
+    Entry,
+    EntryState,
+    ParseResult,
+    Reason,
+    Trigger,
+    Unit,
+    UnitKind,
+    WorkspaceInput,
+    WorkspaceState,
+    text_hash,
+)
 from vikingbot.session.types import SessionMeta
 
-UnitKind = Literal["checklist", "task", "scheduled"]
-Trigger = Literal["scheduled", "manual"]
+__all__ = [
+    "CADENCE_SLACK",
+    "Decision",
+    "Trigger",
+    "Unit",
+    "UnitKind",
+    "WorkspaceInput",
+    "budget_exceeded",
+    "in_progress",
+    "is_parked",
+    "plan_workspace",
+    "session_skip",
+]
 
-# A tick that comes a little early (timer jitter) still counts as on time.
+# A tick that comes a little early (timer jitter) still counts as on time for the
+# checklist cadence and ``every:`` entries; a ``daily:``/``cron:`` slot never fires early.
 CADENCE_SLACK = 0.05
+# A crashed holder's "running" mark (and claim) is stale after the turn timeout plus this.
+CLAIM_MARGIN_S = 60.0
 
 
-@dataclass(frozen=True)
-class Unit:
-    """One agent turn to make."""
-
-    kind: UnitKind
-    entry: Entry | None = None
-    session: SessionMeta | None = None  # fan-out target for target=all
-    continuation: bool = False
-
-
-@dataclass(frozen=True)
-class Decision:
-    workspace: str
-    decision: Literal["run", "skip"]
-    reason: str
-    session: str | None = None
-    entry: str | None = None
-    unit: Unit | None = None
-    detail: str | None = None
-    next_due: datetime | None = None
-
-
-@dataclass
-class WorkspaceInput:
-    name: str
-    sessions: Sequence[SessionMeta]
-    parsed: ParseResult | None  # None when not read (no eligible sessions)
-    state: WorkspaceState
-    entries: Mapping[str, EntryState] = field(default_factory=dict)
-    busy: bool = False
-    memo_key: Any = None  # what the decisions depend on (the service's quiet-workspace memo)
-
-
-def session_skip(meta: SessionMeta, now: datetime, stale_after_s: float) -> str | None:
+def session_skip(meta: SessionMeta, now: datetime, stale_after_s: float) -> Reason | None:
     """Why this session does not wake the heartbeat, or None when it is eligible."""
     if meta.skip_heartbeat:
         return "skip-flag"
@@ -87,7 +76,7 @@ def in_progress(st: EntryState | None, now: datetime, cfg: HeartbeatConfig) -> b
     after the turn timeout plus a minute it no longer counts)."""
     if st is None or st.running_since is None:
         return False
-    return now - st.running_since < timedelta(seconds=cfg.task_timeout_s + 60)
+    return now - st.running_since < timedelta(seconds=cfg.task_timeout_s + CLAIM_MARGIN_S)
 
 
 def is_parked(entry: Entry, st: EntryState | None) -> bool:
@@ -95,6 +84,28 @@ def is_parked(entry: Entry, st: EntryState | None) -> bool:
     if entry.parked is None:
         return False
     return st is not None and st.parked_text_hash == text_hash(entry.text)
+
+
+@dataclass(frozen=True)
+class _Ctx:
+    name: str
+    cfg: HeartbeatConfig
+    now: datetime
+    tz: ZoneInfo
+    manual: bool
+    entries: dict[str, EntryState]
+
+    @property
+    def run_reason(self) -> Reason:
+        return "manual" if self.manual else "due"
+
+    def cadence_due(self, last: datetime | None) -> bool:
+        interval = timedelta(seconds=self.cfg.interval_seconds)
+        early = interval * CADENCE_SLACK
+        return self.manual or last is None or self.now - last >= interval - early
+
+    def next_cadence(self, last: datetime | None) -> datetime:
+        return (last or self.now) + timedelta(seconds=self.cfg.interval_seconds)
 
 
 def plan_workspace(
@@ -105,125 +116,151 @@ def plan_workspace(
     tz: ZoneInfo,
     trigger: Trigger,
     today: str,
+    provider_down: str | None = None,
 ) -> list[Decision]:
-    name = ws.name
+    """Every decision for one workspace.
+
+    ``provider_down``: when set (the model provider is down and not yet due
+    for another try), every run becomes a ``provider-down`` skip with this as
+    its detail; nothing is charged and scheduled slots stay due.
+    """
+    out, eligible = _sessions(ws, now, cfg)
+    if not eligible:
+        if not ws.sessions:
+            out.append(Decision(ws.name, "skip", "no-sessions"))
+        return out
+    why = _workspace_skip(ws, cfg, today)
+    if why is not None:
+        return [*out, Decision(ws.name, "skip", why[0], detail=why[1])]
+    assert ws.parsed is not None  # _workspace_skip returns "empty" otherwise
+    ctx = _Ctx(ws.name, cfg, now, tz, trigger == "manual", dict(ws.entries))
+    out += _unscheduled(ctx, ws.parsed, ws.state, eligible)
+    out += [_scheduled(ctx, e) for e in ws.parsed.scheduled]
+    if provider_down is not None:
+        out = [_wait_for_provider(d, provider_down) for d in out]
+    return out
+
+
+def _sessions(
+    ws: WorkspaceInput, now: datetime, cfg: HeartbeatConfig
+) -> tuple[list[Decision], list[SessionMeta]]:
     out: list[Decision] = []
-    eligible = []
+    eligible: list[SessionMeta] = []
     for meta in ws.sessions:
         why = session_skip(meta, now, cfg.stale_after)
         if why:
-            out.append(Decision(name, "skip", why, session=str(meta.key)))
+            out.append(Decision(ws.name, "skip", why, session=str(meta.key)))
         else:
             eligible.append(meta)
-    if not eligible:
-        if not ws.sessions:
-            out.append(Decision(name, "skip", "no-sessions"))
-        return out
+    return out, eligible
 
-    def skip(reason: str, detail: str | None = None) -> list[Decision]:
-        return [*out, Decision(name, "skip", reason, detail=detail)]
 
+def _workspace_skip(
+    ws: WorkspaceInput, cfg: HeartbeatConfig, today: str
+) -> tuple[Reason, str | None] | None:
     if ws.state.paused:
-        return skip("budget" if ws.state.paused_reason == "budget" else "paused")
+        return ("budget" if ws.state.paused_reason == "budget" else "paused"), None
     if budget_exceeded(cfg, ws.state, today):
-        return skip("budget", "daily budget used up")
+        return "budget", "daily budget used up"
     parsed = ws.parsed
     if parsed is None or parsed.missing:
-        return skip("empty", "no HEARTBEAT.md")
+        return "empty", "no HEARTBEAT.md"
     if parsed.unreadable:
-        return skip("unreadable", parsed.unreadable)
+        return "unreadable", parsed.unreadable
     if parsed.is_empty:
-        return skip("empty")
+        return "empty", None
     if ws.busy:
-        return skip("busy", "the previous cycle for this workspace is still running")
+        return "busy", "the previous cycle for this workspace is still running"
+    return None
 
-    manual = trigger == "manual"
-    interval = timedelta(seconds=cfg.interval_seconds)
-    early = interval * CADENCE_SLACK
 
-    def cadence_due(last: datetime | None) -> bool:
-        return manual or last is None or now - last >= interval - early
-
-    tasks = [e for e in parsed.tasks if not is_parked(e, ws.entries.get(e.key))]
+def _unscheduled(
+    ctx: _Ctx, parsed: ParseResult, state: WorkspaceState, eligible: list[SessionMeta]
+) -> list[Decision]:
+    out: list[Decision] = []
+    tasks: list[Entry] = []
     for e in parsed.tasks:
-        if is_parked(e, ws.entries.get(e.key)):
-            out.append(Decision(name, "skip", "parked", entry=e.key, detail=e.parked))
-
-    if tasks and cfg.mode == "checklist":
-        if not cadence_due(ws.state.last_checklist_at):
-            nxt = (ws.state.last_checklist_at or now) + interval
-            out.append(Decision(name, "skip", "not-due", detail="checklist", next_due=nxt))
-        elif cfg.target == "all" and len(eligible) > 1:
-            for meta in eligible:
-                out.append(
-                    Decision(
-                        name,
-                        "run",
-                        "manual" if manual else "due",
-                        session=str(meta.key),
-                        unit=Unit("checklist", session=meta),
-                    )
-                )
+        if is_parked(e, ctx.entries.get(e.ident)):
+            out.append(Decision(ctx.name, "skip", "parked", entry=e.ident, detail=e.parked))
         else:
-            out.append(Decision(name, "run", "manual" if manual else "due", unit=Unit("checklist")))
-    elif tasks:
-        for e in tasks:
-            st = ws.entries.get(e.key)
-            if in_progress(st, now, cfg):
-                out.append(Decision(name, "skip", "pending", entry=e.key))
-            elif not cadence_due(st.last_fired if st else None):
-                last = st.last_fired if st and st.last_fired else now
-                out.append(Decision(name, "skip", "not-due", entry=e.key, next_due=last + interval))
-            else:
-                out.append(
-                    Decision(
-                        name,
-                        "run",
-                        "manual" if manual else "due",
-                        entry=e.key,
-                        unit=Unit("task", e),
-                    )
-                )
+            tasks.append(e)
+    if not tasks:
+        return out
+    if ctx.cfg.mode == "checklist":
+        return out + _checklist(ctx, state, eligible)
+    return out + [_task(ctx, e) for e in tasks]
 
-    for e in parsed.scheduled:
-        st = ws.entries.get(e.key)
-        assert e.schedule is not None
-        if is_parked(e, st):
-            out.append(Decision(name, "skip", "parked", entry=e.key, detail=e.parked))
-            continue
-        if in_progress(st, now, cfg):
-            out.append(Decision(name, "skip", "pending", entry=e.key))
-            continue
-        if st is not None and st.continue_next:
-            out.append(
-                Decision(
-                    name,
-                    "run",
-                    "continuation",
-                    entry=e.key,
-                    unit=Unit("scheduled", e, continuation=True),
-                )
+
+def _checklist(ctx: _Ctx, state: WorkspaceState, eligible: list[SessionMeta]) -> list[Decision]:
+    last = state.last_checklist_at
+    if not ctx.cadence_due(last):
+        nxt = ctx.next_cadence(last)
+        return [Decision(ctx.name, "skip", "not-due", detail="checklist", next_due=nxt)]
+    if ctx.cfg.target == "all" and len(eligible) > 1:
+        return [
+            Decision(
+                ctx.name,
+                "run",
+                ctx.run_reason,
+                session=str(meta.key),
+                unit=Unit("checklist", session=meta),
             )
-            continue
-        first_seen = st.first_seen if st else now
-        last_fired = st.last_fired if st else None
-        if is_due(e.schedule, first_seen, last_fired, now + early, tz):
-            detail = None
-            if e.only_if:  # a plan never runs checkers: it says who decides
-                scope = f":{e.only_if[1]}" if e.only_if[1] else ""
-                detail = f"only-if {e.only_if[0]}{scope} decides at run time"
-            out.append(
-                Decision(name, "run", "due", entry=e.key, unit=Unit("scheduled", e), detail=detail)
-            )
-        else:
-            out.append(
-                Decision(
-                    name,
-                    "skip",
-                    "not-due",
-                    entry=e.key,
-                    next_due=next_due(e.schedule, first_seen, last_fired, tz),
-                    detail=e.schedule.describe(),
-                )
-            )
-    return out
+            for meta in eligible
+        ]
+    return [Decision(ctx.name, "run", ctx.run_reason, unit=Unit("checklist"))]
+
+
+def _task(ctx: _Ctx, e: Entry) -> Decision:
+    st = ctx.entries.get(e.ident)
+    if in_progress(st, ctx.now, ctx.cfg):
+        return Decision(ctx.name, "skip", "pending", entry=e.ident)
+    last = st.last_fired if st else None
+    if not ctx.cadence_due(last):
+        return Decision(ctx.name, "skip", "not-due", entry=e.ident, next_due=ctx.next_cadence(last))
+    return Decision(ctx.name, "run", ctx.run_reason, entry=e.ident, unit=Unit("task", e))
+
+
+def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
+    st = ctx.entries.get(e.ident)
+    skip: Callable[..., Decision] = lambda reason, **kw: Decision(  # noqa: E731
+        ctx.name, "skip", reason, entry=e.ident, **kw
+    )
+    if is_parked(e, st):
+        return skip("parked", detail=e.parked)
+    if in_progress(st, ctx.now, ctx.cfg):
+        return skip("pending")
+    if st is not None and st.continue_next:
+        unit = Unit("scheduled", e, continuation=True)
+        return Decision(ctx.name, "run", "continuation", entry=e.ident, unit=unit)
+    assert e.schedule is not None
+    first_seen = st.first_seen if st else ctx.now
+    last_fired = st.last_fired if st else None
+    sched = e.schedule
+    try:
+        due = next_due(sched, first_seen, last_fired, ctx.tz)
+        slack = timedelta(0)
+        if sched.kind == "every":  # a jittery tick keeps the rhythm; a clock time never early
+            slack = timedelta(seconds=ctx.cfg.interval_seconds) * CADENCE_SLACK
+        if ctx.now + slack < due:
+            return skip("not-due", next_due=due, detail=sched.describe())
+        slot = ctx.now if sched.kind == "every" else latest_slot(sched, ctx.now, ctx.tz)
+    except (ValueError, OverflowError) as exc:
+        return skip("invalid", detail=f"{sched.describe()}: {_plain(exc)}")
+    detail = None
+    if e.only_if:  # a plan never runs checkers: it says who decides
+        scope = f":{e.only_if[1]}" if e.only_if[1] else ""
+        detail = f"only-if {e.only_if[0]}{scope} decides at run time"
+    unit = Unit("scheduled", e, slot=slot)
+    return Decision(ctx.name, "run", "due", entry=e.ident, unit=unit, detail=detail)
+
+
+def _plain(exc: Exception) -> str:
+    if isinstance(exc, OverflowError):
+        return "the next due time is beyond any calendar date"
+    return str(exc)
+
+
+def _wait_for_provider(d: Decision, detail: str) -> Decision:
+    if d.decision != "run":
+        return d
+    return replace(d, decision="skip", reason="provider-down", detail=detail, unit=None)

@@ -1,10 +1,12 @@
-"""Running the heartbeat's turns for one workspace and acting on their replies.
+"""Carrying out a workspace's heartbeat units: the effects around ``settle``.
 
-Per unit: ask the entry's checker (``only-if:``) and compare signatures, call
-the agent with a timeout, classify the reply (no-op, HEARTBEAT_KEEP, result,
-error), deliver, move completed entries, count retries and continuations,
-park what keeps failing and tell the owner once, account tokens against the
-budget, and recycle the dedicated heartbeat session.
+Per unit: claim it (``hb:<workspace>:<unit>``; a second claimant records
+``busy`` with the holder's name), ask the entry's checker, call the agent with
+a timeout, deliver a result the agent did not send itself, then let the pure
+``outcome.settle`` decide and commit what it says at once: the HEARTBEAT.md
+moves, the entry's state, the ledger row, the workspace's tokens, the owner's
+notices. A crash therefore repeats at most the units in flight. After the
+units: recycle the dedicated heartbeat session, stop a workspace over budget.
 """
 
 from __future__ import annotations
@@ -12,265 +14,330 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-from vikingbot.errors import VikingbotError
-from vikingbot.heartbeat.planner import Decision, WorkspaceInput, budget_exceeded, session_skip
+from vikingbot.errors import ProviderUnavailable, VikingbotError
+from vikingbot.heartbeat.notices import Notifier
+from vikingbot.heartbeat.outage import (
+    BACK_TEXT,
+    NOTICE_WORKSPACE,
+    PROVIDER_KEY,
+    ProviderHealth,
+    down_text,
+)
+from vikingbot.heartbeat.outcome import (
+    CheckFacts,
+    Ctx,
+    SendStatus,
+    Settlement,
+    TurnFacts,
+    fresh_state,
+    needs_reply_delivery,
+    reply_kind,
+    settle,
+    settle_check,
+    unpark_moves,
+)
+from vikingbot.heartbeat.parts import HeartbeatParts
+from vikingbot.heartbeat.planner import CLAIM_MARGIN_S, budget_exceeded, session_skip
 from vikingbot.heartbeat.prompts import CHECKLIST_PROMPT, task_prompt
-from vikingbot.heartbeat.state import EntryState, LedgerRow, text_hash
-from vikingbot.replies import is_noop, strip_tokens, wants_keep
-from vikingbot.session.types import SessionMeta
+from vikingbot.heartbeat.report import CycleReport, budget_text
+from vikingbot.heartbeat.rewrite import Move, RewriteReport
+from vikingbot.heartbeat.state import HeartbeatState
+from vikingbot.heartbeat.types import (
+    Decision,
+    Entry,
+    EntryState,
+    LedgerRow,
+    Unit,
+    WorkspaceInput,
+    WorkspaceState,
+)
+from vikingbot.session.types import SessionKey, SessionMeta
+from vikingbot.store.leases import Claim, Held
+from vikingbot.tools.base import Deliver, DeliveryStatus
 
-if TYPE_CHECKING:
-    from vikingbot.agent.types import TurnResult
-    from vikingbot.heartbeat.service import CycleReport, HeartbeatService
-    from vikingbot.heartbeat.types import Entry
-    from vikingbot.tools.base import DeliveryStatus
+
+def heartbeat_session_key(workspace: str) -> SessionKey:
+    return SessionKey("heartbeat", "hb", workspace)
+
+
+def unit_key(workspace: str, unit: Unit) -> str:
+    """The claim key of a unit: ``hb:<workspace>:<entry or checklist>[:<slot>]``."""
+    if unit.entry is None:
+        who = f":{unit.session.key}" if unit.session is not None else ""
+        return f"hb:{workspace}:checklist{who}"
+    slot = f":{unit.slot.isoformat()}" if unit.slot is not None else ""
+    return f"hb:{workspace}:{unit.entry.ident}{slot}"
 
 
 @dataclass
-class _Turn:
-    result: TurnResult | None
-    outcome: str
-    error: str | None
-    duration_s: float
-    delivered: int
+class Cycle:
+    """What the runner shares with the service for one cycle."""
+
+    report: CycleReport
+    trigger: str
+    state: HeartbeatState
+    notifier: Notifier
+    health: ProviderHealth
+    keep_row: Callable[[LedgerRow], bool]
+    stopping: Callable[[], bool]
+    tz: Any
 
 
 class UnitRunner:
-    def __init__(self, svc: HeartbeatService, report: CycleReport, trigger: str) -> None:
-        self.svc = svc
-        self.report = report
-        self.trigger = trigger
+    def __init__(self, parts: HeartbeatParts, cycle: Cycle) -> None:
+        self.parts = parts
+        self.cycle = cycle
+        self.report = cycle.report
+        self.cfg = parts.config.bot.heartbeat
+        self.now = cycle.report.started_at  # the cycle's time keeps every entry on the rhythm
 
     # ------------------------------------------------------------ workspace
 
     async def run_workspace(self, wsin: WorkspaceInput, todo: list[Decision]) -> None:
-        from vikingbot.heartbeat.rewrite import apply_moves
-
-        svc = self.svc
-        log = logger.bind(workspace=wsin.name)
-        path = svc.workspace_path(wsin.name)
-        # the cycle's time, not when this workspace got its turn behind others: the
-        # cadence stays on the tick rhythm however long the queue was
-        now = self.report.started_at
-        eligible = [m for m in wsin.sessions if session_skip(m, now, svc.cfg.stale_after) is None]
-        hb_key = svc.heartbeat_session_key(wsin.name)
-        moves: list[Any] = []
-        rows: list[LedgerRow] = []
-        ws = wsin.state
+        path = self.parts.paths.workspace_root / wsin.name
+        eligible = [
+            m for m in wsin.sessions if session_skip(m, self.now, self.cfg.stale_after) is None
+        ]
+        ran: list[LedgerRow] = []
         for d in todo:
-            if svc._stopping:
+            if self.cycle.stopping() or wsin.state.paused:
                 break
-            row, unit_moves = await self.run_unit(wsin, d, eligible, path)
-            rows.append(row)
-            moves += unit_moves
-        if moves:
-            try:
-                rep = await asyncio.to_thread(apply_moves, path / "HEARTBEAT.md", moves)
-                log.info("HEARTBEAT.md updated: {}", rep)
-            except Exception:
-                log.exception("could not update HEARTBEAT.md; the entries stay as they are")
-        ran = [r for r in rows if r.decision == "run"]
-        today = now.astimezone(svc.tz()).date().isoformat()
-        if ws.budget_day != today:
-            ws.budget_day, ws.tokens_today, ws.cost_today = today, 0, 0.0
-        for r in ran:
-            ws.tokens_today += r.tokens_in + r.tokens_out
-            ws.cost_today += r.cost_usd
-        if any(d.unit is not None and d.unit.kind == "checklist" for d in todo):
-            ws.last_checklist_at = now
-        if rows:
-            last = rows[-1]
-            ws.last_decision, ws.last_reason, ws.last_decision_at = last.decision, last.reason, now
+            row = await self.run_unit(wsin, d, eligible, path)
+            if row.decision == "run" and row.outcome != "busy":
+                ran.append(row)
         if ran:
-            ws.last_outcome, ws.last_run_at = ran[-1].outcome, now
-            ws.hb_session_prompts += len(ran)
-            if self._should_recycle(ws.hb_session_prompts, ran):
-                await asyncio.to_thread(svc.rt.sessions.reset, hb_key)
-                ws.hb_session_prompts = 0
-                ws.hb_session_generation += 1
-                log.info("heartbeat session recycled")
-        if budget_exceeded(svc.cfg, ws, today) and not ws.paused:
-            from vikingbot.heartbeat.service import budget_text
+            await self._after_runs(wsin, ran)
 
-            ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
-            await svc._notify(wsin.name, "budget", budget_text(wsin.name))
-        # written with the rest of the cycle's results in one transaction (see run_cycle);
-        # the in-memory state is current at once, so the next plan sees it
-        svc.state.cache_workspace(ws)
-        recorded = [r for r in rows if svc.keep_row(r)]  # checker skips fold like the planner's
-        self.report.finished.append((recorded, ws))
-        self.report.rows.extend(rows)
+    async def _after_runs(self, wsin: WorkspaceInput, ran: list[LedgerRow]) -> None:
+        ws = wsin.state
+        ws.hb_session_prompts += len(ran)
+        if self._should_recycle(ws.hb_session_prompts, ran):
+            await asyncio.to_thread(self.parts.sessions.reset, heartbeat_session_key(wsin.name))
+            ws.hb_session_prompts = 0
+            ws.hb_session_generation += 1
+            logger.bind(workspace=wsin.name).info("heartbeat session recycled")
+        await asyncio.to_thread(self.cycle.state.finish, [([], ws)])
 
     def _should_recycle(self, prompts: int, ran: list[LedgerRow]) -> bool:
-        cfg = self.svc.cfg
-        if prompts >= cfg.session_max_prompts:
+        if prompts >= self.cfg.session_max_prompts:
             return True
-        window = self.svc.rt.config.bot.agents.context_window
+        window = self.parts.config.bot.agents.context_window
         last = ran[-1]
         if last.model_calls:
-            context = last.tokens_in / last.model_calls
-            return context > cfg.session_context_ratio * window
+            return last.tokens_in / last.model_calls > self.cfg.session_context_ratio * window
         return False
 
     # ------------------------------------------------------------ unit
 
     async def run_unit(
         self, wsin: WorkspaceInput, d: Decision, eligible: list[SessionMeta], path: Path
-    ) -> tuple[LedgerRow, list[Any]]:
-        from vikingbot.heartbeat.rewrite import Complete, Delete, Park, Unpark
-
-        svc = self.svc
-        cfg = svc.cfg
+    ) -> LedgerRow:
         unit = d.unit
         assert unit is not None
-        entry = unit.entry
-        now = self.report.started_at  # the cycle's time keeps every entry on the tick rhythm
-        log = logger.bind(workspace=wsin.name, entry=entry.key if entry else None)
         row = LedgerRow(
-            cycle_id=self.report.cycle_id,
-            at=now,
-            workspace=wsin.name,
-            trigger=self.trigger,
-            decision="run",
-            reason=d.reason,
+            self.report.cycle_id,
+            self.now,
+            wsin.name,
+            self.cycle.trigger,
+            "run",
+            d.reason,
             session=d.session,
-            entry=entry.key if entry else None,
+            entry=unit.entry.ident if unit.entry else None,
         )
-        moves: list[Any] = []
-        st: EntryState | None = None
-        if entry is not None:
-            st = wsin.entries.get(entry.key) or EntryState(wsin.name, entry.key, first_seen=now)
-            if entry.parked is not None or st.parked_reason is not None:
-                # the user edited a parked entry (or removed its mark): it starts afresh
-                if entry.parked is not None:
-                    moves.append(Unpark(entry.key))
-                st.parked_reason = st.parked_text_hash = None
-                st.retries = st.continuations = 0
-
-        context = None
-        checker = None
-        if entry is not None and st is not None and entry.only_if and not unit.continuation:
-            check = await self._check(entry)
-            checker = entry.only_if
-            if not check.has_work or (
-                check.signature is not None and check.signature == st.signature
-            ):
-                st.last_fired = now
-                await asyncio.to_thread(svc.state.save_entry, st)
-                row.decision = "skip"
-                row.reason = "no-work" if not check.has_work else "unchanged"
-                row.error = check.error
-                if svc.metrics:
-                    svc.metrics.heartbeat_skips.labels(row.reason).inc()
-                return row, moves
-            if check.signature is not None:
-                st.signature = check.signature  # stored before the run
-            context = check.context
-
-        if st is not None:
-            st.running_since = now
-            await asyncio.to_thread(svc.state.save_entry, st)
-
-        turn = await self._turn(wsin, unit, entry, eligible, path, context, log)
-        row.outcome = turn.outcome
-        row.duration_s = turn.duration_s
-        row.error = turn.error
-        if turn.result is not None:
-            r = turn.result
-            row.model_calls, row.tokens_in, row.tokens_out, row.cost_usd = (
-                r.model_calls,
-                r.tokens_in,
-                r.tokens_out,
-                r.cost_usd,
+        claim, held = await self._claim(wsin.name, unit)
+        if held is not None:
+            return await self._commit_skip(
+                wsin, replace(row, decision="skip", reason="busy", error=held)
             )
+        try:
+            return await self._run_claimed(wsin, unit, row, eligible, path)
+        finally:
+            await self._release(claim, unit)
 
-        if entry is not None and st is not None:
-            st.running_since = None
-            st.last_fired = now
-            st.last_outcome = turn.outcome
-            failed = turn.outcome in ("error", "timeout")
-            if failed:
-                st.retries += 1
-                st.signature = None  # a failed run clears the watermark: the next tick retries
-                if st.retries >= cfg.max_retries:
-                    reason = f"failed {st.retries} times: {turn.error or turn.outcome}"
-                    moves.append(Park(entry.key, reason[:200]))
-                    st.parked_reason, st.parked_text_hash = reason, text_hash(entry.text)
-                    await svc._notify(
-                        wsin.name,
-                        "parked",
-                        f"Heartbeat entry '{entry.key}' in workspace {wsin.name} is parked after "
-                        f"{st.retries} failed runs ({turn.error or turn.outcome}). Edit the entry "
-                        "in HEARTBEAT.md to run it again.",
-                    )
-            else:
-                st.retries = 0
-            if unit.kind == "task" and turn.outcome in (
-                "completed",
-                "delivered",
-                "inboxed",
-                "ok-empty",
-                "silent",
-            ):
-                when = now.astimezone(svc.tz()).date()
-                # expect: only move the entry as this cycle read it (a note added meanwhile stays)
-                moves.append(
-                    Delete(entry.key, expect=entry.raw)
-                    if cfg.on_complete == "delete"
-                    else Complete(entry.key, when, expect=entry.raw)
-                )
-                if turn.outcome not in ("delivered", "inboxed"):
-                    row.outcome = "completed"
-            if unit.kind == "scheduled" and not failed:
-                if turn.outcome == "kept":
-                    st.continuations += 1
-                    st.continue_next = True
-                    if st.continuations >= cfg.max_continuations:
-                        reason = f"asked to continue {st.continuations} times in a row"
-                        moves.append(Park(entry.key, reason))
-                        st.parked_reason, st.parked_text_hash = reason, text_hash(entry.text)
-                        st.continue_next = False
-                        await svc._notify(
-                            wsin.name,
-                            "parked",
-                            f"Scheduled entry '{entry.key}' in workspace {wsin.name} is parked: it "
-                            f"{reason}. Edit the entry in HEARTBEAT.md to run it again.",
-                        )
-                else:
-                    st.continuations = 0
-                    st.continue_next = False
-            moved = checker is not None and not failed and turn.result is not None
-            if moved and self._moved_signature(entry, turn):
+    async def _run_claimed(
+        self,
+        wsin: WorkspaceInput,
+        unit: Unit,
+        row: LedgerRow,
+        eligible: list[SessionMeta],
+        path: Path,
+    ) -> LedgerRow:
+        waiting = self.cycle.health.waiting(self.parts.clock.now())
+        if waiting is not None:  # another unit of this cycle found the provider down
+            return await self._commit_skip(
+                wsin, replace(row, decision="skip", reason="provider-down", error=waiting)
+            )
+        ctx = self._ctx(wsin.name, row, unit.entry)
+        entry = unit.entry
+        st: EntryState | None = None
+        moves: tuple[Move, ...] = ()
+        context = None
+        if entry is not None:
+            moves = unpark_moves(entry, wsin.entries.get(entry.ident))
+            st = fresh_state(entry, wsin.entries.get(entry.ident), ctx)
+            if entry.only_if and not unit.continuation:
+                check = await self._check(entry)
+                st, skip = settle_check(unit, st, _facts_of(check), ctx)
+                if skip is not None:
+                    st = replace(st, running_since=None)
+                    await self._save_entry(wsin, st)
+                    skipped = replace(row, decision="skip", reason=skip, error=check.error)
+                    return await self._commit_skip(wsin, skipped, moves)
+                context = check.context
+            await self._save_entry(wsin, st)
+        facts = await self._turn(wsin, unit, eligible, path, context)
+        settlement = settle(unit, facts, st, ctx)
+        return await self._commit(wsin, settlement, moves, entry)
+
+    def _ctx(self, workspace: str, row: LedgerRow, entry: Entry | None) -> Ctx:
+        moves_sig = None
+        if entry is not None and entry.only_if is not None:
+            conf = self.cfg.checkers.get(entry.only_if[0])
+            if conf is not None and conf.moves_signature is not None:
+                moves_sig = tuple(conf.moves_signature)
+        today = self.now.astimezone(self.cycle.tz).date()
+        return Ctx(self.cfg, self.now, today, row.trigger, workspace, moves_sig, row)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------ claims
+
+    async def _claim(self, workspace: str, unit: Unit) -> tuple[Claim | None, str | None]:
+        """(the claim, or None and why the unit is someone else's). A crashed holder's
+        claim expires after the turn timeout plus a margin."""
+        leases = self.parts.leases
+        if leases is None:
+            return None, None
+        key = unit_key(workspace, unit)
+        ttl = self.cfg.task_timeout_s + CLAIM_MARGIN_S
+        got = await asyncio.to_thread(leases.claim, key, self.parts.owner, ttl)
+        if isinstance(got, Held):
+            return None, "this slot already fired" if got.done else f"held by {got.holder}"
+        return got, None
+
+    async def _release(self, claim: Claim | None, unit: Unit) -> None:
+        leases = self.parts.leases
+        if leases is None or claim is None:
+            return
+        try:
+            if unit.slot is not None:
+                await asyncio.to_thread(leases.mark_done, claim)
+            await asyncio.to_thread(leases.release, claim)
+        except Exception:
+            logger.exception("could not release the heartbeat claim {}", claim.key)
+
+    # ------------------------------------------------------------ commits
+
+    async def _save_entry(self, wsin: WorkspaceInput, st: EntryState) -> None:
+        await asyncio.to_thread(self.cycle.state.save_entry, st)
+        wsin.entries = {**wsin.entries, st.entry: st}
+
+    async def _commit_skip(
+        self, wsin: WorkspaceInput, row: LedgerRow, moves: tuple[Move, ...] = ()
+    ) -> LedgerRow:
+        await self._apply_moves(wsin.name, moves)
+        metrics = self.parts.metrics
+        if metrics:
+            metrics.heartbeat_skips.labels(row.reason).inc()
+        ws = wsin.state
+        ws.last_decision, ws.last_reason, ws.last_decision_at = "skip", row.reason, self.now
+        recorded = [row] if self.cycle.keep_row(row) else []
+        await asyncio.to_thread(self.cycle.state.finish, [(recorded, ws)])
+        self.report.rows.append(row)
+        return row
+
+    async def _commit(
+        self,
+        wsin: WorkspaceInput,
+        s: Settlement,
+        moves: tuple[Move, ...],
+        entry: Entry | None,
+    ) -> LedgerRow:
+        """Everything one unit's settlement says, written before the next unit starts."""
+        row = s.row
+        await self._apply_moves(wsin.name, moves + s.moves)
+        if s.entry is not None:
+            st = s.entry
+            if s.recheck and entry is not None:
                 again = await self._check(entry)
                 if not again.error:
-                    st.signature = again.signature
-            await asyncio.to_thread(svc.state.save_entry, st)
+                    st = replace(st, signature=again.signature)
+            await self._save_entry(wsin, st)
+        await self._provider_news(row)
+        for notice in s.notices:
+            await self.cycle.notifier.tell(
+                notice.workspace, notice.key, notice.text, kind="heartbeat"
+            )
+        for key in s.resolved:
+            await self.cycle.notifier.resolve(wsin.name, key)
+        ws, over_budget = self._account(wsin.state, row)
+        self.cycle.keep_row(row)
+        await asyncio.to_thread(self.cycle.state.finish, [([row], ws)])
+        if over_budget:
+            await self.cycle.notifier.tell(
+                wsin.name, "budget", budget_text(wsin.name), kind="budget"
+            )
+        self._count(row)
+        self.report.rows.append(row)
+        return row
 
-        if svc.metrics:
-            svc.metrics.heartbeat_runs.labels(row.outcome or "unknown").inc()
-            svc.metrics.model_calls.labels("heartbeat").inc(row.model_calls)
-            svc.metrics.tokens.labels("heartbeat", "in").inc(row.tokens_in)
-            svc.metrics.tokens.labels("heartbeat", "out").inc(row.tokens_out)
-            svc.metrics.turn_duration.labels("heartbeat").observe(row.duration_s or 0.0)
-        log.info("heartbeat {} -> {} ({} model calls)", unit.kind, row.outcome, row.model_calls)
-        return row, moves
+    def _account(self, ws: WorkspaceState, row: LedgerRow) -> tuple[WorkspaceState, bool]:
+        """The workspace's tokens, cadence and last run; True when this run used up the budget."""
+        today = self.now.astimezone(self.cycle.tz).date().isoformat()
+        if ws.budget_day != today:
+            ws.budget_day, ws.tokens_today, ws.cost_today = today, 0, 0.0
+        ws.tokens_today += row.tokens_in + row.tokens_out
+        ws.cost_today += row.cost_usd
+        if row.entry is None and row.trigger != "manual" and row.outcome != "provider-down":
+            ws.last_checklist_at = self.now  # a manual run does not move the cadence
+        ws.last_decision, ws.last_reason, ws.last_decision_at = "run", row.reason, self.now
+        ws.last_outcome, ws.last_run_at = row.outcome, self.now
+        if budget_exceeded(self.cfg, ws, today) and not ws.paused:
+            ws.paused, ws.paused_reason, ws.paused_at = True, "budget", self.now
+            return ws, True
+        return ws, False
 
-    def _moved_signature(self, entry: Entry, turn: _Turn) -> bool:
-        """Did this run do a write of its own that the checker would see?"""
-        assert entry.only_if is not None and turn.result is not None
-        conf = self.svc.cfg.checkers.get(entry.only_if[0])
-        tools = set(turn.result.tools_run)
-        if turn.delivered:
-            tools.add("message")
-        if conf is not None and conf.moves_signature is not None:
-            return bool(tools & set(conf.moves_signature))
-        return turn.result.wrote or turn.delivered > 0
+    async def _apply_moves(self, workspace: str, moves: tuple[Move, ...]) -> None:
+        if not moves:
+            return
+        from vikingbot.heartbeat.rewrite import apply_moves
+
+        log = logger.bind(workspace=workspace)
+        path = self.parts.paths.workspace_root / workspace / "HEARTBEAT.md"
+        try:
+            rep = await asyncio.to_thread(apply_moves, path, list(moves))
+            log.info("HEARTBEAT.md: {}", describe_rewrite(rep))
+        except Exception:
+            log.exception("could not update HEARTBEAT.md; the entries stay as they are")
+
+    async def _provider_news(self, row: LedgerRow) -> None:
+        health, notifier = self.cycle.health, self.cycle.notifier
+        if row.outcome == "provider-down":
+            health.failed(self.parts.clock.now(), row.error)
+            await notifier.tell(
+                NOTICE_WORKSPACE, PROVIDER_KEY, down_text(row.error), kind="provider"
+            )
+        elif row.model_calls and (health.answered() or not health.confirmed):
+            health.confirmed = True  # after a restart: was an outage told before it?
+            if await notifier.resolve(NOTICE_WORKSPACE, PROVIDER_KEY):
+                await notifier.announce(NOTICE_WORKSPACE, BACK_TEXT)
+
+    def _count(self, row: LedgerRow) -> None:
+        m = self.parts.metrics
+        if m:
+            m.heartbeat_runs.labels(row.outcome or "unknown").inc()
+            m.model_calls.labels("heartbeat").inc(row.model_calls)
+            m.tokens.labels("heartbeat", "in").inc(row.tokens_in)
+            m.tokens.labels("heartbeat", "out").inc(row.tokens_out)
+            m.turn_duration.labels("heartbeat").observe(row.duration_s or 0.0)
+        logger.bind(workspace=row.workspace, entry=row.entry).info(
+            "heartbeat {} -> {} ({} model calls)", row.reason, row.outcome, row.model_calls
+        )
 
     async def _check(self, entry: Entry) -> Any:
         from vikingbot.heartbeat.checkers import run_check
@@ -280,9 +347,9 @@ class UnitRunner:
         return await run_check(
             name,
             scope,
-            self.svc.cfg.checkers,
-            state_dir=self.svc.rt.paths.data_dir / "checkers",
-            environ=self.svc.rt.environ,
+            self.cfg.checkers,
+            state_dir=self.parts.paths.data_dir / "checkers",
+            environ=self.parts.environ,
         )
 
     # ------------------------------------------------------------ the turn
@@ -290,91 +357,150 @@ class UnitRunner:
     async def _turn(
         self,
         wsin: WorkspaceInput,
-        unit: Any,
-        entry: Entry | None,
+        unit: Unit,
         eligible: list[SessionMeta],
         path: Path,
         context: str | None,
-        log: Any,
-    ) -> _Turn:
-        svc = self.svc
-        cfg = svc.cfg
+    ) -> TurnFacts:
+        entry = unit.entry
         run_id = f"hb-{self.report.cycle_id}-{uuid.uuid4().hex[:8]}"
-        default = (entry.deliver if entry is not None and entry.deliver else None) or cfg.target
-        sessions = eligible
-        if unit.session is not None:  # fan-out: this session only
-            default, sessions = "last", [unit.session]
-        sent = silenced = attempts = inboxed = 0
-
-        async def deliver(text: str, target: str | None = None) -> DeliveryStatus:
-            nonlocal sent, silenced, attempts, inboxed
-            attempts += 1
-            report = await svc.rt.delivery.deliver(
-                text,
-                target or default,
-                sessions=sessions,
-                dedupe_key=f"{run_id}:{attempts}",
-                source=f"heartbeat:{wsin.name}",
-            )
-            if report.skipped == "silent":  # target none/silent: ledger and log only
-                silenced += 1
-                return "delivered"  # the user asked for silence: nothing is owed
-            if report.status == "delivered":
-                sent += 1
-            elif report.status == "inboxed":  # kept for the user, but no channel took it
-                inboxed += 1
-            return report.status
-
-        def finished(default: str) -> str:
-            if sent:
-                return "delivered"
-            return "inboxed" if inboxed else ("silent" if silenced else default)
-
-        if unit.kind == "checklist":
-            prompt = CHECKLIST_PROMPT
-        else:
-            assert entry is not None
-            prompt = task_prompt(entry.prompt_text, title=entry.title, context=context)
+        sender = _Sender(self.parts, wsin.name, run_id, unit, entry, eligible, self.cfg.target)
+        prompt = (
+            CHECKLIST_PROMPT
+            if entry is None
+            else task_prompt(entry.prompt_text, title=entry.title, context=context)
+        )
         metadata: dict[str, Any] = {
             "heartbeat": True,
             "unattended": True,
             "workspace": str(path),
             "run_id": run_id,
-            "entry": entry.key if entry is not None else None,
+            "entry": entry.ident if entry is not None else None,
         }
-        hb_key = svc.heartbeat_session_key(wsin.name)
+        facts = await self._call(wsin.name, prompt, metadata, sender.for_tool)
+        if facts.ended != "reply":
+            return replace(facts, sends=tuple(sender.sends))
+        kind = reply_kind(
+            facts.reply,
+            turn_limit=facts.turn_limit,
+            unit=unit,
+            ack_max_chars=self.cfg.ack_max_chars,
+        )
+        facts = replace(facts, sends=tuple(sender.sends))
+        if needs_reply_delivery(facts, kind):
+            await sender.send(facts.reply or "")  # a result without the message tool still arrives
+        return replace(facts, sends=tuple(sender.sends))
+
+    async def _call(
+        self, workspace: str, prompt: str, metadata: dict[str, Any], deliver: Deliver
+    ) -> TurnFacts:
+        log = logger.bind(workspace=workspace, entry=metadata.get("entry"))
+        hb_key = heartbeat_session_key(workspace)
+        timeout = self.cfg.task_timeout_s
         t0 = time.monotonic()
         try:
             result = await asyncio.wait_for(
-                svc.agent().run_turn(prompt, hb_key, metadata, deliver=deliver),
-                timeout=cfg.task_timeout_s,
+                self.parts.agent().run_turn(prompt, hb_key, metadata, deliver=deliver),
+                timeout=timeout,
             )
         except TimeoutError:
-            log.warning("heartbeat turn timed out after {}s; session reset", cfg.task_timeout_s)
-            await asyncio.to_thread(svc.rt.sessions.reset, hb_key)
-            return _Turn(
-                None,
-                "timeout",
-                f"timed out after {cfg.task_timeout_s:g}s",
-                time.monotonic() - t0,
-                sent + inboxed,
+            log.warning("heartbeat turn timed out after {}s; session reset", timeout)
+            await asyncio.to_thread(self.parts.sessions.reset, hb_key)
+            return TurnFacts(
+                "timeout", error=f"timed out after {timeout:g}s", duration_s=time.monotonic() - t0
             )
+        except ProviderUnavailable as exc:
+            log.warning("model provider unavailable: {}", exc)
+            return TurnFacts("provider-down", error=str(exc), duration_s=time.monotonic() - t0)
         except VikingbotError as exc:
             log.error("heartbeat turn failed: {}", exc)
-            return _Turn(None, "error", str(exc), time.monotonic() - t0, sent + inboxed)
+            return TurnFacts("failed", error=str(exc), duration_s=time.monotonic() - t0)
         except Exception as exc:
             log.exception("heartbeat turn crashed")
-            return _Turn(
-                None, "error", f"{type(exc).__name__}: {exc}", time.monotonic() - t0, sent + inboxed
+            return TurnFacts(
+                "failed", error=f"{type(exc).__name__}: {exc}", duration_s=time.monotonic() - t0
             )
-        duration = time.monotonic() - t0
+        ended = "reply"
         if result.ended in ("error", "timeout"):
-            return _Turn(result, result.ended, result.error, duration, sent + inboxed)
-        reply = result.text
-        if wants_keep(reply) or (result.ended == "turn-limit" and unit.kind != "checklist"):
-            return _Turn(result, "kept", None, duration, sent + inboxed)
-        if is_noop(reply, cfg.ack_max_chars):
-            return _Turn(result, finished("ok-empty"), None, duration, sent + inboxed)
-        if not attempts and reply and strip_tokens(reply):
-            await deliver(reply)  # a result without the message tool still reaches the user
-        return _Turn(result, finished("completed"), None, duration, sent + inboxed)
+            ended = (
+                "provider-down"
+                if result.provider_down
+                else ("timeout" if result.ended == "timeout" else "failed")
+            )
+        return TurnFacts(
+            ended,  # type: ignore[arg-type]
+            reply=result.text,
+            error=result.error,
+            turn_limit=result.ended == "turn-limit",
+            model_calls=result.model_calls,
+            tokens_in=result.tokens_in,
+            tokens_out=result.tokens_out,
+            cost_usd=result.cost_usd,
+            duration_s=time.monotonic() - t0,
+            wrote=result.wrote,
+            tools_run=tuple(result.tools_run),
+        )
+
+
+def describe_rewrite(rep: RewriteReport) -> str:
+    """A rewrite report in words, for the log."""
+    words = {"Complete": "completed", "Delete": "deleted", "Park": "parked", "Unpark": "unparked"}
+    parts = [f"{words.get(type(m).__name__, 'changed')} '{m.key}'" for m in rep.applied]
+    parts += [f"left '{m.key}' as it is ({why})" for m, why in rep.skipped]
+    return "; ".join(parts) or "nothing to change"
+
+
+def _facts_of(check: Any) -> CheckFacts:
+    return CheckFacts(check.has_work, check.signature, check.error)
+
+
+class _Sender:
+    """Delivery for one turn: the message tool's sends and the plain reply, recorded."""
+
+    def __init__(
+        self,
+        parts: HeartbeatParts,
+        workspace: str,
+        run_id: str,
+        unit: Unit,
+        entry: Entry | None,
+        eligible: list[SessionMeta],
+        default_target: str,
+    ) -> None:
+        self.parts = parts
+        self.workspace = workspace
+        self.run_id = run_id
+        self.target = (
+            entry.deliver if entry is not None and entry.deliver else None
+        ) or default_target
+        self.sessions = eligible
+        if unit.session is not None:  # fan-out: this session only
+            self.target, self.sessions = "last", [unit.session]
+        self.sends: list[SendStatus] = []
+
+    async def send(self, text: str, explicit: str | None = None) -> SendStatus:
+        report = await self.parts.delivery.deliver(
+            text,
+            explicit or self.target,
+            sessions=self.sessions,
+            dedupe_key=f"{self.run_id}:{len(self.sends) + 1}",
+            source=f"heartbeat:{self.workspace}",
+        )
+        status: SendStatus
+        if report.skipped == "empty":
+            return "silent"  # nothing left after stripping the tokens: not a send
+        if report.skipped == "silent":  # target none/silent: ledger and log only
+            status = "silent"
+        elif report.refused and report.status != "failed":
+            status = "refused"  # the tag's target was refused; the owner got it instead
+        else:
+            status = report.status
+        self.sends.append(status)
+        return status
+
+    async def for_tool(self, text: str, target: str | None = None) -> DeliveryStatus:
+        """The message tool's ``Deliver``: what delivery made of the text."""
+        status = await self.send(text, target)
+        if status in ("delivered", "inboxed", "failed"):
+            return status  # type: ignore[return-value]
+        return "delivered"  # silent (the user asked for silence) or refused-then-owner

@@ -27,7 +27,7 @@ from vikingbot.session.store import SYSTEM_TYPES
 from vikingbot.session.types import SessionKey, SessionMeta
 
 if TYPE_CHECKING:
-    from vikingbot.runtime import Runtime
+    from vikingbot.heartbeat.parts import HeartbeatParts
 
 IGNORED_SESSION_TYPES = SYSTEM_TYPES
 # Skips that depend only on the sessions and the file, never on the clock's cadence.
@@ -35,7 +35,9 @@ QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
 
 
 class Scanner:
-    def __init__(self, rt: Runtime, state: Callable[[], HeartbeatState], busy: set[str]) -> None:
+    def __init__(
+        self, rt: HeartbeatParts, state: Callable[[], HeartbeatState], busy: set[str]
+    ) -> None:
         self.rt = rt
         self._state = state
         self.busy = busy  # shared with the service: workspaces whose cycle is running

@@ -58,7 +58,13 @@ def next_due(
     if schedule.kind == "every":
         if not schedule.every_s or schedule.every_s <= 0:
             raise ValueError(f"every-schedule needs a positive interval, got {schedule.every_s}")
-        return base + timedelta(seconds=schedule.every_s)
+        try:
+            return base + timedelta(seconds=schedule.every_s)
+        except OverflowError:
+            raise ValueError(
+                f"every: {schedule.describe().removeprefix('every ')} is too long: the next "
+                "due time would be past the year 9999"
+            ) from None
     if schedule.kind == "daily":
         if not schedule.daily:
             raise ValueError("daily-schedule needs a time HH:MM")
@@ -78,6 +84,42 @@ def is_due(
     """True when ``now`` is at or past ``next_due`` (see there for the rules)."""
     _require_aware(now, "now")
     return now.astimezone(UTC) >= next_due(schedule, first_seen, last_fired, tz)
+
+
+def latest_slot(schedule: Schedule, now: datetime, tz: ZoneInfo) -> datetime:
+    """The latest ``daily:``/``cron:`` occurrence at or before ``now`` (UTC).
+
+    What a due clock-time entry fires: stored as its ``last_fired``, the same slot
+    is never due again, and after downtime only the latest missed slot counts.
+    """
+    now = _require_aware(now, "now").astimezone(UTC)
+    if schedule.kind == "daily" and schedule.daily:
+        at = parse_hhmm(schedule.daily)
+        day = now.astimezone(tz).date()
+        for back in range(3):
+            occurrence = local_occurrence(day - timedelta(days=back), at, tz)
+            if occurrence <= now:
+                return occurrence
+    if schedule.kind == "cron" and schedule.cron:
+        return previous_cron(schedule.cron, now, tz)
+    raise ValueError(f"{schedule.describe()} has no clock-time slot")
+
+
+def previous_cron(expr: str, at_or_before: datetime, tz: ZoneInfo) -> datetime:
+    """The last occurrence of a cron expression in ``tz`` at or before the given instant."""
+    limit = at_or_before.astimezone(UTC)
+    try:
+        # reverse iteration yields instants strictly before its start: start one second later
+        runs = CronSim(expr, (limit + timedelta(seconds=1)).astimezone(tz), reverse=True)
+        for _ in range(1000):
+            candidate = next(runs).astimezone(UTC)
+            if candidate <= limit:
+                return candidate
+    except StopIteration:
+        pass
+    except CronSimError as exc:
+        raise ValueError(f"cron expression {expr!r} is invalid: {exc}") from exc
+    raise ValueError(f"cron expression {expr!r} has no occurrence before {limit:%Y-%m-%d %H:%M}")
 
 
 def parse_hhmm(value: str) -> time:

@@ -13,111 +13,62 @@ import asyncio
 import contextlib
 import uuid
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 from sqlalchemy.exc import SQLAlchemyError
 
 from vikingbot.config.schema import HeartbeatConfig
 from vikingbot.errors import StoreError
-from vikingbot.heartbeat.planner import (
+from vikingbot.heartbeat.notices import Notifier
+from vikingbot.heartbeat.outage import ProviderHealth
+from vikingbot.heartbeat.parts import HeartbeatParts
+from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
+from vikingbot.heartbeat.report import CycleReport, budget_text
+from vikingbot.heartbeat.runner import Cycle, UnitRunner, heartbeat_session_key
+from vikingbot.heartbeat.scan import QUIET_REASONS, Scanner
+from vikingbot.heartbeat.state import HeartbeatState
+from vikingbot.heartbeat.types import (
     Decision,
+    EntryState,
+    LedgerRow,
+    ParseResult,
     Trigger,
     WorkspaceInput,
-    budget_exceeded,
-    plan_workspace,
+    WorkspaceState,
 )
-from vikingbot.heartbeat.scan import QUIET_REASONS, Scanner
-from vikingbot.heartbeat.state import HeartbeatState, LedgerRow, WorkspaceState
-from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session.types import SessionKey
 
-if TYPE_CHECKING:
-    from vikingbot.agent.types import AgentLoop
-    from vikingbot.metrics import Metrics
-    from vikingbot.runtime import Runtime
+__all__ = ["GLOBAL", "CycleReport", "HeartbeatService", "budget_text"]
 
 GLOBAL = "*"
 STORE_RETRY_S = 2.0  # while the state database is away, look again this often
 
 
-def budget_text(workspace: str) -> str:
-    return (
-        f"The heartbeat of workspace {workspace} is paused: its daily budget is used up. "
-        f"`vikingbot heartbeat resume {workspace}` lifts the pause."
-    )
-
-
-@dataclass
-class CycleReport:
-    cycle_id: str
-    trigger: str
-    started_at: datetime
-    decisions: list[Decision] = field(default_factory=list)
-    rows: list[LedgerRow] = field(default_factory=list)  # one per run and per recorded skip
-    # (ledger rows, new workspace state) per finished workspace, written at the cycle's end
-    finished: list[tuple[list[LedgerRow], WorkspaceState]] = field(default_factory=list)
-
-    def results(self) -> list[dict[str, Any]]:
-        """The `run-now --json` contract: one object per decision."""
-        out = []
-        for r in self.rows:
-            out.append(
-                {
-                    "workspace": r.workspace,
-                    "session": r.session,
-                    "entry": r.entry,
-                    "decision": r.decision,
-                    "reason": r.reason,
-                    "outcome": r.outcome,
-                    "model_calls": r.model_calls,
-                    "tokens_in": r.tokens_in,
-                    "tokens_out": r.tokens_out,
-                    "cost_usd": r.cost_usd,
-                    "duration_s": r.duration_s,
-                    "error": r.error,
-                }
-            )
-        return out
-
-
 class HeartbeatService:
-    def __init__(
-        self,
-        rt: Runtime,
-        *,
-        metrics: Metrics | None = None,
-        agent: AgentLoop | None = None,
-    ) -> None:
-        self.rt = rt
-        self.metrics = metrics
-        self._agent = agent
-        self._state: HeartbeatState | None = None
+    def __init__(self, parts: HeartbeatParts) -> None:
+        self.parts = parts
+        self.metrics = parts.metrics
+        self.state = HeartbeatState(parts.store)
+        self.notifier = Notifier(parts.store, self._send_notice, parts.clock)
+        self.health = ProviderHealth(self.cfg.interval_seconds)
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
         self.store_down_since: datetime | None = None  # /health says "degraded" meanwhile
         self._stopping = False
         self._folded: dict[tuple[str, str | None, str | None], str] = {}  # subject -> streak
-        self.scanner = Scanner(rt, lambda: self.state, self._busy)
+        self.scanner = Scanner(parts, lambda: self.state, self._busy)
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._semaphore: asyncio.Semaphore | None = None  # shared by overlapping cycles
+        self._sem_limit = 0
 
     # ------------------------------------------------------------ basics
 
     @property
     def cfg(self) -> HeartbeatConfig:
-        return self.rt.config.bot.heartbeat
-
-    @property
-    def state(self) -> HeartbeatState:
-        if self._state is None:
-            self._state = HeartbeatState(self.rt.store)
-        return self._state
-
-    def agent(self) -> AgentLoop:
-        return self._agent if self._agent is not None else self.rt.agent()
+        return self.parts.config.bot.heartbeat
 
     def tz(self) -> Any:
         from vikingbot.heartbeat.timezone import resolve_timezone
@@ -125,7 +76,7 @@ class HeartbeatService:
         return resolve_timezone(self.cfg.timezone)
 
     def now(self) -> datetime:
-        return self.rt.clock.now()
+        return self.parts.clock.now()
 
     def wake(self) -> None:
         self._wake.set()
@@ -196,14 +147,17 @@ class HeartbeatService:
         """
         why = self.global_skip(trigger, force)
         if why:
-            return [], [Decision(GLOBAL, "skip", why)], []
+            return [], [Decision(GLOBAL, "skip", why)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
         now = self.now()
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
+        down = self.health.waiting(now)
         decisions: list[Decision] = []
         for wsin in inputs:
-            mine = plan_workspace(wsin, cfg=self.cfg, now=now, tz=tz, trigger=trigger, today=today)
+            mine = plan_workspace(
+                wsin, cfg=self.cfg, now=now, tz=tz, trigger=trigger, today=today, provider_down=down
+            )
             decisions += mine
             if memo:
                 if all(d.decision == "skip" and d.reason in QUIET_REASONS for d in mine):
@@ -212,27 +166,31 @@ class HeartbeatService:
                     self.scanner.quiet.pop(wsin.name, None)
         return reused, decisions, inputs
 
-    def problems(self, inputs: list[WorkspaceInput]) -> list[dict[str, Any]]:
-        """Malformed entries and unreadable files, for plan/status and the owner."""
+    def problems(
+        self,
+        inputs: list[WorkspaceInput],
+        decisions: list[Decision] = (),  # type: ignore[assignment]
+    ) -> list[dict[str, Any]]:
+        """Malformed entries, unreadable files, impossible schedules: for plan/status and the owner.
+
+        ``text`` is the entry as written (the problem's identity for "told once").
+        """
         out: list[dict[str, Any]] = []
         for wsin in inputs:
             parsed = wsin.parsed
             if parsed is None or not (parsed.unreadable or parsed.errors):
                 continue
-            path = self.workspace_path(wsin.name) / "HEARTBEAT.md"
+            path = str(self.workspace_path(wsin.name) / "HEARTBEAT.md")
             if parsed.unreadable:
-                out.append(
-                    {
-                        "workspace": wsin.name,
-                        "file": str(path),
-                        "line": None,
-                        "error": parsed.unreadable,
-                    }
-                )
+                out.append(_problem(wsin.name, path, None, parsed.unreadable, ""))
             for p in parsed.errors:
-                out.append(
-                    {"workspace": wsin.name, "file": str(path), "line": p.line, "error": p.message}
-                )
+                out.append(_problem(wsin.name, path, p.line, p.message, p.raw))
+            for d in decisions:
+                if d.workspace == wsin.name and d.reason == "invalid" and d.entry:
+                    e = parsed.find(d.entry)
+                    line = e.line if e is not None else None
+                    raw = "\n".join(e.raw) if e is not None else d.entry
+                    out.append(_problem(wsin.name, path, line, d.detail or "invalid", raw))
         return out
 
     # ------------------------------------------------------------ cycles
@@ -246,8 +204,6 @@ class HeartbeatService:
         wait: bool = True,
     ) -> CycleReport:
         """One cycle. With ``wait=False`` workspace runs continue in the background."""
-        from vikingbot.heartbeat.runner import UnitRunner
-
         now = self.now()
         report = CycleReport(uuid.uuid4().hex[:12], trigger, now)
         if self.metrics:
@@ -259,14 +215,40 @@ class HeartbeatService:
         )
         report.decisions = reused + decisions
         await asyncio.to_thread(self._remember_entries, inputs, now)
-        await self._tell_problems(inputs)
-        if self.metrics:
-            # reused decisions were recorded in the ledger when they were first made
-            for reason, n in Counter(
-                d.reason for d in report.decisions if d.decision == "skip"
-            ).items():
-                self.metrics.heartbeat_skips.labels(reason).inc(n)
+        await self._tell_problems(inputs, decisions)
+        self._count_skips(report.decisions)
+        runs = await self._record_skips(report, decisions, inputs, trigger)
+        cycle = Cycle(
+            report,
+            trigger,
+            self.state,
+            self.notifier,
+            self.health,
+            self.keep_row,
+            lambda: self._stopping,
+            self.tz(),
+        )
+        runner = UnitRunner(self.parts, cycle)
+        tasks = [self._start(runner, wsin, todo) for wsin, todo in runs]
+        if tasks and wait:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return report
 
+    def _count_skips(self, decisions: list[Decision]) -> None:
+        if not self.metrics:
+            return
+        # reused decisions were recorded in the ledger when they were first made
+        for reason, n in Counter(d.reason for d in decisions if d.decision == "skip").items():
+            self.metrics.heartbeat_skips.labels(reason).inc(n)
+
+    async def _record_skips(
+        self,
+        report: CycleReport,
+        decisions: list[Decision],
+        inputs: list[WorkspaceInput],
+        trigger: str,
+    ) -> list[tuple[WorkspaceInput, list[Decision]]]:
+        """Ledger rows for the skips (streaks folded), new skip streaks; the runs to make."""
         by_ws: dict[str, list[Decision]] = defaultdict(list)
         for d in decisions:
             by_ws[d.workspace].append(d)
@@ -274,45 +256,44 @@ class HeartbeatService:
         ws_updates: list[WorkspaceState] = []
         runs: list[tuple[WorkspaceInput, list[Decision]]] = []
         inputs_by_name = {w.name: w for w in inputs}
-        today = now.astimezone(self.tz()).date().isoformat()
         for name, ds in by_ws.items():
+            skips += [r for d in ds if d.decision == "skip" for r in self._fold(report, d, trigger)]
             wsin = inputs_by_name.get(name)
-            for d in ds:
-                if d.decision == "skip":
-                    row = self._fold(report, d, trigger)
-                    if row is not None:
-                        skips.append(row)
             if wsin is None:
                 continue
             todo = [d for d in ds if d.decision == "run"]
-            ws = wsin.state
-            last_skip = next(
-                (d for d in reversed(ds) if d.decision == "skip" and d.session is None), None
-            )
             if todo:
                 runs.append((wsin, todo))
-            elif last_skip is not None:
-                if (
-                    last_skip.reason == "budget"
-                    and not ws.paused
-                    and budget_exceeded(self.cfg, ws, today)
-                ):
-                    ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
-                    await self._notify(name, "budget", budget_text(name))
-                    ws.last_decision = None  # force the write below
-                if ws.last_reason != last_skip.reason or ws.last_decision != "skip":
-                    # a new streak: written once; repeats of it cost nothing
-                    ws.last_decision, ws.last_reason = "skip", last_skip.reason
-                    ws.last_decision_at = now
-                    ws_updates.append(ws)
+            elif await self._skip_streak(wsin, ds, report.started_at):
+                ws_updates.append(wsin.state)
         await asyncio.to_thread(self.state.record, skips)
         await asyncio.to_thread(self.state.save_workspaces, ws_updates)
         report.rows.extend(skips)
+        return runs
 
-        runner = UnitRunner(self, report, trigger)
-        sem = asyncio.Semaphore(self.cfg.max_concurrency)
+    async def _skip_streak(self, wsin: WorkspaceInput, ds: list[Decision], now: datetime) -> bool:
+        """Note a workspace-level skip; True when it starts a new streak (write it)."""
+        last = next((d for d in reversed(ds) if d.decision == "skip" and d.session is None), None)
+        if last is None:
+            return False
+        ws = wsin.state
+        today = now.astimezone(self.tz()).date().isoformat()
+        if last.reason == "budget" and not ws.paused and budget_exceeded(self.cfg, ws, today):
+            ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
+            await self.notifier.tell(wsin.name, "budget", budget_text(wsin.name), kind="budget")
+            ws.last_decision = None  # force the write below
+        if ws.last_reason == last.reason and ws.last_decision == "skip":
+            return False  # repeats of a streak cost nothing
+        ws.last_decision, ws.last_reason, ws.last_decision_at = "skip", last.reason, now
+        return True
 
-        async def one(wsin: WorkspaceInput, todo: list[Decision]) -> None:
+    def _start(
+        self, runner: UnitRunner, wsin: WorkspaceInput, todo: list[Decision]
+    ) -> asyncio.Task[None]:
+        sem = self._sem()
+        self._busy.add(wsin.name)
+
+        async def one() -> None:
             async with sem:
                 try:
                     await runner.run_workspace(wsin, todo)
@@ -321,26 +302,17 @@ class HeartbeatService:
                 finally:
                     self._busy.discard(wsin.name)
 
-        tasks = []
-        for wsin, todo in runs:
-            self._busy.add(wsin.name)
-            task = asyncio.create_task(one(wsin, todo), name=f"heartbeat:{wsin.name}")
-            self._track(task)
-            tasks.append(task)
+        task = asyncio.create_task(one(), name=f"heartbeat:{wsin.name}")
+        self._track(task)
+        return task
 
-        async def finish() -> None:
-            try:
-                await asyncio.gather(*tasks, return_exceptions=True)
-            finally:
-                await asyncio.to_thread(self.state.finish, report.finished)
-
-        if not tasks:
-            return report
-        if wait:
-            await finish()
-        else:
-            self._track(asyncio.create_task(finish(), name="heartbeat:finish"))
-        return report
+    def _sem(self) -> asyncio.Semaphore:
+        limit = self.cfg.max_concurrency
+        sem = self._semaphore
+        if sem is None or self._sem_limit != limit:
+            sem = self._semaphore = asyncio.Semaphore(limit)
+            self._sem_limit = limit
+        return sem
 
     def _track(self, task: asyncio.Task[Any]) -> None:
         self._tasks.add(task)
@@ -348,20 +320,18 @@ class HeartbeatService:
 
     def _remember_entries(self, inputs: list[WorkspaceInput], now: datetime) -> None:
         """Store when each entry was first seen (a new scheduled entry waits one interval)."""
-        from vikingbot.heartbeat.state import EntryState
-
         new = []
         for wsin in inputs:
             if wsin.parsed is None:
                 continue
             for e in wsin.parsed.active:
-                if e.key not in wsin.entries:
-                    st = EntryState(wsin.name, e.key, first_seen=now)
-                    wsin.entries = {**wsin.entries, e.key: st}
+                if e.ident not in wsin.entries:
+                    st = EntryState(wsin.name, e.ident, first_seen=now)
+                    wsin.entries = {**wsin.entries, e.ident: st}
                     new.append(st)
         self.state.save_entries(new)
 
-    def _fold(self, report: CycleReport, d: Decision, trigger: str) -> LedgerRow | None:
+    def _fold(self, report: CycleReport, d: Decision, trigger: str) -> list[LedgerRow]:
         """A ledger row for a skip, unless it repeats the previous decision for that subject."""
         row = LedgerRow(
             cycle_id=report.cycle_id,
@@ -374,7 +344,7 @@ class HeartbeatService:
             entry=d.entry,
             error=d.detail,
         )
-        return row if self.keep_row(row) else None
+        return [row] if self.keep_row(row) else []
 
     def keep_row(self, row: LedgerRow) -> bool:
         """Record a skip only when it starts a streak; record every run (and end the streak).
@@ -392,35 +362,26 @@ class HeartbeatService:
         self._folded[key] = sig
         return True
 
-    async def _tell_problems(self, inputs: list[WorkspaceInput]) -> None:
-        for p in self.problems(inputs):
+    async def _tell_problems(self, inputs: list[WorkspaceInput], decisions: list[Decision]) -> None:
+        """Each distinct problem once: keyed by the entry as written and the error, so the
+        same problem on another line (an entry added above it) is not news."""
+        for p in self.problems(inputs, decisions):
             where = f"{p['file']}:{p['line']}" if p["line"] else p["file"]
             logger.bind(workspace=p["workspace"]).error(
                 "HEARTBEAT.md problem at {}: {}", where, p["error"]
             )
-            await self._notify(
+            await self.notifier.tell(
                 p["workspace"],
-                "entry-error",
+                f"entry-error:{p['text']}:{p['error']}",
                 f"HEARTBEAT.md problem in workspace {p['workspace']} ({where}): {p['error']}. "
                 "The other entries still run; fix this one and it runs too.",
+                kind="entry-error",
             )
 
-    async def _notify(self, workspace: str, kind: str, text: str) -> None:
-        """Tell the owner once per distinct (workspace, text)."""
-        first = await asyncio.to_thread(self.state.first_notice, workspace, kind, text, self.now())
-        if not first:
-            return
-        try:
-            delivery = self.rt.delivery
-            await delivery.deliver(
-                text,
-                "owner",
-                sessions=[],
-                dedupe_key=f"notice:{workspace}:{uuid.uuid4().hex[:8]}",
-                source=f"heartbeat:{workspace}",
-            )
-        except Exception:
-            logger.bind(workspace=workspace).exception("could not tell the owner: {}", text)
+    async def _send_notice(self, text: str, dedupe_key: str) -> None:
+        await self.parts.delivery.deliver(
+            text, "owner", sessions=[], dedupe_key=dedupe_key, source="heartbeat:notice"
+        )
 
     # ------------------------------------------------------------ the loop
 
@@ -507,7 +468,45 @@ class HeartbeatService:
             ws.tokens_today, ws.cost_today = 0, 0.0
         self.state.save_workspace(ws)
         self.state.bump_generation(GLOBAL)
-        self.state.clear_notice(workspace, "budget", budget_text(workspace))
+        self.notifier.forget_sync(workspace, "budget")
+
+    def _all_files(self, workspace: str | None) -> list[WorkspaceInput]:
+        """Every workspace's file and entry rows, fresh sessions or not (parked listing)."""
+        root = self.parts.paths.workspace_root
+        names = (
+            [workspace]
+            if workspace
+            else sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if root.is_dir()
+            else []
+        )
+        entries = self.state.all_entries()
+        out = []
+        for name in names:
+            parsed = self.read_file(root / name / "HEARTBEAT.md")
+            mine = {k: v for (w, k), v in entries.items() if w == name}
+            out.append(WorkspaceInput(name, [], parsed, self.state.workspace(name), mine))
+        return out
+
+    def parked(self, workspace: str | None = None) -> list[dict[str, Any]]:
+        """Parked entries of every workspace (or one), for `heartbeat parked`."""
+        from vikingbot.heartbeat.parking import parked_entries
+
+        return parked_entries(self._all_files(workspace), self.parts.paths.workspace_root)
+
+    def unpark(self, name: str, workspace: str | None = None) -> dict[str, Any]:
+        """Restore a parked entry (any reason): mark removed, counters reset, notice forgotten."""
+        from vikingbot.heartbeat.outcome import parked_notice_key
+        from vikingbot.heartbeat.parking import find_parked, unpark
+
+        wsin, entry = find_parked(self._all_files(workspace), name, workspace)
+        done = unpark(self.state, wsin, entry, self.parts.paths.workspace_root, self.now())
+        self.notifier.forget_sync(wsin.name, parked_notice_key(entry))
+        return done
 
     def heartbeat_session_key(self, workspace: str) -> SessionKey:
-        return SessionKey("heartbeat", "hb", workspace)
+        return heartbeat_session_key(workspace)
+
+
+def _problem(workspace: str, file: str, line: int | None, error: str, text: str) -> dict[str, Any]:
+    return {"workspace": workspace, "file": file, "line": line, "error": error, "text": text}

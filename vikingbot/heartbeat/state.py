@@ -8,81 +8,17 @@ queries.
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, desc, insert, select, update
 
+from vikingbot.heartbeat.types import EntryState, LedgerRow, WorkspaceState, text_hash
 from vikingbot.store.db import StateStore
 from vikingbot.store.tables import heartbeat_entries, heartbeat_runs, heartbeat_workspaces, notices
 
-
-@dataclass
-class WorkspaceState:
-    workspace: str
-    last_cycle_at: datetime | None = None
-    paused: bool = False
-    paused_reason: str | None = None
-    paused_at: datetime | None = None
-    budget_day: str | None = None
-    tokens_today: int = 0
-    cost_today: float = 0.0
-    hb_session_prompts: int = 0
-    hb_session_generation: int = 0
-    last_checklist_at: datetime | None = None
-    last_decision: str | None = None
-    last_reason: str | None = None
-    last_decision_at: datetime | None = None
-    last_outcome: str | None = None
-    last_run_at: datetime | None = None
-
-
-@dataclass
-class EntryState:
-    workspace: str
-    entry: str
-    first_seen: datetime
-    last_fired: datetime | None = None
-    signature: str | None = None
-    retries: int = 0
-    continuations: int = 0
-    continue_next: bool = False
-    running_since: datetime | None = None
-    parked_reason: str | None = None
-    parked_text_hash: str | None = None
-    last_outcome: str | None = None
-
-
-@dataclass
-class LedgerRow:
-    cycle_id: str
-    at: datetime
-    workspace: str
-    trigger: str
-    decision: str
-    reason: str
-    session: str | None = None
-    entry: str | None = None
-    outcome: str | None = None
-    duration_s: float | None = None
-    model_calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_usd: float = 0.0
-    error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    def row(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
-        if data["error"]:
-            data["error"] = str(data["error"])[:4000]
-        return data
-
-
-def text_hash(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+__all__ = ["EntryState", "HeartbeatState", "LedgerRow", "WorkspaceState", "text_hash"]
 
 
 _WS_FIELDS = [f.name for f in fields(WorkspaceState)]

@@ -1,15 +1,69 @@
-"""Data types for HEARTBEAT.md: what the parser returns and the due maths reads.
+"""Data types of the heartbeat: the file, the plan, the state, the ledger, the vocabulary.
 
-Plain frozen dataclasses, no behaviour beyond derived properties, so the service,
-the CLI and the tests can share them without importing the parser.
+Plain dataclasses, no behaviour beyond derived properties, so the parser, the
+planner, ``settle``, the runner, the CLI and the tests share them without
+importing each other. ``Reason`` and ``Outcome`` are the checked vocabulary of
+the run ledger, ``heartbeat plan`` / ``runs`` and docs/heartbeat.md.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any, Literal, get_args
 
 from vikingbot.errors import EntryError
+from vikingbot.session.types import SessionMeta
+
+Reason = Literal[
+    # skips, before any model call
+    "disabled",
+    "quiet-hours",
+    "skip-flag",
+    "stale",
+    "no-sessions",
+    "paused",
+    "budget",
+    "empty",
+    "unreadable",
+    "invalid",  # a scheduled entry whose schedule cannot be computed (e.g. every: 9999999d)
+    "busy",  # the workspace's previous cycle, or another gateway, holds the unit
+    "parked",
+    "pending",
+    "not-due",
+    "provider-down",  # the model provider is down; the unit waits for the next probe
+    # skips at run time (the checker decided)
+    "no-work",
+    "unchanged",
+    # runs
+    "due",
+    "manual",
+    "continuation",
+]
+"""Why a decision was taken (see docs/heartbeat.md, "Reason codes")."""
+
+Outcome = Literal[
+    "delivered",  # a channel accepted the result
+    "inboxed",  # kept in the local inbox (no channel could take it)
+    "silent",  # target none/silent: ledger and log only
+    "noop",  # HEARTBEAT_OK or an empty reply: nothing to tell
+    "kept",  # HEARTBEAT_KEEP: the entry stays / continues
+    "completed",  # a per-task entry finished (moved to Completed) without a message
+    "failed",  # the turn raised or ended in an error (a retry is charged)
+    "timeout",  # the turn ran past task_timeout_s (a retry is charged)
+    "parked",  # this run parked the entry (retries or continuations used up)
+    "provider-down",  # the model provider could not be reached: no retry charged
+    "busy",  # another holder has the unit's claim
+    "refused",  # the entry's deliver tag was refused; the owner got the result instead
+]
+"""What became of a run (the ``outcome`` column of the run ledger)."""
+
+REASONS: frozenset[str] = frozenset(get_args(Reason))
+OUTCOMES: frozenset[str] = frozenset(get_args(Outcome))
+UnitKind = Literal["checklist", "task", "scheduled"]
+Trigger = Literal["scheduled", "manual"]
 
 Section = Literal["active", "completed", "flat", "other"]
 """Where an entry sits in the file.
@@ -196,3 +250,113 @@ class ParseResult:
             if e.is_work and e.ident == key:
                 return e
         return None
+
+
+# ---------------------------------------------------------------- plan
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One agent turn to make.
+
+    ``slot``: for a scheduled entry, the scheduled instant this run fires (at or
+    before the cycle's time); stored as ``last_fired`` so the slot fires once.
+    """
+
+    kind: UnitKind
+    entry: Entry | None = None
+    session: SessionMeta | None = None  # fan-out target for target=all
+    continuation: bool = False
+    slot: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    workspace: str
+    decision: Literal["run", "skip"]
+    reason: Reason
+    session: str | None = None
+    entry: str | None = None
+    unit: Unit | None = None
+    detail: str | None = None
+    next_due: datetime | None = None
+
+
+# ---------------------------------------------------------------- state
+
+
+@dataclass
+class WorkspaceState:
+    workspace: str
+    last_cycle_at: datetime | None = None
+    paused: bool = False
+    paused_reason: str | None = None
+    paused_at: datetime | None = None
+    budget_day: str | None = None
+    tokens_today: int = 0
+    cost_today: float = 0.0
+    hb_session_prompts: int = 0
+    hb_session_generation: int = 0
+    last_checklist_at: datetime | None = None
+    last_decision: str | None = None
+    last_reason: str | None = None
+    last_decision_at: datetime | None = None
+    last_outcome: str | None = None
+    last_run_at: datetime | None = None
+
+
+@dataclass
+class EntryState:
+    workspace: str
+    entry: str
+    first_seen: datetime
+    last_fired: datetime | None = None
+    signature: str | None = None
+    retries: int = 0
+    continuations: int = 0
+    continue_next: bool = False
+    running_since: datetime | None = None
+    parked_reason: str | None = None
+    parked_text_hash: str | None = None
+    last_outcome: str | None = None
+
+
+@dataclass
+class WorkspaceInput:
+    name: str
+    sessions: Sequence[SessionMeta]
+    parsed: ParseResult | None  # None when not read (no eligible sessions)
+    state: WorkspaceState
+    entries: Mapping[str, EntryState] = field(default_factory=dict)
+    busy: bool = False
+    memo_key: Any = None  # what the decisions depend on (the scanner's quiet-workspace memo)
+
+
+@dataclass
+class LedgerRow:
+    cycle_id: str
+    at: datetime
+    workspace: str
+    trigger: str
+    decision: str
+    reason: str
+    session: str | None = None
+    entry: str | None = None
+    outcome: str | None = None
+    duration_s: float | None = None
+    model_calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def row(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "extra"}
+        if data["error"]:
+            data["error"] = str(data["error"])[:4000]
+        return data
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]

@@ -20,6 +20,7 @@ from vikingbot.errors import (
     ProviderAuthError,
     ProviderError,
     ProviderNotFoundError,
+    ProviderUnavailable,
     ProviderUnreachable,
 )
 from vikingbot.toolschema import ToolSchema
@@ -259,12 +260,12 @@ def status_error(
             f"check bot.agents.model and bot.providers.{ctx.name}.api_base"
         )
     if status == 429:
-        return ProviderError(
+        return ProviderUnavailable(
             f"the {ctx.name} endpoint {ctx.base_url} is rate limiting (429){tried}: {detail}; "
             f"wait, or raise bot.providers.{ctx.name}.max_retries"
         )
     if status >= 500:
-        return ProviderError(
+        return ProviderUnavailable(
             f"the {ctx.name} endpoint {ctx.base_url} failed ({status}){tried}: {detail}"
         )
     return ProviderError(

@@ -51,7 +51,7 @@ class Harness:
     @property
     def hb(self) -> HeartbeatService:
         if self.svc is None:
-            self.svc = HeartbeatService(self.rt, metrics=self.metrics)
+            self.svc = self.rt.heartbeat(metrics=self.metrics)
         return self.svc
 
     def workspace(self, name: str = "shared") -> Path:
