@@ -176,21 +176,24 @@ class HeartbeatService:
         ``text`` is the entry as written (the problem's identity for "told once").
         """
         out: list[dict[str, Any]] = []
+        invalid: dict[str, list[Decision]] = defaultdict(list)
+        for d in decisions:
+            if d.reason == "invalid" and d.entry:
+                invalid[d.workspace].append(d)
         for wsin in inputs:
             parsed = wsin.parsed
-            if parsed is None or not (parsed.unreadable or parsed.errors):
+            if parsed is None or not (parsed.unreadable or parsed.errors or wsin.name in invalid):
                 continue
             path = str(self.workspace_path(wsin.name) / "HEARTBEAT.md")
             if parsed.unreadable:
                 out.append(_problem(wsin.name, path, None, parsed.unreadable, ""))
             for p in parsed.errors:
                 out.append(_problem(wsin.name, path, p.line, p.message, p.raw))
-            for d in decisions:
-                if d.workspace == wsin.name and d.reason == "invalid" and d.entry:
-                    e = parsed.find(d.entry)
-                    line = e.line if e is not None else None
-                    raw = "\n".join(e.raw) if e is not None else d.entry
-                    out.append(_problem(wsin.name, path, line, d.detail or "invalid", raw))
+            for d in invalid.get(wsin.name, ()):
+                e = parsed.find(d.entry or "")
+                line = e.line if e is not None else None
+                raw = "\n".join(e.raw) if e is not None else (d.entry or "")
+                out.append(_problem(wsin.name, path, line, d.detail or "invalid", raw))
         return out
 
     # ------------------------------------------------------------ cycles
