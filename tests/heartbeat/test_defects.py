@@ -63,7 +63,11 @@ async def test_outage_parks_nothing_and_tells_the_owner_twice(
     async for h in build_harness(tmp_path, fake, mode="per-task", max_retries=2):
         h.user_session()
         path = h.write(
-            with_tasks("- Check the mail", "- every: 10m title: Builds task: Check the CI")
+            with_tasks(
+                "- Check the mail",
+                "- every: 10m title: Builds task: Check the CI",
+                "- daily: 13:00 title: Digest task: Summarise the news",  # inside the outage
+            )
         )
         await h.cycle()  # the checklist entry runs, the scheduled one is first seen
         h.fake.default = error(503, "overloaded")
@@ -80,6 +84,13 @@ async def test_outage_parks_nothing_and_tells_the_owner_twice(
             outcomes += [o for _, _, o in await tick(h, "Builds")]
         assert outcomes[-1] in ("noop", None) and "noop" in outcomes
         texts = h.texts()
+        digest = [
+            (r["outcome"], r["reason"])
+            for r in h.hb.state.runs(limit=500)
+            if r["entry"] == "Digest" and r["decision"] == "run"
+        ]
+        assert digest[0] == ("noop", "due")  # the slot waited for the model, then ran once
+        assert [o for o, _ in digest[1:]] == ["provider-down"] * (len(digest) - 1)
         assert sum("cannot be reached" in t for t in texts) == 1
         assert sum("answers again" in t for t in texts) == 1
         assert not any("is parked" in t for t in texts)

@@ -156,10 +156,14 @@ class UnitRunner:
             return await self._commit_skip(
                 wsin, replace(row, decision="skip", reason="busy", error=held)
             )
+        done: LedgerRow | None = None
         try:
-            return await self._run_claimed(wsin, unit, row, eligible, path)
+            done = await self._run_claimed(wsin, unit, row, eligible, path)
+            return done
         finally:
-            await self._release(claim, unit)
+            # a slot is used up by a run or a checker's skip, not by an outage
+            used = done is not None and "provider-down" not in (done.outcome, done.reason)
+            await self._release(claim, unit, used=used)
 
     async def _run_claimed(
         self,
@@ -220,12 +224,12 @@ class UnitRunner:
             return None, "this slot already fired" if got.done else f"held by {got.holder}"
         return got, None
 
-    async def _release(self, claim: Claim | None, unit: Unit) -> None:
+    async def _release(self, claim: Claim | None, unit: Unit, *, used: bool) -> None:
         leases = self.parts.leases
         if leases is None or claim is None:
             return
         try:
-            if unit.slot is not None:
+            if unit.slot is not None and used:
                 await asyncio.to_thread(leases.mark_done, claim)
             await asyncio.to_thread(leases.release, claim)
         except Exception:

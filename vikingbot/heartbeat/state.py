@@ -12,11 +12,11 @@ from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, desc, insert, select, update
+from sqlalchemy import and_, bindparam, desc, insert, select, update
 
 from vikingbot.heartbeat.types import EntryState, LedgerRow, WorkspaceState, text_hash
 from vikingbot.store.db import StateStore
-from vikingbot.store.tables import heartbeat_entries, heartbeat_runs, heartbeat_workspaces, notices
+from vikingbot.store.tables import heartbeat_entries, heartbeat_runs, heartbeat_workspaces
 
 __all__ = ["EntryState", "HeartbeatState", "LedgerRow", "WorkspaceState", "text_hash"]
 
@@ -199,30 +199,3 @@ class HeartbeatState:
             stmt = stmt.where(heartbeat_runs.c.workspace == workspace)
         with self.store.engine.connect() as conn:
             return [dict(r) for r in conn.execute(stmt).mappings().all()]
-
-    # ------------------------------------------------------------ notices
-
-    def first_notice(self, workspace: str, kind: str, text: str, now: datetime) -> bool:
-        """True the first time (workspace, text) is seen: the owner is told once."""
-        digest = text_hash(f"{kind}:{text}")
-        with self.store.engine.begin() as conn:
-            seen = conn.execute(
-                select(notices.c.digest).where(
-                    and_(notices.c.workspace == workspace, notices.c.digest == digest)
-                )
-            ).first()
-            if seen:
-                return False
-            conn.execute(
-                insert(notices).values(workspace=workspace, digest=digest, kind=kind, at=now)
-            )
-        return True
-
-    def clear_notice(self, workspace: str, kind: str, text: str) -> None:
-        digest = text_hash(f"{kind}:{text}")
-        with self.store.engine.begin() as conn:
-            conn.execute(
-                delete(notices).where(
-                    and_(notices.c.workspace == workspace, notices.c.digest == digest)
-                )
-            )
