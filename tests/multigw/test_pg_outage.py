@@ -56,7 +56,7 @@ async def test_the_heartbeat_waits_out_an_outage_and_cycles_when_the_database_re
     )
     rt = Runtime(Config(), paths, clock=SystemClock(), environ={})
     rt.store  # noqa: B018 - open (through the proxy) before the cut
-    hb = HeartbeatService(rt)
+    hb = rt.heartbeat()
     proxy.cut()
     stop = asyncio.Event()
     loop = asyncio.create_task(hb.run_forever(stop))
