@@ -98,6 +98,10 @@ def _gateways(home: Path, config: Path, data_dir: Path, database: str) -> list[A
     (docs/scaling.md); None when no gateway answers."""
     from vikingbot.config.paths import Paths
     from vikingbot.errors import VikingbotError
+    from vikingbot.gateway.lock import INFO_FILE, run_dir
+
+    if not (run_dir(home) / INFO_FILE).exists():
+        return None  # no gateway ever ran here: skip the HTTP client's import cost
     from vikingbot.gateway.client import GatewayClient
 
     paths = Paths(home=home, config_file=config, data_dir=data_dir, database_url=database)
