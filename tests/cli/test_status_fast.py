@@ -71,3 +71,13 @@ def test_unchanged_config_is_not_validated_again(cli: Cli, home: Path) -> None:
     assert "vikingbot.config.schema" in first and "vikingbot.runtime" in first
     again = imported()
     assert "vikingbot.config.schema" not in again and "vikingbot.runtime" not in again
+    assert "pydantic" not in again  # not even Typer's option parsing ran
+
+    fast = subprocess.run(
+        [sys.executable, "-m", "vikingbot", "status", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(fast.stdout) == status(cli)  # the same object as the full command

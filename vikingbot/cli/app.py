@@ -89,4 +89,10 @@ _register()
 
 
 def main() -> None:
+    import sys
+
+    from vikingbot.cli.top_cmd import fast_status
+
+    if fast_status(sys.argv[1:]):  # the cached `status` (docs/architecture.md)
+        return
     app()

@@ -46,14 +46,37 @@ def onboard(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     """Config path, data folder, provider, heartbeat, session and workspace counts."""
+    data = _status_data(state(ctx).config_path, lambda: _config_view(ctx))
+    assert data is not None
+    _show_status(data, as_json)
+
+
+def fast_status(argv: list[str]) -> bool:
+    """`vikingbot status [--json]` without Typer's option parsing (which loads pydantic)
+    when the config summary is cached; ``False``: let the normal command run."""
+    if argv not in (["status"], ["status", "--json"]):
+        return False
+    data = _status_data(None, None)
+    if data is None:
+        return False
+    _show_status(data, as_json=argv[-1] == "--json")
+    return True
+
+
+def _status_data(
+    config_opt: Path | None, validate: Callable[[], dict[str, Any]] | None
+) -> dict[str, Any] | None:
+    """The status object; with ``validate=None`` only from the cached summary (else None)."""
     from vikingbot.config import status_cache
     from vikingbot.config.paths import config_path, home_dir
 
-    home, path = home_dir(), config_path(state(ctx).config_path)
+    home, path = home_dir(), config_path(config_opt)
     digest = status_cache.inputs_digest(path, home, os.environ)
     view = status_cache.load(home, digest) if digest else None
     if view is None:  # the config changed (or first run): validate it
-        view = _config_view(ctx)
+        if validate is None:
+            return None
+        view = validate()
         digest = status_cache.inputs_digest(path, home, os.environ)
         if digest:
             status_cache.save(home, digest, view)
@@ -66,6 +89,10 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     gateways = _gateways(home, path, data_dir, str(view["database"]))
     if gateways is not None:
         data["gateways"] = gateways
+    return data
+
+
+def _show_status(data: dict[str, Any], as_json: bool) -> None:
     if as_json:
         print_json(data)
         return
@@ -82,7 +109,7 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
         f"sessions:   {data['sessions']}",
         f"workspaces: {data['workspaces']} ({data['sandbox_mode']})",
     ]
-    for gw in gateways or []:
+    for gw in data.get("gateways") or []:
         held = ", ".join(gw.get("channels") or []) or "-"
         lines.append(
             f"gateway:    {gw['id']} {gw['state']} at {gw.get('address') or '-'}, "
