@@ -141,7 +141,13 @@ class AcpConfig(Model):
     max_update_chars: int = Field(default=1_000_000, ge=1000)  # streamed text kept per turn
 
 
+_BUILTIN_LOOPS = frozenset({"builtin", "acp"})
+_BUILTIN_KINDS = frozenset({"openai", "anthropic", "command"})
+
+
 def _check_loop(name: str) -> str:
+    if name in _BUILTIN_LOOPS:  # no entry-point scan for the common case (CLI start-up)
+        return name
     from vikingbot import registry
 
     known = registry.names("loops")
@@ -323,15 +329,17 @@ class BotConfig(Model):
 
     @model_validator(mode="after")
     def _provider_named(self) -> BotConfig:
-        from vikingbot import registry
-
         name = self.agents.provider
-        kinds = registry.names("providers")
-        if not name or not kinds:
+        if not name:
             return self
         section = self.providers.get(name)
         kind = (section.kind if section is not None else None) or name
-        if kind not in kinds:
+        if kind in _BUILTIN_KINDS:
+            return self
+        from vikingbot import registry
+
+        kinds = registry.names("providers")
+        if kinds and kind not in kinds:
             sections = ", ".join(sorted(self.providers)) or "none"
             where = (
                 f"bot.providers.{name}.kind is {kind!r}"
