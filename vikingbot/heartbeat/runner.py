@@ -12,8 +12,6 @@ units: recycle the dedicated heartbeat session, stop a workspace over budget.
 from __future__ import annotations
 
 import asyncio
-import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,7 +19,6 @@ from typing import Any
 
 from loguru import logger
 
-from vikingbot.errors import ProviderUnavailable, VikingbotError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import (
     BACK_TEXT,
@@ -33,22 +30,19 @@ from vikingbot.heartbeat.outage import (
 from vikingbot.heartbeat.outcome import (
     CheckFacts,
     Ctx,
-    SendStatus,
     Settlement,
     TurnFacts,
     fresh_state,
-    needs_reply_delivery,
-    reply_kind,
     settle,
     settle_check,
     unpark_moves,
 )
 from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import CLAIM_MARGIN_S, budget_exceeded, session_skip
-from vikingbot.heartbeat.prompts import CHECKLIST_PROMPT, task_prompt
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.rewrite import Move, RewriteReport
 from vikingbot.heartbeat.state import HeartbeatState
+from vikingbot.heartbeat.turn import heartbeat_session_key, make_turn
 from vikingbot.heartbeat.types import (
     Decision,
     Entry,
@@ -58,13 +52,8 @@ from vikingbot.heartbeat.types import (
     WorkspaceInput,
     WorkspaceState,
 )
-from vikingbot.session.types import SessionKey, SessionMeta
+from vikingbot.session.types import SessionMeta
 from vikingbot.store.leases import Claim, Held
-from vikingbot.tools.base import Deliver, DeliveryStatus
-
-
-def heartbeat_session_key(workspace: str) -> SessionKey:
-    return SessionKey("heartbeat", "hb", workspace)
 
 
 def unit_key(workspace: str, unit: Unit) -> str:
@@ -366,83 +355,8 @@ class UnitRunner:
         path: Path,
         context: str | None,
     ) -> TurnFacts:
-        entry = unit.entry
-        run_id = f"hb-{self.report.cycle_id}-{uuid.uuid4().hex[:8]}"
-        sender = _Sender(self.parts, wsin.name, run_id, unit, entry, eligible, self.cfg.target)
-        prompt = (
-            CHECKLIST_PROMPT
-            if entry is None
-            else task_prompt(entry.prompt_text, title=entry.title, context=context)
-        )
-        metadata: dict[str, Any] = {
-            "heartbeat": True,
-            "unattended": True,
-            "workspace": str(path),
-            "run_id": run_id,
-            "entry": entry.ident if entry is not None else None,
-        }
-        facts = await self._call(wsin.name, prompt, metadata, sender.for_tool)
-        if facts.ended != "reply":
-            return replace(facts, sends=tuple(sender.sends))
-        kind = reply_kind(
-            facts.reply,
-            turn_limit=facts.turn_limit,
-            unit=unit,
-            ack_max_chars=self.cfg.ack_max_chars,
-        )
-        facts = replace(facts, sends=tuple(sender.sends))
-        if needs_reply_delivery(facts, kind):
-            await sender.send(facts.reply or "")  # a result without the message tool still arrives
-        return replace(facts, sends=tuple(sender.sends))
-
-    async def _call(
-        self, workspace: str, prompt: str, metadata: dict[str, Any], deliver: Deliver
-    ) -> TurnFacts:
-        log = logger.bind(workspace=workspace, entry=metadata.get("entry"))
-        hb_key = heartbeat_session_key(workspace)
-        timeout = self.cfg.task_timeout_s
-        t0 = time.monotonic()
-        try:
-            result = await asyncio.wait_for(
-                self.parts.agent().run_turn(prompt, hb_key, metadata, deliver=deliver),
-                timeout=timeout,
-            )
-        except TimeoutError:
-            log.warning("heartbeat turn timed out after {}s; session reset", timeout)
-            await asyncio.to_thread(self.parts.sessions.reset, hb_key)
-            return TurnFacts(
-                "timeout", error=f"timed out after {timeout:g}s", duration_s=time.monotonic() - t0
-            )
-        except ProviderUnavailable as exc:
-            log.warning("model provider unavailable: {}", exc)
-            return TurnFacts("provider-down", error=str(exc), duration_s=time.monotonic() - t0)
-        except VikingbotError as exc:
-            log.error("heartbeat turn failed: {}", exc)
-            return TurnFacts("failed", error=str(exc), duration_s=time.monotonic() - t0)
-        except Exception as exc:
-            log.exception("heartbeat turn crashed")
-            return TurnFacts(
-                "failed", error=f"{type(exc).__name__}: {exc}", duration_s=time.monotonic() - t0
-            )
-        ended = "reply"
-        if result.ended in ("error", "timeout"):
-            ended = (
-                "provider-down"
-                if result.provider_down
-                else ("timeout" if result.ended == "timeout" else "failed")
-            )
-        return TurnFacts(
-            ended,  # type: ignore[arg-type]
-            reply=result.text,
-            error=result.error,
-            turn_limit=result.ended == "turn-limit",
-            model_calls=result.model_calls,
-            tokens_in=result.tokens_in,
-            tokens_out=result.tokens_out,
-            cost_usd=result.cost_usd,
-            duration_s=time.monotonic() - t0,
-            wrote=result.wrote,
-            tools_run=tuple(result.tools_run),
+        return await make_turn(
+            self.parts, self.report.cycle_id, wsin.name, unit, eligible, path, context
         )
 
 
@@ -456,55 +370,3 @@ def describe_rewrite(rep: RewriteReport) -> str:
 
 def _facts_of(check: Any) -> CheckFacts:
     return CheckFacts(check.has_work, check.signature, check.error)
-
-
-class _Sender:
-    """Delivery for one turn: the message tool's sends and the plain reply, recorded."""
-
-    def __init__(
-        self,
-        parts: HeartbeatParts,
-        workspace: str,
-        run_id: str,
-        unit: Unit,
-        entry: Entry | None,
-        eligible: list[SessionMeta],
-        default_target: str,
-    ) -> None:
-        self.parts = parts
-        self.workspace = workspace
-        self.run_id = run_id
-        self.target = (
-            entry.deliver if entry is not None and entry.deliver else None
-        ) or default_target
-        self.sessions = eligible
-        if unit.session is not None:  # fan-out: this session only
-            self.target, self.sessions = "last", [unit.session]
-        self.sends: list[SendStatus] = []
-
-    async def send(self, text: str, explicit: str | None = None) -> SendStatus:
-        report = await self.parts.delivery.deliver(
-            text,
-            explicit or self.target,
-            sessions=self.sessions,
-            dedupe_key=f"{self.run_id}:{len(self.sends) + 1}",
-            source=f"heartbeat:{self.workspace}",
-        )
-        status: SendStatus
-        if report.skipped == "empty":
-            return "silent"  # nothing left after stripping the tokens: not a send
-        if report.skipped == "silent":  # target none/silent: ledger and log only
-            status = "silent"
-        elif report.refused and report.status != "failed":
-            status = "refused"  # the tag's target was refused; the owner got it instead
-        else:
-            status = report.status
-        self.sends.append(status)
-        return status
-
-    async def for_tool(self, text: str, target: str | None = None) -> DeliveryStatus:
-        """The message tool's ``Deliver``: what delivery made of the text."""
-        status = await self.send(text, target)
-        if status in ("delivered", "inboxed", "failed"):
-            return status  # type: ignore[return-value]
-        return "delivered"  # silent (the user asked for silence) or refused-then-owner

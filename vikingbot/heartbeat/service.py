@@ -27,9 +27,10 @@ from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
-from vikingbot.heartbeat.runner import Cycle, UnitRunner, heartbeat_session_key
+from vikingbot.heartbeat.runner import Cycle, UnitRunner
 from vikingbot.heartbeat.scan import QUIET_REASONS, Scanner
 from vikingbot.heartbeat.state import HeartbeatState
+from vikingbot.heartbeat.turn import heartbeat_session_key
 from vikingbot.heartbeat.types import (
     Decision,
     EntryState,
@@ -189,11 +190,7 @@ class HeartbeatService:
                 out.append(_problem(wsin.name, path, None, parsed.unreadable, ""))
             for p in parsed.errors:
                 out.append(_problem(wsin.name, path, p.line, p.message, p.raw))
-            for d in invalid.get(wsin.name, ()):
-                e = parsed.find(d.entry or "")
-                line = e.line if e is not None else None
-                raw = "\n".join(e.raw) if e is not None else (d.entry or "")
-                out.append(_problem(wsin.name, path, line, d.detail or "invalid", raw))
+            out += [_invalid(wsin.name, path, parsed, d) for d in invalid.get(wsin.name, ())]
         return out
 
     # ------------------------------------------------------------ cycles
@@ -509,6 +506,13 @@ class HeartbeatService:
 
     def heartbeat_session_key(self, workspace: str) -> SessionKey:
         return heartbeat_session_key(workspace)
+
+
+def _invalid(workspace: str, path: str, parsed: ParseResult, d: Decision) -> dict[str, Any]:
+    e = parsed.find(d.entry or "")
+    line = e.line if e is not None else None
+    raw = "\n".join(e.raw) if e is not None else (d.entry or "")
+    return _problem(workspace, path, line, d.detail or "invalid", raw)
 
 
 def _problem(workspace: str, file: str, line: int | None, error: str, text: str) -> dict[str, Any]:

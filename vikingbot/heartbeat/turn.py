@@ -1,0 +1,178 @@
+"""One heartbeat turn: the prompt, the agent call, and delivery of what it produced.
+
+``make_turn`` builds the prompt (the fixed checklist text, or the entry's task
+with the checker's context), calls the agent with a timeout, and records what
+delivery made of every send (``Sender``), so ``outcome.settle`` can name the
+outcome honestly (delivered, inboxed, refused, silent). Provider outages are
+told apart from failures here: a ``ProviderUnavailable`` raised, or a turn that
+ended on one (``TurnResult.provider_down``), is ``provider-down``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from vikingbot.errors import ProviderUnavailable, VikingbotError
+from vikingbot.heartbeat.outcome import SendStatus, TurnFacts, needs_reply_delivery, reply_kind
+from vikingbot.heartbeat.parts import HeartbeatParts
+from vikingbot.heartbeat.prompts import CHECKLIST_PROMPT, task_prompt
+from vikingbot.heartbeat.types import Entry, Unit
+from vikingbot.session.types import SessionKey, SessionMeta
+from vikingbot.tools.base import Deliver, DeliveryStatus
+
+
+def heartbeat_session_key(workspace: str) -> SessionKey:
+    return SessionKey("heartbeat", "hb", workspace)
+
+
+async def make_turn(
+    parts: HeartbeatParts,
+    cycle_id: str,
+    workspace: str,
+    unit: Unit,
+    eligible: list[SessionMeta],
+    path: Path,
+    context: str | None,
+) -> TurnFacts:
+    """One heartbeat turn: prompt, agent call, the plain reply delivered when the agent
+    sent nothing itself; what happened, as ``TurnFacts`` for ``settle``."""
+    cfg = parts.config.bot.heartbeat
+    entry = unit.entry
+    run_id = f"hb-{cycle_id}-{uuid.uuid4().hex[:8]}"
+    sender = Sender(parts, workspace, run_id, unit, entry, eligible, cfg.target)
+    prompt = (
+        CHECKLIST_PROMPT
+        if entry is None
+        else task_prompt(entry.prompt_text, title=entry.title, context=context)
+    )
+    metadata: dict[str, Any] = {
+        "heartbeat": True,
+        "unattended": True,
+        "workspace": str(path),
+        "run_id": run_id,
+        "entry": entry.ident if entry is not None else None,
+    }
+    facts = await call_agent(parts, workspace, prompt, metadata, sender.for_tool)
+    if facts.ended != "reply":
+        return replace(facts, sends=tuple(sender.sends))
+    kind = reply_kind(
+        facts.reply,
+        turn_limit=facts.turn_limit,
+        unit=unit,
+        ack_max_chars=cfg.ack_max_chars,
+    )
+    facts = replace(facts, sends=tuple(sender.sends))
+    if needs_reply_delivery(facts, kind):
+        await sender.send(facts.reply or "")  # a result without the message tool still arrives
+    return replace(facts, sends=tuple(sender.sends))
+
+
+async def call_agent(
+    parts: HeartbeatParts, workspace: str, prompt: str, metadata: dict[str, Any], deliver: Deliver
+) -> TurnFacts:
+    """The agent's turn, bounded by ``task_timeout_s``; an outage is told apart from a failure."""
+    log = logger.bind(workspace=workspace, entry=metadata.get("entry"))
+    hb_key = heartbeat_session_key(workspace)
+    timeout = parts.config.bot.heartbeat.task_timeout_s
+    t0 = time.monotonic()
+    try:
+        result = await asyncio.wait_for(
+            parts.agent().run_turn(prompt, hb_key, metadata, deliver=deliver),
+            timeout=timeout,
+        )
+    except TimeoutError:
+        log.warning("heartbeat turn timed out after {}s; session reset", timeout)
+        await asyncio.to_thread(parts.sessions.reset, hb_key)
+        return TurnFacts(
+            "timeout", error=f"timed out after {timeout:g}s", duration_s=time.monotonic() - t0
+        )
+    except ProviderUnavailable as exc:
+        log.warning("model provider unavailable: {}", exc)
+        return TurnFacts("provider-down", error=str(exc), duration_s=time.monotonic() - t0)
+    except VikingbotError as exc:
+        log.error("heartbeat turn failed: {}", exc)
+        return TurnFacts("failed", error=str(exc), duration_s=time.monotonic() - t0)
+    except Exception as exc:
+        log.exception("heartbeat turn crashed")
+        return TurnFacts(
+            "failed", error=f"{type(exc).__name__}: {exc}", duration_s=time.monotonic() - t0
+        )
+    ended = "reply"
+    if result.ended in ("error", "timeout"):
+        ended = (
+            "provider-down"
+            if result.provider_down
+            else ("timeout" if result.ended == "timeout" else "failed")
+        )
+    return TurnFacts(
+        ended,  # type: ignore[arg-type]
+        reply=result.text,
+        error=result.error,
+        turn_limit=result.ended == "turn-limit",
+        model_calls=result.model_calls,
+        tokens_in=result.tokens_in,
+        tokens_out=result.tokens_out,
+        cost_usd=result.cost_usd,
+        duration_s=time.monotonic() - t0,
+        wrote=result.wrote,
+        tools_run=tuple(result.tools_run),
+    )
+
+
+class Sender:
+    """Delivery for one turn: the message tool's sends and the plain reply, recorded."""
+
+    def __init__(
+        self,
+        parts: HeartbeatParts,
+        workspace: str,
+        run_id: str,
+        unit: Unit,
+        entry: Entry | None,
+        eligible: list[SessionMeta],
+        default_target: str,
+    ) -> None:
+        self.parts = parts
+        self.workspace = workspace
+        self.run_id = run_id
+        self.target = (
+            entry.deliver if entry is not None and entry.deliver else None
+        ) or default_target
+        self.sessions = eligible
+        if unit.session is not None:  # fan-out: this session only
+            self.target, self.sessions = "last", [unit.session]
+        self.sends: list[SendStatus] = []
+
+    async def send(self, text: str, explicit: str | None = None) -> SendStatus:
+        report = await self.parts.delivery.deliver(
+            text,
+            explicit or self.target,
+            sessions=self.sessions,
+            dedupe_key=f"{self.run_id}:{len(self.sends) + 1}",
+            source=f"heartbeat:{self.workspace}",
+        )
+        status: SendStatus
+        if report.skipped == "empty":
+            return "silent"  # nothing left after stripping the tokens: not a send
+        if report.skipped == "silent":  # target none/silent: ledger and log only
+            status = "silent"
+        elif report.refused and report.status != "failed":
+            status = "refused"  # the tag's target was refused; the owner got it instead
+        else:
+            status = report.status
+        self.sends.append(status)
+        return status
+
+    async def for_tool(self, text: str, target: str | None = None) -> DeliveryStatus:
+        """The message tool's ``Deliver``: what delivery made of the text."""
+        status = await self.send(text, target)
+        if status in ("delivered", "inboxed", "failed"):
+            return status  # type: ignore[return-value]
+        return "delivered"  # silent (the user asked for silence) or refused-then-owner
