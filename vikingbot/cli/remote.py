@@ -21,12 +21,20 @@ Via = Literal["gateway", "local"]
 
 
 def gateway_client(ctx: typer.Context) -> GatewayClient | None:
-    """The home's running gateway, or None (the command then runs locally)."""
+    """The home's running gateway, or None (the command then runs locally).
+
+    Found from the home directory alone; the config is loaded (for the gateway
+    token) only when the gateway listens on a non-loopback address only.
+    """
+    from vikingbot.config.paths import home_dir
     from vikingbot.gateway.client import GatewayClient
 
-    config, paths = get_config(ctx)
-    token = config.bot.gateway.token
-    return GatewayClient.discover(paths, token=token.get_secret_value() if token else None)
+    client = GatewayClient.find(home_dir())
+    if client is not None and client.needs_token:
+        config, paths = get_config(ctx)
+        token = config.bot.gateway.token
+        client = GatewayClient.discover(paths, token=token.get_secret_value() if token else None)
+    return client
 
 
 def note_local() -> None:

@@ -307,7 +307,7 @@ class GatewayConfig(Model):
     host: str = "127.0.0.1"
     port: int = Field(default=18790, ge=1, le=65535)
     token: SecretStr | None = None
-    shutdown_grace_s: float = Field(default=10, ge=0)
+    shutdown_grace_s: float = Field(default=1, ge=0)
 
 
 class MemoryConfig(Model):

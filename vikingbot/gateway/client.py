@@ -12,17 +12,11 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.errors import VikingbotError
-from vikingbot.gateway.lock import (
-    GatewayInfo,
-    lock_is_held,
-    needs_home_lock,
-    pid_alive,
-    read_info,
-    read_secret,
-)
+from vikingbot.gateway.lock import GatewayInfo, lock_is_held, pid_alive, read_info, read_secret
 
 if TYPE_CHECKING:
     from vikingbot.config.loader import Paths
@@ -52,19 +46,35 @@ class GatewayClient:
     @classmethod
     def discover(cls, paths: Paths, *, token: str | None = None) -> GatewayClient | None:
         """The home's live gateway, or None (then the CLI works locally)."""
-        home = paths.home
+        return cls.find(paths.home, token=token)
+
+    @classmethod
+    def find(cls, home: Path, *, token: str | None = None) -> GatewayClient | None:
+        """Like :meth:`discover`, from the home directory alone (no config loaded).
+
+        A gateway on the embedded store holds the home lock; a leftover
+        ``gateway.json`` of a crashed one is ignored. One sharing the home
+        (PostgreSQL) is alive while its pid is.
+        """
         info = read_info(home)
         if info is None:
             return None
-        if needs_home_lock(paths.database_url):
-            if not lock_is_held(home):
+        if info.shared:
+            if not pid_alive(info.pid):
                 return None
-        elif not pid_alive(info.pid):
+        elif not lock_is_held(home):
             return None
         secret = read_secret(home)
         if secret is None:
             return None
         return cls(info, secret, token=token)
+
+    @property
+    def needs_token(self) -> bool:
+        """Whether we reach the gateway on a non-loopback address (then it wants the token)."""
+        from vikingbot.gateway.peers import is_loopback
+
+        return not is_loopback(self._connect_host())
 
     @property
     def via(self) -> str:

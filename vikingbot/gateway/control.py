@@ -170,12 +170,26 @@ def opt_int(raw: str | None, key: str, default: int, lo: int, hi: int) -> int:
 Handler = Callable[[Request], Awaitable[Any]]
 
 
-def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """Turn a handler returning JSON data into an endpoint with clear errors."""
+def endpoint(
+    fn: Handler, inflight: set[asyncio.Task[Any]] | None = None
+) -> Callable[[Request], Awaitable[Response]]:
+    """Turn a handler returning JSON data into an endpoint with clear errors.
+
+    With ``inflight``, the request's task is kept there while it runs, so the
+    gateway's stop can cancel a long request (a turn) with the rest of the work.
+    """
 
     async def run(request: Request) -> Response:
+        task = asyncio.current_task()
+        if inflight is not None and task is not None:
+            inflight.add(task)
         try:
             data = await fn(request)
+        except asyncio.CancelledError:
+            # the gateway is stopping: say so rather than drop the connection
+            return JSONResponse(
+                {"error": "the gateway is stopping; this request was cancelled"}, status_code=503
+            )
         except BadRequest as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except NotFound as exc:
@@ -187,6 +201,9 @@ def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
             return JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500
             )
+        finally:
+            if inflight is not None and task is not None:
+                inflight.discard(task)
         return JSONResponse(data)
 
     return run
@@ -194,6 +211,9 @@ def endpoint(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
 
 def control_routes(ops: ControlOps) -> list[BaseRoute]:
     """The `/api/v1` routes (see docs/api.md)."""
+
+    def endpoint_(fn: Handler) -> Callable[[Request], Awaitable[Response]]:
+        return endpoint(fn, ops.inflight)
 
     async def gateway_info(request: Request) -> Any:
         return ops.gateway_info()
@@ -264,17 +284,17 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         )
 
     return [
-        Route("/api/v1/gateway", endpoint(gateway_info), methods=["GET"]),
-        Route("/api/v1/heartbeat/status", endpoint(hb_status), methods=["GET"]),
-        Route("/api/v1/heartbeat/plan", endpoint(hb_plan), methods=["GET"]),
-        Route("/api/v1/heartbeat/run-now", endpoint(hb_run_now), methods=["POST"]),
-        Route("/api/v1/heartbeat/enable", endpoint(hb_enable), methods=["POST"]),
-        Route("/api/v1/heartbeat/disable", endpoint(hb_disable), methods=["POST"]),
-        Route("/api/v1/heartbeat/pause", endpoint(hb_pause), methods=["POST"]),
-        Route("/api/v1/heartbeat/resume", endpoint(hb_resume), methods=["POST"]),
-        Route("/api/v1/cron/jobs/{job_id}/run", endpoint(cron_run), methods=["POST"]),
-        Route("/api/v1/inbox", endpoint(inbox_list), methods=["GET"]),
-        Route("/api/v1/inbox/read", endpoint(inbox_read), methods=["POST"]),
-        Route("/api/v1/chat", endpoint(chat), methods=["POST"]),
-        Route("/api/v1/events", endpoint(events), methods=["GET"]),
+        Route("/api/v1/gateway", endpoint_(gateway_info), methods=["GET"]),
+        Route("/api/v1/heartbeat/status", endpoint_(hb_status), methods=["GET"]),
+        Route("/api/v1/heartbeat/plan", endpoint_(hb_plan), methods=["GET"]),
+        Route("/api/v1/heartbeat/run-now", endpoint_(hb_run_now), methods=["POST"]),
+        Route("/api/v1/heartbeat/enable", endpoint_(hb_enable), methods=["POST"]),
+        Route("/api/v1/heartbeat/disable", endpoint_(hb_disable), methods=["POST"]),
+        Route("/api/v1/heartbeat/pause", endpoint_(hb_pause), methods=["POST"]),
+        Route("/api/v1/heartbeat/resume", endpoint_(hb_resume), methods=["POST"]),
+        Route("/api/v1/cron/jobs/{job_id}/run", endpoint_(cron_run), methods=["POST"]),
+        Route("/api/v1/inbox", endpoint_(inbox_list), methods=["GET"]),
+        Route("/api/v1/inbox/read", endpoint_(inbox_read), methods=["POST"]),
+        Route("/api/v1/chat", endpoint_(chat), methods=["POST"]),
+        Route("/api/v1/events", endpoint_(events), methods=["GET"]),
     ]

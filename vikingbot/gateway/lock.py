@@ -52,6 +52,7 @@ class GatewayInfo:
     port: int
     started_at: str
     version: str = ""
+    shared: bool = False  # several gateways share the home (PostgreSQL store): no file lock
 
     @property
     def url(self) -> str:
@@ -74,6 +75,7 @@ class GatewayInfo:
             "port": self.port,
             "started_at": self.started_at,
             "version": self.version,
+            "shared": self.shared,
         }
 
 
@@ -105,6 +107,7 @@ def read_info(home: Path) -> GatewayInfo | None:
         port,
         started if isinstance(started, str) else "",
         version if isinstance(version, str) else "",
+        data.get("shared") is True,
     )
 
 
@@ -204,6 +207,7 @@ class HomeLock:
 
     def publish(self, info: GatewayInfo) -> None:
         """Write the address file (after the HTTP server listens)."""
+        info = GatewayInfo(**{**info.to_json(), "shared": not self.exclusive})
         _write_private(self.dir / INFO_FILE, json.dumps(info.to_json()) + "\n")
 
     def release(self) -> None:

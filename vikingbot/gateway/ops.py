@@ -152,6 +152,7 @@ class ControlOps:
     host: str = ""
     port: int = 0
     inbox_changed: asyncio.Event = field(default_factory=asyncio.Event)
+    inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # requests being served
 
     def gateway_info(self) -> dict[str, Any]:
         return {

@@ -27,6 +27,7 @@ from vikingbot.metrics import Metrics
 from vikingbot.runtime import Runtime
 
 Say = Callable[[str], None]
+CANCEL_WAIT_S = 1.0  # how long cancelled work and channels get to wind down
 
 
 @dataclass
@@ -160,34 +161,54 @@ class Gateway:
         return 0
 
     def request_stop(self, sig: int | None = None) -> None:
+        """First signal: stop gracefully (bounded, see _shutdown). Second: exit now."""
+        if sig is not None and self.stop_event.is_set():
+            logger.warning("second {}: exiting at once", signal.Signals(sig).name)
+            self.say("second signal: exiting now (unsent messages stay in the outbox)")
+            with contextlib.suppress(Exception):
+                logger.complete()
+            os._exit(1)
         if sig is not None:
             logger.info("received signal {}; shutting down", signal.Signals(sig).name)
         self.stop_event.set()
 
     async def _shutdown(self, server: Any) -> None:
-        grace = self.rt.config.bot.gateway.shutdown_grace_s
+        """Stop within ``shutdown_grace_s`` (default 2 s) plus a bounded clean-up.
+
+        Services start nothing new; running turns get the grace period, then are
+        cancelled (the agent loop keeps sessions consistent on cancellation; cron
+        records ``interrupted``; unsent messages stay in the outbox).
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.rt.config.bot.gateway.shutdown_grace_s
         for svc in (self.heartbeat, self.housekeeping):
             if svc is not None and hasattr(svc, "stop"):
                 svc.stop()
+        tasks = {s.task for s in self.services.values() if s.task is not None}
+        tasks |= set(self._inbound_tasks)
+        if self.ops is not None:
+            tasks |= set(self.ops.inflight)  # control-API requests (a CLI run-now, a chat)
         if self.heartbeat is not None:
-            await self.heartbeat.drain(grace)
-        tasks = [s.task for s in self.services.values() if s.task is not None]
-        if tasks:
-            _, pending = await asyncio.wait(tasks, timeout=grace)
+            tasks |= set(getattr(self.heartbeat, "_tasks", ()))
+        pending = {t for t in tasks if not t.done()}
+        if pending:
+            _, pending = await asyncio.wait(pending, timeout=max(0.0, deadline - loop.time()))
+        if pending:
+            logger.info("stopping: cancelling {} running task(s)", len(pending))
             for task in pending:
                 task.cancel()
-            for task in pending:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-        for task in list(self._inbound_tasks):  # past the grace period
-            task.cancel()
-        if self.channels is not None:
-            with contextlib.suppress(Exception):
-                await self.channels.stop()
+            await asyncio.wait(pending, timeout=CANCEL_WAIT_S)
         server.should_exit = True
-        if self._server_task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait_for(self._server_task, timeout=5)
+        wake = getattr(server, "wake", None)
+        if wake is not None:
+            wake.set()
+        ending = [t for t in (self._server_task,) if t is not None]
+        if self.channels is not None:
+            ending.append(asyncio.ensure_future(self.channels.stop()))
+        if ending:  # channels and the HTTP server wind down together, bounded
+            _, late = await asyncio.wait(ending, timeout=CANCEL_WAIT_S)
+            for task in late:
+                task.cancel()
         if self.registry is not None:
             with contextlib.suppress(VikingbotError):
                 await asyncio.to_thread(self.registry.stopped)
@@ -570,11 +591,14 @@ class _QuietServer:
             async def main_loop(self) -> None:
                 # uvicorn wakes 10 times a second; once a second is plenty for an idle
                 # laptop gateway (the Date header still refreshes every tick).
+                # The gateway's stop wakes it at once (``wake``), not at the next tick.
+                self.wake = asyncio.Event()
                 counter = 0
                 should_exit = await self.on_tick(counter)
                 while not should_exit:
                     counter = (counter + 10) % 864000
-                    await asyncio.sleep(1.0)
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), 1.0)
                     should_exit = await self.on_tick(counter)
 
         return Server(config)
