@@ -117,6 +117,7 @@ def main() -> None:
                     args.cut_s,
                     "/health to say degraded",
                 )
+                llm.script(["Yes, I am here."])  # the chat's answer (the heartbeat waits)
                 tg.push_text(chat_id=OWNER, user_id=OWNER, text="are you there?")
                 time.sleep(max(0.0, cut_at + args.cut_s - time.time()))
                 alive = gw.proc is not None and gw.proc.poll() is None
@@ -126,7 +127,12 @@ def main() -> None:
                 cycled_at = _wait(
                     lambda: (_last_cycle(direct) or back_dt) > back_dt, 120, "the next cycle"
                 )
-                answered_at = _wait(lambda: len(tg.sent) >= 1, 120, "the chat's answer")
+                try:
+                    answered_at = _wait(lambda: len(tg.sent) >= 1, 120, "the chat's answer")
+                except SystemExit:
+                    Path("pg_outage_gateway.log").write_text(gw.read_output())
+                    print("the gateway's output: pg_outage_gateway.log")
+                    raise
                 time.sleep(2.0)  # anything sent twice would arrive now
                 health = gw.get("/health", timeout=5)
         print(

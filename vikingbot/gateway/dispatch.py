@@ -19,6 +19,7 @@ from loguru import logger
 from vikingbot.agent.dispatch import run_turn_text
 from vikingbot.delivery.adapter import ChatDelivery, TurnDelivery
 from vikingbot.delivery.inbox import Inbox
+from vikingbot.errors import StoreError
 from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
@@ -109,7 +110,11 @@ class Dispatcher:
                 await asyncio.wait_for(stop.wait(), timeout=poll_s)
             if stop.is_set():
                 return
-            items = await asyncio.to_thread(self.inbox.items, kind="prompt", limit=20)
+            try:
+                items = await asyncio.to_thread(self.inbox.items, kind="prompt", limit=20)
+            except StoreError as exc:  # the database is away: look again next time
+                logger.warning("dashboard prompts: {}", exc)
+                continue
             for item in items:
                 await asyncio.to_thread(self.inbox.mark_read, [item.id])
                 await self.answer_prompt(item.id, item.slot, item.text)
