@@ -12,8 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 from loguru import logger
+from sqlalchemy.exc import SQLAlchemyError
+
+if TYPE_CHECKING:
+    from vikingbot.store.db import StateStore
 
 Reading = tuple[int, int]  # (unread count, newest item id)
 
@@ -56,7 +61,7 @@ class Bell:
         while self._listeners:
             try:
                 reading = await asyncio.to_thread(self._read)
-            except Exception as exc:  # the database is away: keep the last reading
+            except (SQLAlchemyError, OSError) as exc:  # the database is away: keep the last reading
                 logger.warning("dashboard bell: cannot read the inbox: {}", exc)
                 reading = self.last or (0, 0)
             if reading != self.last:
@@ -67,14 +72,13 @@ class Bell:
             await asyncio.sleep(self.interval_s)
 
 
-def inbox_reading(store: object) -> Callable[[], Reading]:
+def inbox_reading(store: StateStore) -> Callable[[], Reading]:
     from sqlalchemy import func, select
 
     from vikingbot.store.tables import inbox
 
     def read() -> Reading:
-        engine = store.engine  # type: ignore[attr-defined]
-        with engine.connect() as conn:
+        with store.engine.connect() as conn:
             unread = conn.execute(
                 select(func.count()).select_from(inbox).where(inbox.c.read_at.is_(None))
             ).scalar_one()
