@@ -38,10 +38,10 @@ def _classes_drawn() -> dict[str, str]:
     drawn: dict[str, str] = {}
     parents: list[tuple[int, str]] = []
     for line in (errors.__doc__ or "").splitlines():
-        m = re.match(r"^(\s*(?:[│ ]\s*)*)(?:[├└]── )?([A-Z]\w+)\s{2,}", line)
-        if not m or m.group(2) == "VikingbotError":
-            if m:
-                parents = [(len(m.group(1)), "VikingbotError")]
+        m = re.match(r"^([\s│]*)[├└]── ([A-Z]\w+)(?:\s|$)", line)
+        if m is None:
+            if line.strip().startswith("VikingbotError "):
+                parents = [(-1, "VikingbotError")]
             continue
         depth = len(m.group(1))
         while parents and parents[-1][0] >= depth:
