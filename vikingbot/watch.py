@@ -158,4 +158,6 @@ class Watcher:
         if gen is not None:
             gen.stop.set()
             if gen.thread is not threading.current_thread():
-                gen.thread.join(timeout=2 * TIMEOUT_MS / 1000)
+                # the thread sees the stop within one step; a busy machine is not waited
+                # out (it is a daemon thread and closes the OS watch itself)
+                gen.thread.join(timeout=0.5)

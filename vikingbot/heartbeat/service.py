@@ -402,7 +402,7 @@ class HeartbeatService:
         try:
             await self._loop(stop)
         finally:
-            self.scanner.close()
+            await asyncio.to_thread(self.scanner.close)
         logger.info("heartbeat loop stopped")
 
     async def _loop(self, stop: asyncio.Event) -> None:
