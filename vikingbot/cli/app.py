@@ -64,6 +64,7 @@ def _register() -> None:
         config_cmd,
         cron_cmd,
         dashboard_cmd,
+        doctor_cmd,
         gateway_cmd,
         heartbeat_cmd,
         inbox_cmd,
@@ -75,6 +76,7 @@ def _register() -> None:
     gateway_cmd.register(app)
     chat_cmd.register(app)
     dashboard_cmd.register(app)
+    doctor_cmd.register(app)
     app.add_typer(config_cmd.app, name="config", help="Read and change the config file.")
     app.add_typer(sessions_cmd.app, name="sessions", help="List and manage chat sessions.")
     app.add_typer(heartbeat_cmd.app, name="heartbeat", help="Plan, run and inspect the heartbeat.")

@@ -1,0 +1,375 @@
+"""`vikingbot doctor`: is this home set up to work, and if not, what to do.
+
+Each check returns ``Check`` lines: ``ok`` (✓), ``warn`` (!: works, but look) or
+``fail`` (✗: something will not work). Nothing here calls a model unless
+``live`` is asked for; ``fix`` does only what is safe (create the default
+workspace and its template, the config file, apply migrations, tighten the
+permissions of secrets) and every fix says what it did.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from vikingbot.errors import VikingbotError
+
+if TYPE_CHECKING:
+    from vikingbot.config.loader import Paths
+    from vikingbot.config.schema import Config
+
+Status = Literal["ok", "warn", "fail"]
+MARKS: dict[Status, str] = {"ok": "✓", "warn": "!", "fail": "✗"}
+LIVE_PROMPT = "This is a connection test from `vikingbot doctor`. Reply with the word OK."
+
+
+@dataclass
+class Check:
+    name: str
+    status: Status
+    message: str
+    fixed: str | None = None  # what --fix did, when it did something
+
+    def as_dict(self) -> dict[str, str | None]:
+        return asdict(self)
+
+
+def run(
+    config_opt: Path | None = None,
+    *,
+    live: bool = False,
+    fix: bool = False,
+    environ: Mapping[str, str] | None = None,
+) -> list[Check]:
+    """Every check, in the order shown."""
+    from vikingbot.config.loader import dotenv_values_for, load_config
+    from vikingbot.config.paths import config_path, home_dir
+
+    env = dict(os.environ if environ is None else environ)
+    home, path = home_dir(env), config_path(config_opt, env)
+    checks: list[Check] = []
+    config: Config | None = None
+    paths: Paths | None = None
+    try:
+        existed = path.exists()
+        config, paths = load_config(config_opt, create=fix, environ=env)
+        if existed:
+            checks.append(Check("config", "ok", f"{path} is valid"))
+        elif fix:
+            checks.append(Check("config", "ok", f"{path} is valid", f"created {path}"))
+        else:
+            checks.append(
+                Check("config", "warn", f"no file at {path}: defaults apply (--fix writes it)")
+            )
+    except VikingbotError as exc:
+        checks.append(Check("config", "fail", str(exc)))
+    if config is not None and paths is not None:
+        full_env = {**dotenv_values_for(paths.home), **env}
+        checks.append(_agent(config, paths, full_env, live))
+        checks += _channels(config)
+        checks += _workspaces(config, paths, fix)
+        checks.append(_timezone(config))
+        checks.append(_database(paths, fix))
+        checks.append(_gateway(paths))
+    checks += _permissions(home, path, fix)
+    return checks
+
+
+def failed(checks: list[Check]) -> bool:
+    return any(c.status == "fail" for c in checks)
+
+
+# ---------------------------------------------------------------- agent
+
+
+def _agent(config: Config, paths: Paths, env: Mapping[str, str], live: bool) -> Check:
+    from vikingbot import registry
+    from vikingbot.agent.types import AgentLoop
+    from vikingbot.session.store import SessionStore
+    from vikingbot.workspace.manager import WorkspaceManager
+
+    name = config.bot.agents.loop
+    try:
+        loop_cls: type[AgentLoop] = registry.load("loops", name)
+        loop = loop_cls(
+            config,
+            sessions=SessionStore(paths.sessions_dir),
+            workspaces=WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode),
+            environ=env,
+        )
+        ready = loop.readiness()
+    except VikingbotError as exc:
+        return Check("agent", "fail", f"{name}: {exc}")
+    if not ready.ready:
+        return Check("agent", "fail", f"{name}: {ready.problem}")
+    if not live:
+        return Check("agent", "ok", f"{name}: {ready.detail or 'ready'} (no call made)")
+    return _live_call(loop, name, ready.detail)
+
+
+def _live_call(loop: object, name: str, detail: str) -> Check:
+    from vikingbot.agent.types import AgentLoop
+    from vikingbot.session.types import SessionKey
+
+    assert isinstance(loop, AgentLoop)
+
+    async def one_turn() -> tuple[str | None, str | None]:
+        try:
+            result = await loop.run_turn(
+                LIVE_PROMPT,
+                SessionKey("cli", "doctor", "doctor"),
+                {"unattended": True, "actor": "doctor", "timeout_s": 60},
+            )
+        finally:
+            await loop.aclose()
+        return result.text, result.error
+
+    try:
+        text, error = asyncio.run(one_turn())
+    except VikingbotError as exc:
+        return Check("agent", "fail", f"{name}: {detail}: live call failed: {exc}")
+    if error or not text:
+        return Check("agent", "fail", f"{name}: {detail}: live call failed: {error or 'no reply'}")
+    reply = " ".join(text.split())[:60]
+    return Check("agent", "ok", f"{name}: {detail}: live call answered {reply!r}")
+
+
+# ---------------------------------------------------------------- channels
+
+
+def _channels(config: Config) -> list[Check]:
+    from vikingbot import registry
+
+    out = []
+    for name, section in config.bot.channels.sections().items():
+        if not section.enabled or name == "cli":
+            continue
+        try:
+            found = registry.load("channels", name).problems(section)
+        except (VikingbotError, ImportError) as exc:
+            out.append(Check(f"channel {name}", "fail", f"cannot load the channel: {exc}"))
+            continue
+        if found.missing:
+            out.append(
+                Check(
+                    f"channel {name}",
+                    "fail",
+                    f"enabled but missing {', '.join(found.missing)}: "
+                    f"set bot.channels.{name}.{found.missing[0]}",
+                )
+            )
+        elif found.notes:
+            out.append(Check(f"channel {name}", "warn", "; ".join(found.notes)))
+        else:
+            out.append(Check(f"channel {name}", "ok", "credentials set"))
+    return out
+
+
+# ---------------------------------------------------------------- workspaces
+
+
+def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
+    from vikingbot.heartbeat.parser import read_heartbeat
+    from vikingbot.session.types import SessionKey
+    from vikingbot.workspace.manager import WorkspaceManager
+
+    manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
+    fixed = None
+    if not manager.list_workspaces():
+        if not fix:
+            where = paths.workspace_root
+            return [Check("workspaces", "warn", f"none under {where} (--fix creates the default)")]
+        try:
+            made = manager.workspace_for(SessionKey("cli", "default", "local"))
+        except VikingbotError as exc:
+            return [Check("workspaces", "fail", str(exc))]
+        fixed = f"created workspace {made} from the template"
+    hb = config.bot.heartbeat
+    out = []
+    for ws in manager.list_workspaces():
+        file = ws / "HEARTBEAT.md"
+        parsed = read_heartbeat(file, hb.max_file_bytes)
+        problems: list[tuple[int, str]] = []
+        if parsed.unreadable:
+            problems.append((0, f"{file}: {parsed.unreadable}"))
+        problems += [(p.line, f"{file}:{p.line}: {p.message}") for p in parsed.errors]
+        for e in parsed.active:
+            if e.only_if and e.only_if[0] not in hb.checkers:
+                problems.append(
+                    (
+                        e.line,
+                        f"{file}:{e.line}: only-if: {e.only_if[0]} is not configured "
+                        f"(add bot.heartbeat.checkers.{e.only_if[0]})",
+                    )
+                )
+        name = f"workspace {ws.name}"
+        if problems:
+            out.append(Check(name, "fail", "\n  ".join(t for _, t in sorted(problems)), fixed))
+        elif parsed.missing:
+            out.append(Check(name, "ok", "no HEARTBEAT.md (nothing scheduled)", fixed))
+        else:
+            n = len(parsed.active)
+            out.append(Check(name, "ok", f"HEARTBEAT.md: {n} active entries", fixed))
+        fixed = None
+    return out
+
+
+# ---------------------------------------------------------------- time
+
+
+def _timezone(config: Config) -> Check:
+    from vikingbot.heartbeat.timezone import resolve_timezone
+
+    hb = config.bot.heartbeat
+    try:
+        zone = resolve_timezone(hb.timezone)
+    except VikingbotError as exc:
+        return Check("timezone", "fail", str(exc))
+    where = "configured" if hb.timezone else "the machine's"
+    text = f"{zone.key} ({where})"
+    hours = hb.active_hours
+    if hours is None:
+        return Check("timezone", "ok", f"{text}; heartbeat active all day")
+    hours_zone = hours.timezone or zone.key
+    if hours.start == hours.end:
+        return Check(
+            "timezone", "warn", f"{text}; active hours {hours.start}-{hours.end}: empty window"
+        )
+    return Check("timezone", "ok", f"{text}; active hours {hours.start}-{hours.end} {hours_zone}")
+
+
+# ---------------------------------------------------------------- database
+
+
+def _database(paths: Paths, fix: bool) -> Check:
+    from vikingbot.redact import mask_url
+
+    found = _schema(paths)
+    if not fix or found.status != "warn":
+        return found
+    from vikingbot.store.db import StateStore
+
+    try:
+        StateStore.open(paths.database_url).close()  # opening creates and migrates
+    except VikingbotError as exc:
+        return Check("database", "fail", str(exc))
+    done = _schema(paths)
+    done.fixed = f"{mask_url(paths.database_url)}: created/migrated to the head"
+    return done
+
+
+def _schema(paths: Paths) -> Check:
+    """The database's schema revision against this vikingbot's head (changes nothing)."""
+    from vikingbot.redact import mask_url
+
+    url = paths.database_url
+    where = mask_url(url)
+    sqlite_file = Path(url.removeprefix("sqlite:///")) if url.startswith("sqlite:///") else None
+    if sqlite_file is not None and not sqlite_file.exists():  # no SQLAlchemy import needed
+        return Check("database", "warn", f"{where}: not created yet (first start or --fix does)")
+    from sqlalchemy import create_engine
+    from sqlalchemy.exc import SQLAlchemyError
+
+    from vikingbot.store import migrations
+
+    latest = migrations.LATEST_VERSION
+    args = {"connect_timeout": 3} if url.startswith("postgres") else {}
+    try:
+        engine = create_engine(url, connect_args=args)
+        try:
+            with engine.connect() as conn:
+                current = migrations.current_version(conn)
+        finally:
+            engine.dispose()
+    except (SQLAlchemyError, VikingbotError, ImportError) as exc:
+        return Check("database", "fail", f"{where}: {str(exc).splitlines()[0]}")
+    if current < 0:
+        return Check("database", "fail", f"{where}: its schema revision is not vikingbot's")
+    if current > latest:
+        return Check(
+            "database", "fail", f"{where}: schema {current:04d} is newer than this vikingbot's"
+        )
+    if current < latest:
+        return Check(
+            "database",
+            "warn",
+            f"{where}: schema {current:04d}, head {latest:04d}: "
+            "migrations pending (applied on next start, or --fix)",
+        )
+    return Check("database", "ok", f"{where}: schema {current:04d} (head)")
+
+
+# ---------------------------------------------------------------- gateway
+
+
+def _gateway(paths: Paths) -> Check:
+    from vikingbot.gateway.client import GatewayClient
+
+    try:
+        client = GatewayClient.discover(paths)
+    except (VikingbotError, OSError) as exc:
+        return Check("gateway", "warn", f"cannot tell: {exc}")
+    if client is None:
+        return Check("gateway", "ok", "not running (CLI commands work locally)")
+    info = client.info
+    try:
+        client.get("/health", timeout=3)
+    except (VikingbotError, OSError, ValueError) as exc:
+        return Check("gateway", "fail", f"pid {info.pid} at {info.url} does not answer: {exc}")
+    return Check("gateway", "ok", f"running, pid {info.pid} at {info.url}")
+
+
+# ---------------------------------------------------------------- permissions
+
+
+def _permissions(home: Path, config_file: Path, fix: bool) -> list[Check]:
+    from vikingbot.gateway.lock import SECRET_FILE, run_dir
+
+    out = []
+    try:
+        mode = stat.S_IMODE(home.stat().st_mode)
+    except OSError:
+        mode = None
+    if mode is not None and mode & 0o022:
+        if fix:
+            os.chmod(home, mode & ~0o022)
+            out.append(
+                Check("permissions", "ok", f"{home}", f"{home}: {mode:04o} -> {mode & ~0o022:04o}")
+            )
+        else:
+            out.append(
+                Check("permissions", "fail", f"{home} is {mode:04o}: others may write (--fix)")
+            )
+    secrets = [config_file, home / ".env", run_dir(home) / SECRET_FILE]
+    bad = []
+    for file in secrets:
+        try:
+            fmode = stat.S_IMODE(file.stat().st_mode)
+        except OSError:
+            continue  # missing: nothing to protect
+        if not fmode & 0o077:
+            continue
+        if fix:
+            try:
+                os.chmod(file, 0o600)
+            except OSError as exc:
+                bad.append(Check("permissions", "fail", f"{file}: cannot chmod: {exc.strerror}"))
+                continue
+            bad.append(Check("permissions", "ok", f"{file}", f"{file}: {fmode:04o} -> 0600"))
+        else:
+            bad.append(
+                Check(
+                    "permissions",
+                    "fail",
+                    f"{file} is {fmode:04o}: others may read it (--fix makes it 0600)",
+                )
+            )
+    out += bad
+    if not out:
+        out.append(Check("permissions", "ok", "home and secrets are private to you"))
+    return out
