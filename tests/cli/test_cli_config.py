@@ -154,3 +154,18 @@ def test_an_unknown_key_in_the_file_is_reported(cli: Cli, home: Path) -> None:
     result = cli("status")
     assert result.exit_code == 1
     assert "bot.heartbeat.enabld: unknown key" in result.stderr
+
+
+def test_set_only_one_end_of_active_hours_is_refused_naming_the_other(cli: Cli, home: Path) -> None:
+    assert cli("config", "set", "bot.heartbeat.mode", "per-task").exit_code == 0
+    before = (home / "config.json").read_bytes()
+    result = cli("config", "set", "bot.heartbeat.active_hours.start", "09:00")
+    assert result.exit_code == 1
+    assert "bot.heartbeat.active_hours: end is missing" in result.stderr
+    assert (home / "config.json").read_bytes() == before
+
+    both = '{"start": "09:00", "end": "17:00"}'
+    assert cli("config", "set", "bot.heartbeat.active_hours", both).exit_code == 0
+    assert cli("config", "set", "bot.heartbeat.active_hours.end", "18:00").exit_code == 0
+    got = cli("config", "get", "bot.heartbeat.active_hours")
+    assert json.loads(got.stdout)["end"] == "18:00"

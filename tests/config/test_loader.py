@@ -127,6 +127,14 @@ def test_missing_var_names_key_and_variable(home: Path) -> None:
             "bot.heartbeat.active_hours.start: expected a time HH:MM",
         ),
         (
+            {"bot": {"heartbeat": {"active_hours": {"start": "09:00"}}}},
+            "bot.heartbeat.active_hours: end is missing: active_hours needs both start and end",
+        ),
+        (
+            {"bot": {"heartbeat": {"activeHours": {"end": "17:00", "timezone": "UTC"}}}},
+            "bot.heartbeat.active_hours: start is missing: active_hours needs both start and end",
+        ),
+        (
             {"bot": {"heartbeat": {"stale_after": "soon"}}},
             "bot.heartbeat.stale_after: expected a duration",
         ),

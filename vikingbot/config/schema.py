@@ -66,6 +66,16 @@ class ActiveHours(Model):
     end: HHMM = "22:00"
     timezone: TimeZoneName = None
 
+    @model_validator(mode="after")
+    def _both_ends(self) -> ActiveHours:
+        """Only ``start`` or only ``end`` is refused: a silent default for the other end
+        would run the heartbeat at hours the user never chose."""
+        given = {"start", "end"} & self.model_fields_set
+        if len(given) == 1:
+            (missing,) = {"start", "end"} - given
+            raise ValueError(f"{missing} is missing: active_hours needs both start and end (HH:MM)")
+        return self
+
     def parsed(self) -> tuple[time, time]:
         def t(s: str) -> time:
             h, m = (int(x) for x in s.split(":"))
