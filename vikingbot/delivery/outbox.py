@@ -293,11 +293,25 @@ class Outbox:
                 query = query.with_for_update(skip_locked=True, of=outbox)
             found = conn.execute(query).all()
             if found:
-                conn.execute(
+                # Check again now that the rows are locked. On PostgreSQL the
+                # select's NOT EXISTS is planned as an anti-join, and the re-check
+                # that READ COMMITTED does on a row another gateway claimed (and
+                # committed) meanwhile does not re-run that join: the row would
+                # come back although its new sender is alive. This statement sees
+                # that commit, and nobody can change the locked rows before ours.
+                kept = conn.execute(
                     update(outbox)
-                    .where(outbox.c.id.in_([r.id for r in found]))
+                    .where(
+                        outbox.c.id.in_([r.id for r in found]),
+                        outbox.c.status == PENDING,
+                        outbox.c.sender.is_distinct_from(self.sender),
+                        ~self._sender_alive(now),
+                    )
                     .values(sender=self.sender, lease_until=self._until(conn))
+                    .returning(outbox.c.id)
                 )
+                ids = {row.id for row in kept}
+                found = [r for r in found if r.id in ids]
         return [self._row(r) for r in found]
 
     def _update(self, dedupe_key: str, **values: Any) -> None:
