@@ -65,3 +65,28 @@ async def run_turn_text(
         why = result.error or f"the turn ended with {result.ended}"
         return TurnText(failure.format(why), result, why)
     return TurnText(result.text or "", result)
+
+
+def turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
+    """A chat turn as `vikingbot chat -m --json` prints it."""
+    return {
+        "session": str(key),
+        "reply": r.text,
+        "ended": r.ended,
+        "error": r.error,
+        "tool_calls": [
+            {
+                "name": c.name,
+                "arguments": c.arguments,
+                "approved": c.approved,
+                "error": c.error,
+                "result": c.result[:1000],
+            }
+            for c in r.tool_calls
+        ],
+        "messages_sent": r.messages_sent,
+        "model_calls": r.model_calls,
+        "tokens_in": r.tokens_in,
+        "tokens_out": r.tokens_out,
+        "cost_usd": round(r.cost_usd, 6),
+    }

@@ -219,31 +219,6 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
-    return {
-        "via": "local",
-        "session": str(key),
-        "reply": r.text,
-        "ended": r.ended,
-        "error": r.error,
-        "tool_calls": [
-            {
-                "name": c.name,
-                "arguments": c.arguments,
-                "approved": c.approved,
-                "error": c.error,
-                "result": c.result[:1000],
-            }
-            for c in r.tool_calls
-        ],
-        "messages_sent": r.messages_sent,
-        "model_calls": r.model_calls,
-        "tokens_in": r.tokens_in,
-        "tokens_out": r.tokens_out,
-        "cost_usd": round(r.cost_usd, 6),
-    }
-
-
 def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None:
     from rich.console import Console
 
@@ -271,7 +246,9 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
     except VikingbotError as exc:  # e.g. a plugin loop's NotConfiguredError
         fail(str(exc))
     if as_json:
-        print_json(_turn_json(key, result))
+        from vikingbot.agent.dispatch import turn_json
+
+        print_json({"via": "local", **turn_json(key, result)})
         if result.ended == "error":
             raise typer.Exit(1)
         return

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from vikingbot.agent.dispatch import run_turn_text
+from vikingbot.agent.dispatch import run_turn_text, turn_json
 from vikingbot.delivery.adapter import ChatDelivery, TurnDelivery
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.errors import StoreError
 from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
-    from vikingbot.agent.types import AgentLoop, TurnResult
+    from vikingbot.agent.types import AgentLoop
     from vikingbot.bus import InboundMessage
     from vikingbot.clock import Clock
     from vikingbot.delivery.service import DeliveryService
@@ -144,28 +144,3 @@ class Dispatcher:
                 partial(self.inbox.add, slot, out.text, source=f"prompt:{item_id}")
             )
         logger.info("dashboard prompt {} answered in slot {}", item_id, slot)
-
-
-def turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
-    """A chat turn as `vikingbot chat -m --json` prints it."""
-    return {
-        "session": str(key),
-        "reply": r.text,
-        "ended": r.ended,
-        "error": r.error,
-        "tool_calls": [
-            {
-                "name": c.name,
-                "arguments": c.arguments,
-                "approved": c.approved,
-                "error": c.error,
-                "result": c.result[:1000],
-            }
-            for c in r.tool_calls
-        ],
-        "messages_sent": r.messages_sent,
-        "model_calls": r.model_calls,
-        "tokens_in": r.tokens_in,
-        "tokens_out": r.tokens_out,
-        "cost_usd": round(r.cost_usd, 6),
-    }
