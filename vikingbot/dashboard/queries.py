@@ -104,20 +104,7 @@ def runs(store: StateStore, filters: dict[str, str], page: int, tz: Any) -> Page
         start = datetime.combine(day, datetime.min.time(), tzinfo=tz)
         where += [t.c.at >= start, t.c.at < start + timedelta(days=1)]
     with store.engine.connect() as conn:
-        total = int(conn.execute(select(func.count()).select_from(t).where(*where)).scalar_one())
-        pages = max(1, -(-total // PER_PAGE))
-        page = min(max(1, page), pages)
-        rows = [
-            dict(r)
-            for r in conn.execute(
-                select(t)
-                .where(*where)
-                .order_by(desc(t.c.at), desc(t.c.id))
-                .limit(PER_PAGE)
-                .offset((page - 1) * PER_PAGE)
-            ).mappings()
-        ]
-    return Page(rows, page, pages, total)
+        return _newest_first(conn, t, where, page)
 
 
 def distinct_values(store: StateStore, column: str, limit: int = 100) -> list[str]:
@@ -132,21 +119,27 @@ def audit(store: StateStore, action: str, page: int) -> tuple[Page, list[str]]:
     t = audit_events
     where = [t.c.action == action] if action else []
     with store.engine.connect() as conn:
-        total = int(conn.execute(select(func.count()).select_from(t).where(*where)).scalar_one())
-        pages = max(1, -(-total // PER_PAGE))
-        page = min(max(1, page), pages)
-        rows = [
-            dict(r)
-            for r in conn.execute(
-                select(t)
-                .where(*where)
-                .order_by(desc(t.c.at), desc(t.c.id))
-                .limit(PER_PAGE)
-                .offset((page - 1) * PER_PAGE)
-            ).mappings()
-        ]
+        found = _newest_first(conn, t, where, page)
         actions = sorted(a for (a,) in conn.execute(select(t.c.action).distinct()) if a)
-    return Page(rows, page, pages, total), actions
+    return found, actions
+
+
+def _newest_first(conn: Any, t: Any, where: list[Any], page: int) -> Page:
+    """One page of ``t``'s rows matching ``where``, newest first (page clamped to range)."""
+    total = int(conn.execute(select(func.count()).select_from(t).where(*where)).scalar_one())
+    pages = max(1, -(-total // PER_PAGE))
+    page = min(max(1, page), pages)
+    rows = [
+        dict(r)
+        for r in conn.execute(
+            select(t)
+            .where(*where)
+            .order_by(desc(t.c.at), desc(t.c.id))
+            .limit(PER_PAGE)
+            .offset((page - 1) * PER_PAGE)
+        ).mappings()
+    ]
+    return Page(rows, page, pages, total)
 
 
 def _parse_day(text: str) -> date | None:
