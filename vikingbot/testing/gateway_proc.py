@@ -67,6 +67,7 @@ class GatewayProcess:
             stderr=subprocess.STDOUT,
             text=True,
         )
+        info = Path(self.env["VIKINGBOT_HOME"]) / "run" / "gateway.json"
         deadline = t0 + self.start_timeout_s
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -77,11 +78,14 @@ class GatewayProcess:
             except OSError:
                 time.sleep(0.05)
                 continue
+            if not info.exists():  # /health answers a moment before clients can find it
+                time.sleep(0.05)
+                continue
             self.started_in_s = time.monotonic() - t0
             return self
         self.kill()
         raise RuntimeError(
-            f"gateway did not answer /health in {self.start_timeout_s}s:\n{self.output}"
+            f"gateway did not answer /health (and publish run/gateway.json) in {self.start_timeout_s}s:\n{self.output}"
         )
 
     def get(self, path: str, timeout: float = 5.0) -> Any:
