@@ -163,3 +163,35 @@ def test_plan_asks_the_running_gateway_and_sees_an_edit(home: Home, gateways: St
     poll(shared_runs, "the edit in the gateway's plan")
     assert home.llm.requests == []  # planning never calls the model
     assert gw.stop() == 0
+
+
+def test_the_address_is_published_before_the_port_accepts(home: Home) -> None:
+    """A client that can connect can always find the gateway (run/gateway.json)."""
+    import socket
+    import sys
+    import time
+
+    gw = GatewayProcess(home.path)
+    info = home.path / "run" / "gateway.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vikingbot", "gateway", "--port", str(gw.port)],
+        env=gw.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, "the gateway exited"
+            assert time.monotonic() < deadline, "the gateway never listened"
+            try:
+                socket.create_connection(("127.0.0.1", gw.port), timeout=1).close()
+            except OSError:
+                time.sleep(0.002)
+                continue
+            break
+        assert info.exists(), "the port accepted before run/gateway.json was written"
+        assert json.loads(info.read_text())["pid"] == proc.pid
+    finally:
+        proc.kill()
+        proc.wait()

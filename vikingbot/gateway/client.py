@@ -5,6 +5,12 @@ the home lock must be held (a crashed gateway's leftover ``gateway.json`` is
 ignored); otherwise the recorded pid must be alive. It reads the control secret
 (``run/control.secret``) and talks plain HTTP on loopback with the standard
 library (no import cost for a one-shot command).
+
+A starting gateway publishes ``gateway.json`` right after it binds its port and
+before it serves (gateway/supervisor.py). So a held lock without a live record,
+or a refused connect to the recorded address while the recorded pid lives, means
+"the gateway is starting": the client waits for it, at most ``STARTING_WAIT_S``,
+instead of running the command locally beside it.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import http.client
 import json
 import socket
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +30,8 @@ if TYPE_CHECKING:
 
 NO_GATEWAY_NOTE = "no gateway is running: results stay in the inbox"
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+STARTING_WAIT_S = 15.0  # how long a starting gateway gets to publish itself and listen
+POLL_S = 0.05
 
 
 class GatewayUnavailable(VikingbotError):
@@ -38,10 +47,18 @@ class GatewayRefused(VikingbotError):
 
 
 class GatewayClient:
-    def __init__(self, info: GatewayInfo, secret: str, *, token: str | None = None) -> None:
+    def __init__(
+        self,
+        info: GatewayInfo,
+        secret: str,
+        *,
+        token: str | None = None,
+        starting_wait_s: float = STARTING_WAIT_S,
+    ) -> None:
         self.info = info
         self._secret = secret
         self._token = token
+        self.starting_wait_s = starting_wait_s
 
     @classmethod
     def discover(cls, paths: Paths, *, token: str | None = None) -> GatewayClient | None:
@@ -49,25 +66,34 @@ class GatewayClient:
         return cls.find(paths.home, token=token)
 
     @classmethod
-    def find(cls, home: Path, *, token: str | None = None) -> GatewayClient | None:
+    def find(
+        cls, home: Path, *, token: str | None = None, starting_wait_s: float = STARTING_WAIT_S
+    ) -> GatewayClient | None:
         """Like :meth:`discover`, from the home directory alone (no config loaded).
 
         A gateway on the embedded store holds the home lock; a leftover
         ``gateway.json`` of a crashed one is ignored. One sharing the home
-        (PostgreSQL) is alive while its pid is.
+        (PostgreSQL) is alive while its pid is. A held lock whose holder has not
+        published its record yet is a gateway starting: waited for, at most
+        ``starting_wait_s`` (then None, as if there were none).
         """
-        info = read_info(home)
-        if info is None:
-            return None
-        if info.shared:
-            if not pid_alive(info.pid):
+        deadline = time.monotonic() + starting_wait_s
+        while True:
+            info = read_info(home)
+            if info is not None and info.shared:
+                if not pid_alive(info.pid):
+                    return None
+            elif not lock_is_held(home):
                 return None
-        elif not lock_is_held(home):
-            return None
-        secret = read_secret(home)
-        if secret is None:
-            return None
-        return cls(info, secret, token=token)
+            elif info is None or not pid_alive(info.pid):
+                if time.monotonic() >= deadline:
+                    return None
+                time.sleep(POLL_S)  # the lock's holder is about to publish its address
+                continue
+            secret = read_secret(home)
+            if secret is None:
+                return None
+            return cls(info, secret, token=token, starting_wait_s=starting_wait_s)
 
     @property
     def needs_token(self) -> bool:
@@ -99,8 +125,8 @@ class GatewayClient:
         if body is not None:
             payload = json.dumps(body).encode()
             headers["Content-Type"] = "application/json"
-        conn = http.client.HTTPConnection(self._connect_host(), self.info.port, timeout=timeout)
         where = f"the gateway ({self.info.describe()})"
+        conn = self._connect(where, timeout)
         try:
             try:
                 conn.request(method, path, body=payload, headers=headers)
@@ -128,6 +154,30 @@ class GatewayClient:
             message = data.get("error") if isinstance(data, dict) else None
             raise GatewayRefused(resp.status, str(message or f"HTTP {resp.status}"))
         return data
+
+    def _connect(self, where: str, timeout: float) -> http.client.HTTPConnection:
+        """A connection to the gateway; a refused connect while its pid lives is a
+        gateway still starting (it publishes before it listens): retried, bounded."""
+        deadline = time.monotonic() + self.starting_wait_s
+        while True:
+            conn = http.client.HTTPConnection(self._connect_host(), self.info.port, timeout=timeout)
+            try:
+                conn.connect()
+            except ConnectionRefusedError:
+                conn.close()
+                if not pid_alive(self.info.pid):
+                    raise GatewayUnavailable(f"{where} is not running any more") from None
+                if time.monotonic() >= deadline:
+                    raise GatewayUnavailable(
+                        f"{where} is still starting after {self.starting_wait_s:g}s "
+                        "(its port refuses connections): try again, or check its log"
+                    ) from None
+                time.sleep(POLL_S)
+                continue
+            except OSError as exc:
+                conn.close()
+                raise GatewayUnavailable(f"cannot reach {where}: {exc}") from None
+            return conn
 
     def get(self, path: str, *, timeout: float = 3600) -> Any:
         return self.request("GET", path, timeout=timeout)

@@ -68,6 +68,7 @@ class Gateway:
         self.home_lock: Any = None
         self.ops: Any = None
         self._server_task: asyncio.Task[Any] | None = None
+        self._sock: Any = None  # the HTTP port, bound at start (bind_port), served later
         self.registry: Any = None  # gateway/registry.GatewayRegistry once the store is open
         self.peers: list[dict[str, Any]] = []  # the gateways sharing the database (cached)
         self.store_error: str | None = None  # the last registry beat failed: database away
@@ -98,19 +99,28 @@ class Gateway:
                 "bot.gateway.token (set it, or bind 127.0.0.1)"
             )
 
-    def probe_port(self) -> None:
+    def bind_port(self) -> None:
+        """Bind the HTTP port now, without listening yet (see :meth:`_publish`).
+
+        Connections are refused until the server listens; the address is ours
+        from here on, so nobody can take it while the gateway starts.
+        """
         import socket
 
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        with socket.socket(family, socket.SOCK_STREAM) as sock:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                sock.bind((self.host, self.port))
-            except OSError as exc:
-                raise ConfigError(
-                    f"cannot listen on {self.host}:{self.port}: {exc.strerror} "
-                    "(is another gateway running? change bot.gateway.port or pass --port)"
-                ) from exc
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((self.host, self.port))
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(
+                f"cannot listen on {self.host}:{self.port}: {exc.strerror} "
+                "(is another gateway running? change bot.gateway.port or pass --port)"
+            ) from exc
+        sock.set_inheritable(False)
+        self.port = int(sock.getsockname()[1])
+        self._sock = sock
 
     def take_home(self) -> None:
         """Hold the home (one gateway per home on the embedded store); see gateway/lock.py."""
@@ -128,10 +138,13 @@ class Gateway:
         try:
             return await self._run()
         finally:
+            if self._sock is not None:
+                self._sock.close()
             self.home_lock.release()
 
     async def _run(self) -> int:
-        self.probe_port()
+        self.bind_port()
+        self._publish()  # before serving: a client that can connect can also find us
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -151,7 +164,6 @@ class Gateway:
         await self._start_services()
         server = await self._start_http()
         self.say(f"✓ HTTP: http://{self.host}:{self.port}  (/health, /metrics, /api/v1)")
-        self._publish()
         logger.info("gateway started on {}:{}", self.host, self.port)
 
         await self.stop_event.wait()
@@ -463,6 +475,9 @@ class Gateway:
         }
 
     def _publish(self) -> None:
+        """Write run/gateway.json (pid, address) once the port is bound and before it
+        is served: a client finding the address refused while our pid lives knows the
+        gateway is starting (gateway/client.py waits a moment) rather than absent."""
         from vikingbot.gateway.lock import GatewayInfo
 
         self.home_lock.publish(
@@ -566,7 +581,7 @@ class Gateway:
             app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
         )
         server = _QuietServer(config)
-        task = self._server_task = asyncio.create_task(server.serve())
+        task = self._server_task = asyncio.create_task(server.serve(sockets=[self._sock]))
         while not server.started:
             if task.done():
                 exc = task.exception()
