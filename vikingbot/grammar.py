@@ -99,3 +99,17 @@ def cron_problem(expr: str) -> str | None:
 def normal_cron(expr: str) -> str:
     """The expression with single spaces between its fields (check it first)."""
     return " ".join(expr.split())
+
+
+def closest(word: str, choices: Any, cutoff: float = 0.75) -> str | None:
+    """The choice most like ``word`` (a typo's "did you mean"), or None when none is close.
+
+    Case is ignored; ``word`` itself is never suggested. Long inputs are cut to
+    64 characters first, so the comparison stays cheap whatever the user typed.
+    """
+    import difflib
+
+    folded = word[:64].casefold()
+    options = {str(c).casefold(): str(c) for c in choices if str(c).casefold() != folded}
+    found = difflib.get_close_matches(folded, list(options), n=1, cutoff=cutoff)
+    return options[found[0]] if found else None

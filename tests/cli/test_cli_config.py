@@ -6,6 +6,7 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import Result
 
 Cli = Callable[..., Result]
@@ -169,3 +170,47 @@ def test_set_only_one_end_of_active_hours_is_refused_naming_the_other(cli: Cli, 
     assert cli("config", "set", "bot.heartbeat.active_hours.end", "18:00").exit_code == 0
     got = cli("config", "get", "bot.heartbeat.active_hours")
     assert json.loads(got.stdout)["end"] == "18:00"
+
+
+def test_a_mistyped_key_gets_the_key_it_most_looks_like(cli: Cli, home: Path) -> None:
+    """Issue 16: `config set …enabeld` said `unknown key` and nothing else."""
+    result = cli("config", "set", "bot.heartbeat.enabeld", "false")
+    assert result.exit_code == 1
+    assert result.stderr.rstrip().endswith(
+        "bot.heartbeat.enabeld: unknown key; did you mean bot.heartbeat.enabled?"
+    )
+    result = cli("config", "get", "bot.heartbeet.enabled")
+    assert result.exit_code == 1
+    assert "bot.heartbeet: unknown key; did you mean bot.heartbeat?" in result.stderr
+    result = cli("config", "set", "bot.heartbeat.intervalSecnds", "60")
+    assert "unknown key; did you mean bot.heartbeat.interval_seconds?" in result.stderr
+    # nothing close: no guess
+    result = cli("config", "set", "bot.heartbeat.zzzzzz", "1")
+    assert result.exit_code == 1
+    assert "bot.heartbeat.zzzzzz: unknown key" in result.stderr
+    assert "did you mean" not in result.stderr
+
+
+def test_a_mistyped_key_in_the_file_gets_a_suggestion(cli: Cli, home: Path) -> None:
+    home.mkdir()
+    (home / "config.json").write_text('{"bot": {"heartbeat": {"enabld": false}}}', "utf-8")
+    result = cli("status")
+    assert "bot.heartbeat.enabld: unknown key; did you mean bot.heartbeat.enabled?" in (
+        result.stderr
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["hartbeat", "plan"], "No such command 'hartbeat'. Did you mean 'heartbeat'?"),
+        (["heartbeat", "plna"], "No such command 'plna'. Did you mean 'plan'?"),
+        (["cron", "lst"], "No such command 'lst'. Did you mean 'list'?"),
+    ],
+)
+def test_a_mistyped_command_gets_the_command_it_most_looks_like(
+    cli: Cli, argv: list[str], said: str
+) -> None:
+    result = cli(*argv)
+    assert result.exit_code == 2
+    assert said in result.stderr

@@ -251,3 +251,21 @@ def test_check_an_entry_without_a_checker_exits_1(cli: Cli, shared: Path) -> Non
     result = cli("heartbeat", "check", "Plain")
     assert result.exit_code == 1
     assert "no only-if" in result.stderr
+
+
+def test_plan_exits_1_on_a_file_with_errors_and_names_the_fix(cli: Cli, shared: Path) -> None:
+    """Issue 16: `plan` exited 0 on a file with errors; `evry:` got no suggestion."""
+    add_task(shared, "- evry: 30m title: Reviews task: Summarise new review requests.\n")
+    for args in (("heartbeat", "plan"), ("heartbeat", "plan", "--json")):
+        result = cli(*args)
+        assert result.exit_code == 1, result.stdout
+        path = shared / "HEARTBEAT.md"
+        line = (
+            path.read_text("utf-8")
+            .splitlines()
+            .index("- evry: 30m title: Reviews task: Summarise new review requests.")
+        )
+        assert f"problem: {path}:{line + 1}: evry: is not a key; did you mean every:?" in (
+            " ".join(result.stderr.split())
+        )
+    json.loads(cli("heartbeat", "plan", "--json").stdout)  # the JSON is still whole

@@ -133,3 +133,24 @@ def test_run_goes_through_the_configured_model(  # type: ignore[no-untyped-def]
         assert "Any bills due?" in fake.requests[0].last_user_text
     code, out, _ = cli("inbox", "--json")
     assert code == 0 and "Two invoices are due this week." in out
+
+
+def test_add_without_tz_takes_the_heartbeats_timezone(cli) -> None:  # type: ignore[no-untyped-def]
+    """Issue 16: `cron add --tz` defaulted to UTC while the heartbeat used the local zone."""
+    from vikingbot.config.zones import default_zone_name
+    from vikingbot.heartbeat.timezone import resolve_timezone
+
+    code, out, _ = cli("cron", "add", "a", "--cron", "0 9 * * *", "--prompt", "x", "--json")
+    assert code == 0, out
+    # not configured: the machine's zone, the same one the heartbeat resolves
+    assert json.loads(out)["timezone"] == default_zone_name(None) == resolve_timezone(None).key
+
+    assert cli("config", "set", "bot.heartbeat.timezone", "America/New_York")[0] == 0
+    code, out, _ = cli("cron", "add", "b", "--cron", "0 9 * * *", "--prompt", "x", "--json")
+    assert json.loads(out)["timezone"] == "America/New_York"
+    code, out, _ = cli("cron", "list")
+    assert "cron 0 9 * * * (America/New_York)" in out
+    # --tz still wins
+    code, out, _ = cli("cron", "add", "c", "--cron", "0 9 * * *", "--tz", "UTC", "--prompt", "x")
+    assert code == 0
+    assert json.loads(cli("cron", "list", "--json")[1])["jobs"][-1]["timezone"] == "UTC"

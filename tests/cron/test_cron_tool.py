@@ -82,3 +82,15 @@ async def test_refusals_reach_the_model_as_tool_errors(
 ) -> None:
     with pytest.raises(ToolError, match=message):
         await CronTool().run(args, _ctx(sqlite_store, tmp_path))
+
+
+async def test_add_without_timezone_takes_the_heartbeats(
+    sqlite_store: StateStore, tmp_path: Path
+) -> None:
+    ctx = _ctx(sqlite_store, tmp_path)
+    ctx.config.bot.heartbeat.timezone = "Asia/Tokyo"
+    out = await CronTool().run(
+        {"action": "add", "name": "tea", "cron": "0 15 * * *", "prompt": "Tea time?"}, ctx
+    )
+    assert "Added cron job 'tea'" in out
+    assert CronJobs(sqlite_store).require("tea").timezone == "Asia/Tokyo"

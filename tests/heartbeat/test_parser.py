@@ -335,7 +335,28 @@ ERRORS = [
     ("only-if: -x every: 1h title: X", "never a command"),
     ("only-if: gh:-x every: 1h title: X", "never a command"),
     ("nur-wenn: rm -rf / alle: 1h titel: X", "nur-wenn: must name a checker"),
+    # a mistyped key is told alone, with the key it most looks like (issue 16)
+    ("evry: 30m title: Reviews task: Check", "evry: is not a key; did you mean every:?"),
+    ("title: Reviews evry: 30m", "evry: is not a key; did you mean every:?"),
+    ("dialy: 08:30 title: Brief", "dialy: is not a key; did you mean daily:?"),
+    ("every: 1h titl: X", "titl: is not a key; did you mean title:?"),
+    ("every: 1h title: X onlyif: gh", "onlyif: is not a key; did you mean only-if:?"),
+    ("evry: 30m check the PRs", "evry: is not a key; did you mean every:?"),  # no key at all
+    ("Crn: 0 9 * * * run the backup", "Crn: is not a key; did you mean cron:?"),
 ]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "every: 1h title: X task: list my tasks: all of them",  # a task's words are its own
+        "Note: buy milk",
+        "Tasks: none today",  # like task:, but a plain entry's first word is only a schedule typo
+        "https://example.com check it",
+    ],
+)
+def test_words_like_keys_that_are_not_typos(line: str) -> None:
+    assert parse_heartbeat(f"## Active Tasks\n- {line}\n").errors == ()
 
 
 @pytest.mark.parametrize(("line", "message"), ERRORS)

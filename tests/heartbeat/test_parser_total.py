@@ -16,12 +16,12 @@ FULL = 256 * 1024 - 64
     [
         ("- every: 9999999d title: Far", "at most 366d"),
         ("- every: 999999999d title: Far", "at most 366d"),
-        ("- TİTLE: Posta every: 1h", "needs title:"),
+        ("- TİTLE: Posta every: 1h", "TİTLE: is not a key; did you mean title:?"),
         ("- title: Posta every: ٣h", "needs a duration"),
         ("- title: Posta täglich: ٠٩:٣٠", "needs a time of day"),
         ("- title: Posta cron: '٣ * * * *'", "never holds"),
         ("- title: Posta cron: '0 0 31 2 *'", "cron:"),
-        ("- Tİtle: x EVERY: 1h", "needs title:"),
+        ("- Tİtle: x EVERY: 1h", "Tİtle: is not a key; did you mean title:?"),
     ],
 )
 def test_bad_value_is_a_problem_on_its_line_and_the_rest_still_runs(line: str, says: str) -> None:

@@ -83,8 +83,13 @@ def add_cmd(
         str | None, typer.Option("--cron", help="5-field cron expression, e.g. '0 9 * * 1-5'.")
     ] = None,
     tz: Annotated[
-        str, typer.Option("--tz", help="IANA timezone for --cron and a plain --at time.")
-    ] = "UTC",
+        str | None,
+        typer.Option(
+            "--tz",
+            help="IANA timezone for --cron and a plain --at time (default: the heartbeat's, "
+            "bot.heartbeat.timezone, else this machine's).",
+        ),
+    ] = None,
     target: Annotated[
         str | None,
         typer.Option("--target", help="Where replies go (default: bot.heartbeat.target)."),
@@ -111,6 +116,8 @@ def add_cmd(
             timeout_s = to_seconds(timeout)
         except ValueError as exc:
             fail(f"--timeout: {exc}", code=2)
+    from vikingbot.config.zones import default_zone_name
+
     rt = _runtime(ctx)
     try:
         job = _jobs(rt).add(
@@ -118,7 +125,7 @@ def add_cmd(
             kind,
             expr,
             prompt,
-            timezone=tz,
+            timezone=tz or default_zone_name(rt.config.bot.heartbeat.timezone),
             target=target,
             workspace=workspace,
             timeout_s=timeout_s,

@@ -51,6 +51,7 @@ def plan_cmd(
     something (runs) or need attention (paused, budget, parked, unreadable, ...).
     `--all` (or `--workspace`) prints every row; `--json` every row as JSON.
     Asks the running gateway when there is one (its view of the files is current).
+    Exits 1 when any HEARTBEAT.md has errors (they are listed on stderr).
     """
     from vikingbot.cli.remote import call, gateway_client
 
@@ -74,6 +75,8 @@ def plan_cmd(
     else:
         _plan_summary(rows, data["workspaces"])
     _print_problems(data["problems"])
+    if data["problems"]:  # a HEARTBEAT.md with errors is something to fix (exit 1)
+        raise typer.Exit(1)
 
 
 def _plan_summary(decisions: list[dict[str, Any]], workspaces: int) -> None:

@@ -16,11 +16,13 @@ from pydantic.alias_generators import to_camel
 
 from vikingbot.config.loader import (
     ConfigError,
+    _snake,
     describe_validation_error,
     to_field_names,
 )
 from vikingbot.config.schema import Config
 from vikingbot.fsutil import locked_edit
+from vikingbot.grammar import closest
 from vikingbot.redact import MASK, mask_tree
 
 
@@ -43,7 +45,9 @@ def get_value(config: Config, key: str) -> Any:
             if name is None and part in (node.model_extra or {}):  # a plug-in's section
                 name = part
             if name is None:
-                raise ConfigError(f"{'.'.join(walked)}: unknown key")
+                hint = closest(_snake(part), list(fields))
+                also = f"; did you mean {'.'.join([*walked[:-1], hint])}?" if hint else ""
+                raise ConfigError(f"{'.'.join(walked)}: unknown key{also}")
             node = getattr(node, name)
         elif isinstance(node, dict):
             if part not in node:

@@ -159,7 +159,10 @@ def _build(
 def _snake_top(data: dict[str, Any]) -> dict[str, Any]:
     unknown = [k for k in data if k not in ("bot", "storage")]
     if unknown:
-        raise ConfigError(f"{unknown[0]}: unknown key (the top level has only 'bot' and 'storage')")
+        raise ConfigError(
+            f"{unknown[0]}: unknown key{did_you_mean(str(unknown[0]))} "
+            "(the top level has only 'bot' and 'storage')"
+        )
     return to_field_names(data, Config)
 
 
@@ -208,6 +211,30 @@ def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
+def known_keys(parts: list[str]) -> list[str]:
+    """The keys a config section may hold, given the dotted path of one of its keys
+    (``["bot", "heartbeat", "enabeld"]`` -> heartbeat's fields); [] when not a section."""
+    model: type[BaseModel] = Config
+    for part in parts[:-1]:
+        field = model.model_fields.get(_snake(part))
+        if field is None:
+            return []
+        shape, sub = _model_of(field.annotation)
+        if shape != "model" or sub is None:
+            return []
+        model = sub
+    return list(model.model_fields)
+
+
+def did_you_mean(dotted: str) -> str:
+    """``"; did you mean bot.heartbeat.enabled?"`` for a mistyped key, else ``""``."""
+    from vikingbot.grammar import closest
+
+    parts = dotted.split(".")
+    found = closest(_snake(parts[-1]), known_keys(parts))
+    return f"; did you mean {'.'.join([*parts[:-1], found])}?" if found else ""
+
+
 def describe_validation_error(exc: ValidationError, source: str) -> str:
     lines = []
     for err in exc.errors():
@@ -218,7 +245,7 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
         secretish = any(w in loc for w in ("key", "token", "secret", "password"))
         shown = "***" if secretish else json.dumps(value, default=str)
         if etype == "extra_forbidden":
-            msg = "unknown key"
+            msg = "unknown key" + did_you_mean(loc)
         elif etype == "greater_than_equal":
             msg = f"must be at least {ctx.get('ge')}, got {shown}"
         elif etype == "greater_than":

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, ClassVar
 
+from vikingbot.config.zones import default_zone_name
 from vikingbot.cron import schedule
 from vikingbot.cron.jobs import CronJobs
 from vikingbot.cron.types import CronJob, status_of
@@ -45,7 +46,10 @@ class CronTool(Tool):
             "every": {"type": "string", "description": "Interval, e.g. 30m, 2h, 1d."},
             "at": {"type": "string", "description": "One-shot ISO time, e.g. 2026-03-01T09:00."},
             "cron": {"type": "string", "description": "5-field cron expression, e.g. 0 9 * * 1-5"},
-            "timezone": {"type": "string", "description": "IANA timezone (default UTC)."},
+            "timezone": {
+                "type": "string",
+                "description": "IANA timezone (default: the heartbeat's).",
+            },
             "target": {
                 "type": "string",
                 "description": "Where replies go (default: this chat), e.g. owner, slack:C123.",
@@ -91,7 +95,9 @@ class CronTool(Tool):
             kind,
             str(args[kind]),
             str(args["prompt"]),
-            timezone=str(args.get("timezone") or "UTC"),
+            timezone=str(
+                args.get("timezone") or default_zone_name(ctx.config.bot.heartbeat.timezone)
+            ),
             target=target,
         )
         when = f"{job.next_run_at:%Y-%m-%d %H:%M} UTC" if job.next_run_at else "never"

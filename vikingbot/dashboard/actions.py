@@ -168,6 +168,7 @@ async def chat_send(dash: Dashboard, request: Request) -> Response:
 
 
 async def cron_add(dash: Dashboard, request: Request) -> Response:
+    from vikingbot.config.zones import default_zone_name
     from vikingbot.cron.jobs import CronJobs
 
     f = await dash.form(request)
@@ -180,7 +181,8 @@ async def cron_add(dash: Dashboard, request: Request) -> Response:
                 f.get("kind", "every"),
                 f.get("expr", "").strip(),
                 f.get("prompt", ""),
-                timezone=f.get("timezone", "").strip() or "UTC",
+                timezone=f.get("timezone", "").strip()
+                or default_zone_name(dash.parts.config().bot.heartbeat.timezone),
                 target=f.get("target", "").strip() or None,
             )
         )

@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from vikingbot.grammar import closest, duration_s, time_of_day
 from vikingbot.grammar import cron_problem as cron_expression_problem
-from vikingbot.grammar import duration_s, time_of_day
 from vikingbot.heartbeat.types import Schedule, normalise_key
 
 # A key is one of these words, at the start or after whitespace, followed by ':'.
@@ -32,6 +32,10 @@ KEYS = {
     "aufgabe": "task",
 }
 _LONGEST_KEY = max(len(k) for k in KEYS)
+# Keys that make a plain line a schedule: a typo of one of these at the start of a
+# plain entry (``evry: 30m ...``) is told, not run every cycle as a plain task.
+_SCHEDULE_KEYS = [k for k, canon in KEYS.items() if canon in ("every", "daily", "cron", "only-if")]
+_TYPO_CUTOFF = 0.8
 # A word directly followed by ':' (the word holds neither whitespace nor ':'),
 # so each position of the text is looked at a bounded number of times.
 _WORD_COLON = re.compile(rf"(?<!\S)([^\s:]{{1,{_LONGEST_KEY}}}):")
@@ -73,7 +77,21 @@ def has_keys(text: str) -> bool:
 
 
 def scheduled_fields(text: str, problems: list[str]) -> dict[str, Any]:
-    """The ``Entry`` fields a scheduled entry's keys give; what is wrong goes to ``problems``."""
+    """The ``Entry`` fields a scheduled entry's keys give; what is wrong goes to ``problems``.
+
+    A mistyped key (``evry:``) is told alone: what follows from it (no schedule,
+    text before the first key) would only hide the one fix needed.
+    """
+    typos: list[str] = []
+    _unknown_keys(text, find_keys(text), typos)
+    if typos:
+        fields = _fields(text, [])
+        problems.extend(typos)
+        return fields
+    return _fields(text, problems)
+
+
+def _fields(text: str, problems: list[str]) -> dict[str, Any]:
     values = _values(text, problems)
     title = _title(values, problems)
     schedule = _kind(values, problems)
@@ -91,6 +109,30 @@ def scheduled_fields(text: str, problems: list[str]) -> dict[str, Any]:
         "title": title,
         "task": task,
     }
+
+
+def typo_problem(text: str) -> str | None:
+    """For a plain entry (no key at all): its first word looks like a mistyped schedule key
+    (``evry: 30m check the PRs``), so it would run every cycle instead of on its schedule."""
+    m = _WORD_COLON.match(text)
+    if m is None:
+        return None
+    hint = closest(m.group(1), _SCHEDULE_KEYS, _TYPO_CUTOFF)
+    return f"{m.group(1)}: is not a key; did you mean {hint}:?" if hint else None
+
+
+def _unknown_keys(text: str, found: list[_Key], problems: list[str]) -> None:
+    """Words followed by ':' that look like a mistyped key (``evry:``), outside task:'s text."""
+    task = next((k for k in found if k.canon == "task"), None)
+    for m in _WORD_COLON.finditer(text):
+        if task is not None and m.start() >= task.end:
+            break  # a task's own words may hold anything
+        word = m.group(1)
+        if word.lower() in KEYS:
+            continue
+        hint = closest(word, list(KEYS), _TYPO_CUTOFF)
+        if hint:
+            problems.append(f"{word}: is not a key; did you mean {hint}:?")
 
 
 def _values(text: str, problems: list[str]) -> dict[str, tuple[str, str]]:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from vikingbot.fsutil import BOM
-from vikingbot.heartbeat.entry_keys import has_keys, scheduled_fields, short
+from vikingbot.heartbeat.entry_keys import has_keys, scheduled_fields, short, typo_problem
 from vikingbot.heartbeat.types import (
     Entry,
     EntryProblem,
@@ -375,7 +375,13 @@ def _build(d: _Draft, section: Section, seen: _Seen) -> Entry:
         tags = _tags(d)
         deliver, parked = _tag_values(tags, problems)
     text = d.parts[0] if len(d.parts) == 1 else "\n".join(d.parts)
-    fields = scheduled_fields(text, problems) if has_keys(text) else {}
+    if has_keys(text):
+        fields = scheduled_fields(text, problems)
+    else:
+        fields = {}
+        typo = typo_problem(text) if ":" in text else None
+        if typo:
+            problems.append(typo)
     work = not d.checked and section in ("active", "flat")
     title = fields.get("title")
     if work and title and not problems:

@@ -60,6 +60,8 @@ class HeartbeatService:
         self.store_down_since: datetime | None = None  # /health says "degraded" meanwhile
         self._stopping = False
         self._folded: dict[tuple[str, str | None, str | None], str] = {}  # subject -> streak
+        # file -> (workspace, the problems last logged for it)
+        self._logged: dict[str, tuple[str, frozenset[tuple[int | None, str]]]] = {}
         self.scanner = Scanner(parts, lambda: self.state, self._busy)
         self._tasks: set[asyncio.Task[Any]] = set()
         self._semaphore: asyncio.Semaphore | None = None  # shared by overlapping cycles
@@ -364,12 +366,29 @@ class HeartbeatService:
 
     async def _tell_problems(self, inputs: list[WorkspaceInput], decisions: list[Decision]) -> None:
         """Each distinct problem once: keyed by the entry as written and the error, so the
-        same problem on another line (an entry added above it) is not news."""
-        for p in self.problems(inputs, decisions):
+        same problem on another line (an entry added above it) is not news.
+
+        The log has each file's problems once per change: a file whose problems are
+        the ones already logged is quiet; an edit that moves, adds or fixes one logs
+        its problems again (and a file fixed and broken again is news)."""
+        found = self.problems(inputs, decisions)
+        by_file: dict[str, tuple[str, frozenset[tuple[int | None, str]]]] = {}
+        for p in found:
+            _, sig = by_file.get(p["file"], ("", frozenset()))
+            by_file[p["file"]] = (p["workspace"], sig | {(p["line"], p["error"])})
+        if self._logged:  # looked at and clean now: its next problem is news
+            seen = {w.name for w in inputs}
+            for f, (ws, _) in list(self._logged.items()):
+                if ws in seen and f not in by_file:
+                    del self._logged[f]
+        fresh = {f for f, v in by_file.items() if self._logged.get(f) != v}
+        self._logged.update({f: by_file[f] for f in fresh})
+        for p in found:
             where = f"{p['file']}:{p['line']}" if p["line"] else p["file"]
-            logger.bind(workspace=p["workspace"]).error(
-                "HEARTBEAT.md problem at {}: {}", where, p["error"]
-            )
+            if p["file"] in fresh:
+                logger.bind(workspace=p["workspace"]).error(
+                    "HEARTBEAT.md problem at {}: {}", where, p["error"]
+                )
             await self.notifier.tell(
                 p["workspace"],
                 f"entry-error:{p['text']}:{p['error']}",

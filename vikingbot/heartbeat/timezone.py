@@ -2,31 +2,16 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
+from vikingbot.config.zones import known_zone as _zone
+from vikingbot.config.zones import local_zone_name
 from vikingbot.errors import ConfigError
 
+__all__ = ["UTC_ZONE", "local_zone_name", "resolve_timezone"]
+
 UTC_ZONE = ZoneInfo("UTC")
-
-
-def local_zone_name() -> str | None:
-    """The machine's IANA zone name, as tzlocal finds it, or None.
-
-    tzlocal reads ``TZ`` (``Europe/Berlin``, ``:Europe/Berlin`` or a path into a
-    zoneinfo directory), then the system's settings (``/etc/timezone``, the
-    ``/etc/localtime`` link, systemd's ``timedatectl`` files; the registry on
-    Windows). The answer is cached for the life of the process.
-    """
-    import tzlocal
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "TZ and /etc/localtime disagree": TZ wins
-            return tzlocal.get_localzone_name() or None
-    except (LookupError, ValueError, OSError):
-        return None
 
 
 def resolve_timezone(
@@ -47,10 +32,3 @@ def resolve_timezone(
         return zone
     found = local()
     return (_zone(found) if found else None) or UTC_ZONE
-
-
-def _zone(name: str) -> ZoneInfo | None:
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError, OSError):
-        return None
