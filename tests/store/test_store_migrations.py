@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # The schema the newest migration leaves, table -> columns, on both backends. When
 # tables.py or the revisions change: if RECORDED_VERSION was never released, update
 # this record; otherwise add a revision and record its version here.
-RECORDED_VERSION = 4
+RECORDED_VERSION = 5
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
     "cron_jobs": {
@@ -55,6 +55,10 @@ SCHEMA: dict[str, set[str]] = {
     },
     "history_cursor": {"lines_indexed", "mtime", "session_key"},
     "history_docs": {"at", "content", "id", "line_no", "role", "session_key"},
+    "inbound_messages": {
+        "answered_at", "channel", "channel_id", "chat_id", "id", "received_at", "sender_id",
+        "status", "takes", "taker", "text", "thread",
+    },
     "inbox": {"created_at", "id", "kind", "read_at", "slot", "source", "text"},
     "leases": {"acquired_at", "done_at", "expires_at", "fence", "key", "owner"},
     "notices": {"at", "digest", "kind", "workspace"},
@@ -240,6 +244,7 @@ def test_a_database_from_before_alembic_is_adopted_and_upgraded(
                 )
             if legacy < 3:
                 conn.exec_driver_sql("DROP TABLE leases")
+            conn.exec_driver_sql("DROP TABLE inbound_messages")  # revision 0005 is newer
             if legacy < 4:  # the old runner never had revision 0004 (several gateways)
                 conn.exec_driver_sql("DROP TABLE gateways")
                 conn.exec_driver_sql("ALTER TABLE outbox DROP COLUMN sender")

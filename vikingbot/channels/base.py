@@ -54,7 +54,8 @@ class Channel(ABC):
     and its entry point; see docs/architecture.md.
 
     ``owner_chat`` is the owner's chat id on this channel (from ``bot.owner`` or
-    the channel's ``owner_chat``), or None.
+    the channel's ``owner_chat``), or None. ``gateway`` is the id of the gateway
+    running it (the ``gateways`` registry), or None outside a gateway.
     """
 
     name: ClassVar[str] = ""
@@ -75,8 +76,10 @@ class Channel(ABC):
         owner_chat: str | None = None,
         store: StateStore | None = None,
         clock: Clock | None = None,
+        gateway: str | None = None,
     ) -> None:
         self.config = config
+        self.gateway = gateway
         self.owner_chat = owner_chat
         self._store = store
         self._clock: Clock = clock or SystemClock()
@@ -123,6 +126,11 @@ class Channel(ABC):
     @abstractmethod
     async def send(self, msg: OutboundMessage) -> None:
         """Send one piece of text (already split); raise :class:`ChannelError` on failure."""
+
+    async def answered(self, msg: InboundMessage) -> None:
+        """The reply to ``msg`` was handed to delivery (a channel that keeps accepted
+        messages until answered marks it here). Default: nothing to do."""
+        return None
 
     def allowed(self, sender_id: str, chat_id: str) -> bool:
         """May this sender, in this chat, talk to the bot?

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from vikingbot import registry
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel
 from vikingbot.channels.leadership import CHECK_S as LEASE_CHECK_S
 from vikingbot.channels.leadership import TTL_S as LEASE_TTL_S
@@ -108,6 +108,7 @@ class ChannelManager:
                     owner_chat=owner_chat_for(self.config, name),
                     store=self.store,
                     clock=self.clock,
+                    gateway=self.outbox.sender,
                 )
                 self._channels[name] = channel
                 channel.defer_receiving = channel.exclusive_inbound
@@ -195,6 +196,12 @@ class ChannelManager:
 
     def channel(self, name: str) -> Channel | None:
         return self._channels.get(name)
+
+    async def answered(self, msg: InboundMessage) -> None:
+        """Tell ``msg``'s channel its reply is with delivery (see :meth:`Channel.answered`)."""
+        channel = self._channels.get(msg.channel)
+        if channel is not None:
+            await channel.answered(msg)
 
     def routes(self) -> list[Mount]:
         """Each channel's own HTTP routes, mounted at ``/<name>``; they check their own

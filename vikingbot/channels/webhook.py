@@ -8,10 +8,19 @@ message is not sent it again when another URL made the send retry.
 Inbound, the gateway mounts :meth:`WebhookChannel.routes`: ``POST /webhook/inbound``
 with ``Authorization: Bearer <inbound_token>`` and a JSON body
 ``{"sender_id", "chat_id", "text"}`` (optional ``"thread"``).
+
+An accepted message is written to the state database (``inbound_messages``,
+:mod:`vikingbot.channels.inbound`) before the 202, and marked answered once the
+reply is with delivery. A gateway that starts (or, every ``SWEEP_S``, finds a
+dead gateway's rows) answers what is still pending, so a crash after the 202
+loses nothing. When the database cannot take the message the answer is 503 and
+the sender should retry.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import json
 from collections import OrderedDict
@@ -22,8 +31,9 @@ from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.inbound import MAX_TAKES, InboundStore, row_id_of
 from vikingbot.config.schema import ChannelBase, WebhookConfig
-from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected
+from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, StoreError
 
 if TYPE_CHECKING:
     import httpx
@@ -35,6 +45,7 @@ INBOUND_PATH = "/webhook/inbound"
 MAX_BODY_BYTES = 64 * 1024
 MAX_FIELD_CHARS = {"sender_id": 200, "chat_id": 300, "thread": 300, "text": 32_000}
 TIMEOUT_S = 15.0
+SWEEP_S = 30.0  # how often a running gateway looks for a dead gateway's unanswered messages
 
 
 class WebhookChannel(Channel):
@@ -47,6 +58,9 @@ class WebhookChannel(Channel):
         self.webhook: WebhookConfig = config
         self._client: httpx.AsyncClient | None = None
         self._done: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self.inbound = InboundStore(self._store, self._clock) if self._store is not None else None
+        self.sweep_s = SWEEP_S
+        self._sweeper: asyncio.Task[None] | None = None
 
     async def start(self, bus: MessageBus) -> None:
         import httpx
@@ -55,11 +69,53 @@ class WebhookChannel(Channel):
         self._client = httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
         if not self.webhook.outbound_urls:
             logger.info("webhook: no outbound_urls; messages for this channel cannot be sent")
+        if self.inbound is not None and self.gateway is not None:
+            self._sweeper = asyncio.create_task(self._answer_orphans(), name="webhook-inbound")
 
     async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+
+    async def _answer_orphans(self) -> None:
+        """Now and every ``sweep_s``: queue the accepted messages nobody alive is answering
+        (a previous run's, a dead gateway's) for this gateway's agent."""
+        assert self.inbound is not None and self.gateway is not None and self._bus is not None
+        while True:
+            try:
+                taken = await asyncio.to_thread(self.inbound.take_orphans, self.gateway, self.name)
+            except StoreError as exc:
+                logger.warning("webhook: cannot look for unanswered messages: {}", exc)
+            else:
+                for row in taken.failed:
+                    logger.error(
+                        "webhook: inbound message {} was taken {} times without an answer "
+                        "(a gateway crashed on it each time); giving up on it",
+                        row,
+                        MAX_TAKES,
+                    )
+                if taken.messages:
+                    logger.info(
+                        "webhook: answering {} accepted message(s) a previous run left",
+                        len(taken.messages),
+                    )
+                for msg in taken.messages:
+                    await self._bus.publish_inbound(msg)
+            await asyncio.sleep(self.sweep_s)
+
+    async def answered(self, msg: InboundMessage) -> None:
+        row = row_id_of(msg)
+        if row is None or self.inbound is None:
+            return
+        try:
+            await asyncio.to_thread(self.inbound.answered, row)
+        except StoreError as exc:  # answered again after a restart; the outbox sends once
+            logger.warning("webhook: cannot mark message {} answered: {}", row, exc)
 
     def _remember(self, key: str, url: str) -> None:
         self._done[(key, url)] = None
@@ -128,15 +184,17 @@ class WebhookChannel(Channel):
             if not value.isascii() and _not_utf8(value):
                 raise ChannelError(f"field {name!r} holds an unpaired surrogate (\\ud800-\\udfff)")
             fields[name] = value
-        return await self.accept(
-            InboundMessage(
-                channel=self.name,
-                chat_id=fields["chat_id"],
-                sender_id=fields["sender_id"],
-                text=fields["text"],
-                thread=fields.get("thread"),
-            )
+        msg = InboundMessage(
+            channel=self.name,
+            chat_id=fields["chat_id"],
+            sender_id=fields["sender_id"],
+            text=fields["text"],
+            thread=fields.get("thread"),
         )
+        if self.inbound is not None and self.allowed(msg.sender_id, msg.chat_id):
+            # written down before the 202: a crash from here on loses nothing
+            msg = await asyncio.to_thread(self.inbound.keep, msg, self.gateway)
+        return await self.accept(msg)
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
@@ -202,6 +260,13 @@ def _routes(channel: WebhookChannel) -> list[Route]:
             accepted = await channel.receive(payload)
         except ChannelError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except StoreError as exc:
+            logger.warning("webhook: an inbound message could not be kept: {}", exc)
+            return JSONResponse(
+                {"error": "the state database is unreachable; try again later"},
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
         if not accepted:
             return JSONResponse({"error": "sender is not allowed"}, status_code=403)
         return JSONResponse({"accepted": True}, status_code=202)

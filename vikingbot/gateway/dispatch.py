@@ -59,9 +59,10 @@ class Dispatcher:
         await asyncio.to_thread(self.sessions.get_or_create, key)
         problem = self.agent_problem()
         reply_to = f"{msg.channel}:{msg.chat_id}:{msg.thread}"  # new cron jobs' default target
-        deliver = ChatDelivery(
-            self.delivery, session=key, thread=msg.thread, run_id=f"chat-{uuid.uuid4().hex}"
-        )
+        # a kept message (channels/inbound.py) has a run id of its own: answering it again
+        # after a crash reuses the replies' dedupe keys, and the outbox sends a key once
+        run_id = msg.metadata.get("run_id") or f"chat-{uuid.uuid4().hex}"
+        deliver = ChatDelivery(self.delivery, session=key, thread=msg.thread, run_id=run_id)
         out = await run_turn_text(
             self._agent_or_none(),
             msg.text,

@@ -377,6 +377,9 @@ class Gateway:
                         await self.dispatch.answer(msg)
                     except Exception:
                         logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)
+                        return
+                    if self.channels is not None:  # a kept message is not answered again
+                        await self.channels.answered(msg)
 
             task = asyncio.create_task(answer(), name=f"inbound:{msg.channel}:{msg.chat_id}")
             self._inbound_tasks.add(task)

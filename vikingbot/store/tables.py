@@ -223,3 +223,24 @@ gateways = Table(
     Column("stopped_at", UtcDateTime()),
     Column("details", JSON),  # channels held, running turns, ...
 )
+
+# Inbound chat messages a channel answered "accepted" for (the webhook's 202), kept until
+# the reply is handed to delivery; a restarted gateway answers what is still pending
+# (vikingbot.channels.inbound). ``taker``: the gateway answering it (registry id).
+inbound_messages = Table(
+    "inbound_messages",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("channel", String(50), nullable=False),
+    Column("channel_id", String(200), nullable=False, default="default"),
+    Column("chat_id", String(300), nullable=False),
+    Column("sender_id", String(200), nullable=False),
+    Column("thread", String(300)),
+    Column("text", Text, nullable=False),
+    Column("received_at", UtcDateTime(), nullable=False),
+    Column("status", String(20), nullable=False, default="pending"),  # pending | answered | failed
+    Column("taker", String(200)),
+    Column("takes", Integer, nullable=False, default=1),
+    Column("answered_at", UtcDateTime()),
+    Index("ix_inbound_messages_status", "status"),
+)

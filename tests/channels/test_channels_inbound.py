@@ -1,0 +1,126 @@
+"""Accepted inbound messages kept until answered: who takes a crashed gateway's messages."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import insert
+from starlette.applications import Starlette
+
+from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.channels.inbound import MAX_TAKES, InboundStore, row_id_of
+from vikingbot.channels.manager import ChannelManager
+from vikingbot.clock import FakeClock
+from vikingbot.store.leases import default_time_source, store_now
+from vikingbot.store.tables import gateways
+
+TOKEN = "s3cret-inbound"
+NOW = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+def _msg(text: str, chat: str = "c1") -> InboundMessage:
+    return InboundMessage(channel="webhook", chat_id=chat, sender_id="u1", text=text)
+
+
+def _gateway(store: Any, gid: str, *, alive: bool) -> None:
+    """A registry row seen just now (by the clock liveness is judged by on this backend)."""
+    with store.engine.begin() as conn:
+        now = store_now(conn, FakeClock(NOW), default_time_source(store))
+        conn.execute(
+            insert(gateways).values(
+                id=gid,
+                host="elsewhere",
+                pid=1,
+                started_at=now,
+                seen_at=now,
+                stopped_at=None if alive else now,
+            )
+        )
+
+
+def test_a_dead_gateways_messages_are_taken_once_in_order_a_live_ones_are_not(
+    store: Any,
+) -> None:
+    inbound = InboundStore(store, FakeClock(NOW))
+    _gateway(store, "gw-live", alive=True)
+    _gateway(store, "gw-dead", alive=False)
+    mine = inbound.keep(_msg("still being answered"), "gw-live")
+    lost = [inbound.keep(_msg(f"lost {n}", chat=f"c{n}"), "gw-dead") for n in range(3)]
+    never = inbound.keep(_msg("taker never registered"), "gw-gone")
+
+    taken = inbound.take_orphans("gw-new", "webhook")
+
+    assert [m.text for m in taken.messages] == ["lost 0", "lost 1", "lost 2", never.text]
+    assert [row_id_of(m) for m in taken.messages] == [row_id_of(m) for m in [*lost, never]]
+    assert taken.messages[1].chat_id == "c1" and taken.messages[1].sender_id == "u1"
+    assert row_id_of(mine) not in [row_id_of(m) for m in taken.messages]
+    # a second gateway looking at the same moment finds nothing: "gw-new" never registered
+    # either, but the rows are no longer the dead gateway's
+    _gateway(store, "gw-new", alive=True)
+    assert inbound.take_orphans("gw-other", "webhook").messages == []
+    assert inbound.counts() == {"pending": 5}
+
+
+def test_answered_messages_are_not_taken_again(store: Any) -> None:
+    inbound = InboundStore(store, FakeClock(NOW))
+    kept = inbound.keep(_msg("hello"), "gw-dead")
+    row = row_id_of(kept)
+    assert row is not None
+    assert kept.metadata["run_id"] == f"inbound-{row}"  # replies' dedupe keys start so
+    inbound.answered(row)
+    assert inbound.take_orphans("gw-new", "webhook").messages == []
+    assert inbound.counts("webhook") == {"answered": 1}
+
+
+def test_a_message_that_keeps_crashing_the_gateway_is_given_up(store: Any) -> None:
+    inbound = InboundStore(store, FakeClock(NOW))
+    inbound.keep(_msg("poison"), "gw-0")
+    for n in range(1, MAX_TAKES):
+        (taken,) = inbound.take_orphans(f"gw-{n}", "webhook").messages
+        assert taken.text == "poison"
+    gave_up = inbound.take_orphans("gw-last", "webhook")
+    assert gave_up.messages == [] and len(gave_up.failed) == 1
+    assert inbound.counts() == {"failed": 1}
+
+
+async def test_the_202_comes_after_the_message_is_kept_and_a_restart_answers_it(
+    store: Any, bus: MessageBus, make_config: Any
+) -> None:
+    config = make_config(
+        webhook={
+            "enabled": True,
+            "outboundUrls": ["http://127.0.0.1:9/unused"],
+            "inboundToken": TOKEN,
+            "allowFrom": ["*"],
+        }
+    )
+    first = ChannelManager(config, bus=bus, store=store, sender="gw-first")
+    await first.start()
+    try:
+        app = Starlette(routes=first.routes())
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+            response = await client.post(
+                "/webhook/inbound",
+                json={"sender_id": "u1", "chat_id": "c1", "text": "are you there?"},
+                headers={"Authorization": f"Bearer {TOKEN}"},
+            )
+        assert response.status_code == 202
+        assert InboundStore(store).counts() == {"pending": 1}  # on disk before the 202
+        queued = await bus.next_inbound()
+        assert queued.text == "are you there?" and row_id_of(queued) is not None
+    finally:
+        await first.stop()  # "crashed" before answering: never registered, so not alive
+
+    later = MessageBus()
+    second = ChannelManager(config, bus=later, store=store, sender="gw-second")
+    await second.start()
+    try:
+        again = await later.next_inbound()  # the sweep at start queues it for this gateway
+        assert (again.text, row_id_of(again)) == (queued.text, row_id_of(queued))
+        await second.answered(again)
+        assert InboundStore(store).counts() == {"answered": 1}
+    finally:
+        await second.stop()
