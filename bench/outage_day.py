@@ -37,6 +37,7 @@ from loguru import logger
 
 from vikingbot.bus import OutboundMessage
 from vikingbot.clock import FakeClock
+from vikingbot.delivery.service import Outgoing
 from vikingbot.session.types import SessionKey
 
 DAY_START = datetime(2026, 3, 10, 0, 0, tzinfo=UTC)
@@ -77,11 +78,11 @@ async def run_day(home: Path, *, outage: bool) -> dict[str, Any]:
             (ws / "HEARTBEAT.md").write_text(with_tasks(line))
         sent: list[OutboundMessage] = []
 
-        async def record(msg: OutboundMessage) -> bool:
-            sent.append(msg)
+        async def record(item: Outgoing) -> bool:
+            sent.append(item.message)
             return True
 
-        rt.bus.set_outbound_handler(record)
+        rt.delivery.connect(record)
         svc = rt.heartbeat()
         await svc.run_cycle("scheduled")  # every entry first seen before the day
         fake.default = reply("HEARTBEAT_OK")

@@ -76,7 +76,7 @@ class Runtime:
         from vikingbot.delivery.service import DeliveryService
 
         return DeliveryService(
-            self.config, store=self.store, sessions=self.sessions, bus=self.bus, clock=self.clock
+            self.config, store=self.store, sessions=self.sessions, clock=self.clock
         )
 
     def readiness(self) -> Readiness:

@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
+from vikingbot.testing.outbound import send_reply
 
 
 def channels_config(owner: str | None = None, send_retries: int = 2, **channels: Any) -> Config:
@@ -34,10 +36,12 @@ def bus() -> MessageBus:
 
 
 class EchoAgent:
-    """A tiny agent: answers every inbound message with ``echo: <text>`` on the bus."""
+    """A tiny agent: answers every inbound message with ``echo: <text>``, through
+    delivery to ``manager`` (the test sets it once the manager runs)."""
 
     def __init__(self, bus: MessageBus) -> None:
         self.bus = bus
+        self.manager: ChannelManager | None = None
         self.seen: list[InboundMessage] = []
         self.results: list[bool] = []
 
@@ -52,7 +56,8 @@ class EchoAgent:
                 text=f"echo: {msg.text}",
                 dedupe_key=f"reply:{msg.channel}:{msg.chat_id}:{len(self.seen)}",
             )
-            self.results.append(await self.bus.send(reply))
+            assert self.manager is not None, "set echo.manager to the running manager"
+            self.results.append(await send_reply(self.manager, reply))
 
 
 @pytest.fixture

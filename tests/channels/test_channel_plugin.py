@@ -24,6 +24,7 @@ from vikingbot.channels.manager import ChannelManager
 from vikingbot.cli.channels_cmd import channel_rows
 from vikingbot.config.schema import Config
 from vikingbot.errors import ConfigError
+from vikingbot.testing.outbound import send_reply
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vikingbot-channel-example"
 
@@ -81,7 +82,7 @@ async def test_the_plugin_sends_and_receives_through_the_gateways_parts(
     manager = ChannelManager(config, bus=bus, store=store, retry_delay_s=0.01)
     await manager.start()
     try:
-        assert await bus.send(OutboundMessage("jsonl", "me", "**hi**", dedupe_key="p-1"))
+        assert await send_reply(manager, OutboundMessage("jsonl", "me", "**hi**", dedupe_key="p-1"))
         assert [json.loads(line)["text"] for line in out.read_text().splitlines()] == ["**hi**"]
         app = Starlette(routes=manager.routes())
         transport = httpx.ASGITransport(app=app)

@@ -14,8 +14,11 @@ from vikingbot.channels.cli import CliChannel
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.channels.text import split_text
 from vikingbot.config.schema import ChannelBase, Config
+from vikingbot.delivery.inbox import Inbox
 from vikingbot.delivery.outbox import Outbox
+from vikingbot.delivery.service import Outgoing
 from vikingbot.testing.fake_slack import FakeSlack
+from vikingbot.testing.outbound import send_reply
 
 OWNER_DM = "D0OWNER"
 
@@ -51,13 +54,13 @@ async def test_a_pending_row_is_sent_exactly_once_after_a_restart(
     assert await manager.wait_recovered() == 1
     # the heartbeat re-delivers the same run after the restart: nothing more goes out
     again = OutboundMessage("slack", OWNER_DM, "result from before the crash", dedupe_key="run-41")
-    assert await bus.send(again) is True
+    assert await send_reply(manager, again) is True
     await manager.stop()
 
     second = ChannelManager(config, bus=bus, store=store, retry_delay_s=0.01)
     await second.start()
     assert await second.wait_recovered() == 0
-    assert await bus.send(again) is True
+    assert await send_reply(second, again) is True
     await second.stop()
 
     assert [p["text"] for p in fake.posts] == ["result from before the crash"]
@@ -91,9 +94,13 @@ async def test_every_message_goes_through_the_outbox_once(
     manager = ChannelManager(make_config(slack=section), bus=bus, store=store)
     await manager.start()
     try:
-        assert await bus.send(OutboundMessage("slack", OWNER_DM, "no key given"))
-        assert await bus.send(OutboundMessage("slack", OWNER_DM, "keyed", dedupe_key="k"))
-        assert await bus.send(OutboundMessage("slack", OWNER_DM, "keyed", dedupe_key="k"))
+        assert await send_reply(manager, OutboundMessage("slack", OWNER_DM, "no key given"))
+        assert await send_reply(
+            manager, OutboundMessage("slack", OWNER_DM, "keyed", dedupe_key="k")
+        )
+        assert await send_reply(
+            manager, OutboundMessage("slack", OWNER_DM, "keyed", dedupe_key="k")
+        )
     finally:
         await manager.stop()
     assert [p["text"] for p in fake.posts] == ["no key given", "keyed"]
@@ -113,9 +120,9 @@ async def test_a_failed_row_is_tried_again_when_the_run_redelivers(
     try:
         fake.fail_next_post("internal_error", status=500)
         msg = OutboundMessage("slack", OWNER_DM, "second time lucky", dedupe_key="run-9")
-        assert await bus.send(msg) is False
+        assert await send_reply(manager, msg) is False
         assert Outbox(store).get("run-9").status == "failed"  # type: ignore[union-attr]
-        assert await bus.send(msg) is True
+        assert await send_reply(manager, msg) is True
     finally:
         await manager.stop()
     assert [p["text"] for p in fake.posts] == ["second time lucky"]
@@ -128,13 +135,37 @@ async def test_a_message_for_a_channel_that_is_not_enabled_fails_loudly(
     manager = ChannelManager(make_config(), bus=bus, store=store)
     await manager.start()
     try:
-        assert await bus.send(OutboundMessage("telegram", "1", "hi", dedupe_key="x")) is False
+        assert (
+            await send_reply(manager, OutboundMessage("telegram", "1", "hi", dedupe_key="x"))
+            is False
+        )
         row = Outbox(store).get("x")
         assert row is not None and row.status == "failed"
         assert "'telegram' is not enabled" in (row.last_error or "")
+        # not lost: the reply waits in the inbox
+        assert [item.text for item in Inbox(store).items()] == ["hi"]
     finally:
         await manager.stop()
-    assert bus.undelivered == []
+
+
+async def test_the_manager_sends_only_what_the_delivery_service_resolved(
+    slack: tuple[FakeSlack, dict[str, Any]], store: Any, make_config: Callable[..., Config]
+) -> None:
+    """One outbound path: a bare message, or a forged sealed one, never reaches a channel."""
+    fake, section = slack
+    manager = ChannelManager(make_config(slack=section), bus=MessageBus(), store=store)
+    await manager.start()
+    try:
+        bare = OutboundMessage("slack", "C0STRANGER", "around delivery", dedupe_key="b-1")
+        with pytest.raises(TypeError, match="only what the delivery service resolved"):
+            await manager.send(bare)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="made only by"):
+            Outgoing(bare, source="forged", seal=object())
+        assert await send_reply(manager, OutboundMessage("slack", OWNER_DM, "resolved"))
+    finally:
+        await manager.stop()
+    assert [p["text"] for p in fake.posts] == ["resolved"]
+    assert Outbox(store).get("b-1") is None
 
 
 async def test_the_cli_channel_prints_replies_and_takes_typed_lines(
@@ -148,7 +179,7 @@ async def test_the_cli_channel_prints_replies_and_takes_typed_lines(
         assert isinstance(cli, CliChannel)
         cli.stream = io.StringIO()
         long = "\n\n".join(["paragraph " * 50] * 20)
-        assert await bus.send(OutboundMessage("cli", "local", long, dedupe_key="c-1"))
+        assert await send_reply(manager, OutboundMessage("cli", "local", long, dedupe_key="c-1"))
         assert cli.stream.getvalue() == long.strip() + "\n"  # no splitting on a terminal
         await cli.submit("hello there")
         inbound = await bus.next_inbound()

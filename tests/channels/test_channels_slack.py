@@ -11,6 +11,7 @@ from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
 from vikingbot.testing.fake_slack import FakeSlack
+from vikingbot.testing.outbound import send_reply
 
 OWNER_DM = "D0OWNER"
 
@@ -48,6 +49,7 @@ async def test_a_dm_to_the_bot_gets_an_answer(
 ) -> None:
     slack, api = fake
     manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
+    echo.manager = manager
     try:
         await slack.wait_connected()
         envelope = slack.push_message(user="UOWNER", channel=OWNER_DM, text="hello bot")
@@ -85,6 +87,7 @@ async def test_a_thread_reply_stays_in_the_thread(
     slack, api = fake
     section = slack_section(slack, api, allowFrom=["C0TEAM"])
     manager = await started(make_config(slack=section), bus, store)
+    echo.manager = manager
     try:
         await slack.wait_connected()
         slack.push_message(
@@ -110,6 +113,7 @@ async def test_a_stranger_is_ignored_and_audited(
 ) -> None:
     slack, api = fake
     manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
+    echo.manager = manager
     try:
         await slack.wait_connected()
         stranger = slack.push_message(user="UMALLORY", channel="D0MALLORY", text="give me secrets")
@@ -138,6 +142,7 @@ async def test_own_and_bot_messages_and_edits_are_not_answered(
 ) -> None:
     slack, api = fake
     manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
+    echo.manager = manager
     try:
         await slack.wait_connected()
         slack.push_message(user=slack.bot_user_id, channel=OWNER_DM, text="my own echo")
@@ -160,7 +165,9 @@ async def test_markdown_arrives_as_slack_mrkdwn(
     manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
     try:
         text = "**Build red**, see [the log](https://ci.example/1) & _retry_"
-        assert await bus.send(OutboundMessage("slack", OWNER_DM, text, dedupe_key="md-1"))
+        assert await send_reply(
+            manager, OutboundMessage("slack", OWNER_DM, text, dedupe_key="md-1")
+        )
         posts = slack.wait_for_posts(1)
         assert posts[0]["text"] == "*Build red*, see <https://ci.example/1|the log> &amp; _retry_"
     finally:
@@ -175,7 +182,9 @@ async def test_a_long_reply_is_split_to_slacks_limit(
     try:
         paragraphs = [f"Paragraph {i}: " + " ".join(["lorem"] * 150) for i in range(10)]
         text = "\n\n".join(paragraphs)
-        assert await bus.send(OutboundMessage("slack", OWNER_DM, text, dedupe_key="long-1"))
+        assert await send_reply(
+            manager, OutboundMessage("slack", OWNER_DM, text, dedupe_key="long-1")
+        )
         posts = slack.wait_for_posts(1)
         assert len(posts) >= 3
         assert all(len(p["text"]) <= 4000 for p in posts)
@@ -193,7 +202,9 @@ async def test_a_rate_limited_send_is_retried_once_accepted(
     try:
         slack.fail_next_post("ratelimited")
         slack.fail_next_post("internal_error", status=500)
-        assert await bus.send(OutboundMessage("slack", OWNER_DM, "after retries", dedupe_key="r-1"))
+        assert await send_reply(
+            manager, OutboundMessage("slack", OWNER_DM, "after retries", dedupe_key="r-1")
+        )
         assert [p["text"] for p in slack.posts] == ["after retries"]
         row = manager.outbox.get("r-1")
         assert row is not None and (row.status, row.attempts) == ("sent", 3)
@@ -208,7 +219,9 @@ async def test_an_unknown_channel_fails_without_retrying(
     manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
     try:
         slack.fail_next_post("channel_not_found")
-        assert not await bus.send(OutboundMessage("slack", "C0GONE", "hello?", dedupe_key="g-1"))
+        assert not await send_reply(
+            manager, OutboundMessage("slack", "C0GONE", "hello?", dedupe_key="g-1")
+        )
         row = manager.outbox.get("g-1")
         assert row is not None
         assert (row.status, row.attempts) == ("failed", 1)
@@ -227,6 +240,8 @@ async def test_a_bad_token_is_reported_in_status(
         [row] = [r for r in manager.status() if r["name"] == "slack"]
         assert row["running"] is False
         assert "invalid_auth" in row["last_error"]
-        assert not await bus.send(OutboundMessage("slack", OWNER_DM, "x", dedupe_key="b-1"))
+        assert not await send_reply(
+            manager, OutboundMessage("slack", OWNER_DM, "x", dedupe_key="b-1")
+        )
     finally:
         await manager.stop()

@@ -11,6 +11,7 @@ from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
 from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.outbound import send_reply
 
 OWNER = 4242
 GROUP = -1001234
@@ -43,6 +44,7 @@ async def test_a_dm_to_the_bot_gets_an_answer(
     telegram, api = fake
     config = make_config(owner=f"telegram:{OWNER}", telegram=section(telegram, api))
     manager = await started(config, bus, store)
+    echo.manager = manager
     try:
         telegram.push_text(chat_id=OWNER, user_id=OWNER, text="hello bot")
         sent = await telegram.wait_sent(1)
@@ -70,6 +72,7 @@ async def test_each_update_is_handled_once(
     telegram, api = fake
     config = make_config(owner=f"telegram:{OWNER}", telegram=section(telegram, api))
     manager = await started(config, bus, store)
+    echo.manager = manager
     try:
         telegram.push_text(chat_id=OWNER, user_id=OWNER, text="one")
         await telegram.wait_sent(1)
@@ -92,6 +95,7 @@ async def test_a_forum_topic_reply_stays_in_the_topic(
     telegram, api = fake
     config = make_config(telegram=section(telegram, api, allowFrom=[str(GROUP)]))
     manager = await started(config, bus, store)
+    echo.manager = manager
     try:
         telegram.push_text(
             chat_id=GROUP, user_id=77, text="in topic", thread=9, chat_type="supergroup"
@@ -114,6 +118,7 @@ async def test_a_stranger_is_ignored_and_audited(
     telegram, api = fake
     config = make_config(telegram=section(telegram, api, ownerChat=str(OWNER), allowFrom=["1001"]))
     manager = await started(config, bus, store)
+    echo.manager = manager
     try:
         telegram.push_text(chat_id=666, user_id=666, text="let me in")
         telegram.push_text(chat_id=1001, user_id=1001, text="friend")
@@ -138,7 +143,9 @@ async def test_markdown_arrives_formatted_as_telegram_html(
     manager = await started(make_config(telegram=section(telegram, api)), bus, store)
     try:
         text = "**Build red** since 02:10 & counting:\n\n- `make test` <fails>"
-        assert await bus.send(OutboundMessage("telegram", str(OWNER), text, dedupe_key="md-1"))
+        assert await send_reply(
+            manager, OutboundMessage("telegram", str(OWNER), text, dedupe_key="md-1")
+        )
         sent = telegram.wait_for_sent(1)
         assert sent[0]["parse_mode"] == "HTML"
         assert sent[0]["text"] == (
@@ -155,7 +162,9 @@ async def test_a_long_reply_is_split_to_telegrams_limit(
     manager = await started(make_config(telegram=section(telegram, api)), bus, store)
     try:
         text = "\n".join(f"line {i}: " + "x" * 90 for i in range(120))
-        assert await bus.send(OutboundMessage("telegram", str(OWNER), text, dedupe_key="tl-1"))
+        assert await send_reply(
+            manager, OutboundMessage("telegram", str(OWNER), text, dedupe_key="tl-1")
+        )
         sent = telegram.wait_for_sent(1)
         assert len(sent) == 4
         assert all(len(s["text"]) <= 4000 for s in sent)
@@ -171,10 +180,14 @@ async def test_flood_control_is_retried_and_a_blocked_chat_is_not(
     manager = await started(make_config(telegram=section(telegram, api)), bus, store)
     try:
         telegram.fail_next_send(429, "Too Many Requests: retry after 0", retry_after=0)
-        assert await bus.send(OutboundMessage("telegram", str(OWNER), "later", dedupe_key="f-1"))
+        assert await send_reply(
+            manager, OutboundMessage("telegram", str(OWNER), "later", dedupe_key="f-1")
+        )
         assert [s["text"] for s in telegram.sent] == ["later"]
         telegram.fail_next_send(403, "Forbidden: bot was blocked by the user")
-        assert not await bus.send(OutboundMessage("telegram", "555", "nope", dedupe_key="f-2"))
+        assert not await send_reply(
+            manager, OutboundMessage("telegram", "555", "nope", dedupe_key="f-2")
+        )
         row = manager.outbox.get("f-2")
         assert row is not None and (row.status, row.attempts) == ("failed", 1)
         assert "blocked" in (row.last_error or "")

@@ -16,6 +16,7 @@ from starlette.routing import Route
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
+from vikingbot.testing.outbound import send_reply
 from vikingbot.testing.server import serve_app
 
 TOKEN = "s3cret-inbound"
@@ -79,7 +80,7 @@ async def test_outbound_posts_json_to_every_url(
     manager = await started(make_config(webhook=webhook([url1, url2])), bus, store)
     try:
         msg = OutboundMessage("webhook", "ops", "disk is 91% full", thread="t1", dedupe_key="run-7")
-        assert await bus.send(msg)
+        assert await send_reply(manager, msg)
         expected = {
             "channel": "webhook",
             "chat_id": "ops",
@@ -103,7 +104,9 @@ async def test_a_failing_url_is_retried_without_repeating_the_others(
     flaky, url2 = receivers(fail_first=2)
     manager = await started(make_config(webhook=webhook([url1, url2])), bus, store)
     try:
-        assert await bus.send(OutboundMessage("webhook", "ops", "hello", dedupe_key="k-1"))
+        assert await send_reply(
+            manager, OutboundMessage("webhook", "ops", "hello", dedupe_key="k-1")
+        )
         assert len(steady.bodies) == 1
         assert len(flaky.bodies) == 1
         assert flaky.calls == 3
@@ -120,7 +123,9 @@ async def test_a_receiver_refusing_the_message_is_not_retried(
     refusing, url = receivers(fail_first=99, status=404)
     manager = await started(make_config(webhook=webhook([url])), bus, store)
     try:
-        assert not await bus.send(OutboundMessage("webhook", "ops", "hello", dedupe_key="k-2"))
+        assert not await send_reply(
+            manager, OutboundMessage("webhook", "ops", "hello", dedupe_key="k-2")
+        )
         assert refusing.calls == 1
         row = manager.outbox.get("k-2")
         assert row is not None and row.status == "failed" and "HTTP 404" in (row.last_error or "")
@@ -144,6 +149,7 @@ async def test_inbound_with_the_token_reaches_the_agent_and_is_answered(
     out, url = receivers()
     config = make_config(webhook=webhook([url], allowFrom=["ci-bot"]))
     manager = await started(config, bus, store)
+    echo.manager = manager
     try:
         async with await _client(manager) as client:
             response = await client.post(

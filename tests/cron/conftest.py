@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.bus import MessageBus
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
@@ -58,9 +57,7 @@ def rig(sqlite_store: StateStore, tmp_path: Path) -> CronRig:
         }
     )
     sent = Sent()
-    bus = MessageBus()
-    bus.set_outbound_handler(sent)
-    delivery = DeliveryService(config, store=store, sessions=sessions, bus=bus, clock=clock)
+    delivery = DeliveryService(config, store=store, sessions=sessions, clock=clock, sink=sent)
     service = CronService(
         config,
         store=store,

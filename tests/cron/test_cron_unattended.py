@@ -18,7 +18,7 @@ from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
-from vikingbot.delivery.service import DeliveryService
+from vikingbot.delivery.service import DeliveryService, Outgoing
 from vikingbot.session.store import SessionStore
 from vikingbot.store.db import StateStore
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_calls
@@ -57,12 +57,11 @@ async def test_exec_is_denied_and_audited_in_a_cron_run(
     marker = tmp_path / "exec-ran"
     sent: list[OutboundMessage] = []
 
-    async def platform(msg: OutboundMessage) -> bool:
-        sent.append(msg)
+    async def platform(item: Outgoing) -> bool:
+        sent.append(item.message)
         return True
 
     bus = MessageBus()
-    bus.set_outbound_handler(platform)
     loop = BuiltinLoop(
         config, sessions=sessions, store=store, bus=bus, workspaces=workspaces, clock=clock
     )
@@ -70,7 +69,9 @@ async def test_exec_is_denied_and_audited_in_a_cron_run(
         config,
         store=store,
         agent=loop,
-        delivery=DeliveryService(config, store=store, sessions=sessions, bus=bus, clock=clock),
+        delivery=DeliveryService(
+            config, store=store, sessions=sessions, clock=clock, sink=platform
+        ),
         sessions=sessions,
         workspaces=workspaces,
         clock=clock,

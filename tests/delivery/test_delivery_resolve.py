@@ -8,7 +8,6 @@ from typing import Any, cast
 
 import pytest
 
-from vikingbot.bus import MessageBus
 from vikingbot.config.schema import Config
 from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
@@ -35,7 +34,6 @@ def service(tmp_path: Path, **bot: Any) -> DeliveryService:
         config,
         store=cast(StateStore, None),
         sessions=SessionStore(tmp_path / "sessions"),
-        bus=MessageBus(),
     )
 
 

@@ -69,7 +69,9 @@ async def world(
     sessions = SessionStore(tmp_path / "sessions", clock=clock)
     manager = ChannelManager(config, bus=bus, store=store, clock=clock, retry_delay_s=0.01)
     await manager.start()
-    service = DeliveryService(config, store=store, sessions=sessions, bus=bus, clock=clock)
+    service = DeliveryService(
+        config, store=store, sessions=sessions, clock=clock, sink=manager.send
+    )
     yield World(fakes[0], fakes[2], service, sessions, store, manager)
     await manager.stop()
 
@@ -228,7 +230,7 @@ async def test_a_result_reaches_the_owner_on_telegram(
     await manager.start()
     try:
         service = DeliveryService(
-            config, store=store, sessions=SessionStore(tmp_path / "s"), bus=bus
+            config, store=store, sessions=SessionStore(tmp_path / "s"), sink=manager.send
         )
         report = await service.deliver(
             "Backup finished.", None, dedupe_key="tg-1", source="cron:backup"

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
+from vikingbot.delivery.service import Outgoing
 from vikingbot.runtime import Runtime
 from vikingbot.testing.fake_openai import FakeOpenAI
 from vikingbot.testing.harness import OWNER, Harness, make_config, with_tasks
@@ -52,11 +52,11 @@ async def acp_harness(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Harness
     )
     h = Harness(rt=rt, fake=fake, clock=clock)
 
-    async def record(msg: OutboundMessage) -> bool:
-        h.sent.append(msg)
+    async def record(item: Outgoing) -> bool:
+        h.sent.append(item.message)
         return True
 
-    rt.bus.set_outbound_handler(record)
+    rt.delivery.connect(record)
     try:
         yield h
     finally:

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.bus import MessageBus
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
@@ -42,9 +41,7 @@ def _gateway(
     name: str, store: StateStore, clock: FakeClock, agent: ScriptedAgent, sent: Sent, home: Path
 ) -> CronService:
     sessions = SessionStore(home / "sessions", clock)  # one home shared by every gateway
-    bus = MessageBus()
-    bus.set_outbound_handler(sent)
-    delivery = DeliveryService(CONFIG, store=store, sessions=sessions, bus=bus, clock=clock)
+    delivery = DeliveryService(CONFIG, store=store, sessions=sessions, clock=clock, sink=sent)
     return CronService(
         CONFIG,
         store=store,

@@ -24,6 +24,7 @@ from vikingbot.heartbeat.service import GLOBAL, HeartbeatService
 from vikingbot.runtime import Runtime
 from vikingbot.store import StateStore
 from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.outbound import send_reply
 from vikingbot.testing.pg_proxy import PgProxy
 
 
@@ -102,7 +103,7 @@ async def test_a_reply_written_during_the_cut_is_sent_once_after(
         try:
             proxy.cut()
             reply = OutboundMessage("telegram", "42", "answer written while cut", dedupe_key="r1")
-            sending = asyncio.create_task(bus.send(reply))
+            sending = asyncio.create_task(send_reply(manager, reply))
             await asyncio.sleep(1.0)
             assert not sending.done() and fake.sent == []  # held, not lost, not failed
             proxy.restore()

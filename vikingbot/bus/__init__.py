@@ -1,4 +1,4 @@
-"""The bus: typed inbound/outbound events between channels and the agent."""
+"""The bus: typed inbound events from channels, and the outbound message shape."""
 
 from vikingbot.bus.bus import MessageBus
 from vikingbot.bus.events import InboundMessage, OutboundMessage

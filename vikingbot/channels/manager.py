@@ -1,6 +1,8 @@
 """The channel manager: starts the enabled channels and sends every outbound message.
 
-It is the bus's outbound handler. Each message goes through the outbox (see
+It sends only what the delivery service resolved: :meth:`ChannelManager.send`
+takes a sealed ``vikingbot.delivery.service.Outgoing`` (the gateway connects it as
+the delivery service's sink) and refuses anything else. Each message goes through the outbox (see
 :mod:`vikingbot.delivery.outbox`): written as pending, split to the channel's
 limit, sent piece by piece with retries and backoff, marked sent. On start, and
 every ``outbox_sweep_s`` after, it re-sends what a previous run, or another
@@ -25,10 +27,12 @@ from vikingbot.channels.base import Channel
 from vikingbot.channels.leadership import CHECK_S as LEASE_CHECK_S
 from vikingbot.channels.leadership import TTL_S as LEASE_TTL_S
 from vikingbot.channels.leadership import Leadership, channel_key
-from vikingbot.channels.owner import channel_sections, owner_chat_for
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
+from vikingbot.delivery.outbox import Outbox
+from vikingbot.delivery.owner import channel_sections, owner_chat_for
+from vikingbot.delivery.service import Outgoing
 from vikingbot.errors import (
     ChannelBusy,
     ChannelError,
@@ -70,8 +74,6 @@ class ChannelManager:
         sender: str | None = None,
         outbox_sweep_s: float = 30.0,
     ) -> None:
-        from vikingbot.delivery.outbox import Outbox
-
         self.config = config
         self.bus = bus
         self.store = store
@@ -95,8 +97,9 @@ class ChannelManager:
     async def start(self) -> None:
         """Start every enabled channel (a failing one is logged, the rest go on).
 
-        Becomes the bus's outbound handler, then re-sends pending outbox rows
-        in the background (:meth:`wait_recovered` waits for that).
+        Then re-sends pending outbox rows in the background
+        (:meth:`wait_recovered` waits for that). New messages come through
+        :meth:`send`, which the gateway connects to the delivery service.
         """
         for name, section in channel_sections(self.config).items():
             if not section.enabled:
@@ -122,7 +125,6 @@ class ChannelManager:
                 logger.opt(exception=not isinstance(exc, VikingbotError)).error(
                     "channel {} failed to start: {}", name, exc
                 )
-        self.bus.set_outbound_handler(self.deliver_outbound)
         self._recovery = asyncio.create_task(self._recover(), name="outbox-recovery")
 
     async def _lead(self, name: str, channel: Channel) -> None:
@@ -192,7 +194,6 @@ class ChannelManager:
             except Exception:
                 logger.exception("channel {} did not stop cleanly", name)
             channel.running = False
-        self.bus.set_outbound_handler(None)
 
     def channel(self, name: str) -> Channel | None:
         return self._channels.get(name)
@@ -266,12 +267,20 @@ class ChannelManager:
             else:
                 self._locks[key] = (lock, users - 1)
 
-    async def deliver_outbound(self, msg: OutboundMessage) -> bool:
-        """Send ``msg`` exactly once per ``dedupe_key``; True when the platform took it.
+    async def send(self, item: Outgoing) -> bool:
+        """Send a resolved message exactly once per ``dedupe_key``; True when the platform took it.
 
-        A message without a ``dedupe_key`` gets a fresh one. A key already
-        marked sent is not sent again (and counts as accepted).
+        Only an :class:`Outgoing` is accepted (the delivery service made it, after
+        the allow-list, owner fallback and audit); anything else is a programming
+        error and raises ``TypeError``. A message without a ``dedupe_key`` gets a
+        fresh one. A key already marked sent is not sent again (and counts as accepted).
         """
+        if not isinstance(item, Outgoing):
+            raise TypeError(
+                f"the channel manager sends only what the delivery service resolved, "
+                f"not {type(item).__name__}"
+            )
+        msg = item.message
         key = msg.dedupe_key or f"auto:{uuid.uuid4().hex}"
         async with self._key_lock(key):
             row = await self._outbox_call(self.outbox.claim, msg, key)

@@ -31,7 +31,7 @@ def _problems(name: str, section: ChannelBase) -> tuple[list[str], list[str]]:
 
 def channel_rows(config: Config) -> list[dict[str, Any]]:
     """One row per channel: name, enabled, configured, missing, owner_chat, allow_from, notes."""
-    from vikingbot.channels.owner import channel_sections, owner_chat_for
+    from vikingbot.delivery.owner import channel_sections, owner_chat_for
 
     rows = []
     for name, section in channel_sections(config).items():
@@ -54,7 +54,7 @@ def channel_rows(config: Config) -> list[dict[str, Any]]:
 @app.command("status")
 def status_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
     """Per channel: enabled, configured, missing tokens, owner chat, who may talk. No network."""
-    from vikingbot.channels.owner import owner_of
+    from vikingbot.delivery.owner import owner_of
 
     config, _ = get_config(ctx)
     rows = channel_rows(config)

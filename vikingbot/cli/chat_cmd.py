@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from vikingbot.agent.types import AgentLoop, ApprovalCallback, ToolCallRecord, TurnResult
-    from vikingbot.bus import OutboundMessage
+    from vikingbot.delivery.service import Outgoing
     from vikingbot.runtime import Runtime
     from vikingbot.session.types import SessionKey
 
@@ -125,9 +125,10 @@ def _loop(rt: Runtime, approve: ApprovalCallback | None, console: Console | None
 
 
 def _deliver_to(console: Console) -> Any:
-    """Outbound handler: ``message`` tool output for this terminal is printed here."""
+    """The delivery sink of a terminal chat: ``message`` tool output for it is printed here."""
 
-    async def handler(msg: OutboundMessage) -> bool:
+    async def handler(item: Outgoing) -> bool:
+        msg = item.message
         if msg.channel != "cli":
             console.print(
                 f"[yellow]message for {msg.channel}:{msg.chat_id} not sent: chat has no "
@@ -225,7 +226,7 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
     err = Console(stderr=True)
     approve = _ask(err) if sys.stdin.isatty() else None
     loop = _loop(rt, approve, None if as_json else err)
-    rt.bus.set_outbound_handler(_deliver_to(err))
+    rt.delivery.connect(_deliver_to(err))
 
     async def run() -> TurnResult:
         try:
@@ -271,7 +272,7 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
 
     console = Console()
     loop = _loop(rt, _ask(console), console)
-    rt.bus.set_outbound_handler(_deliver_to(console))
+    rt.delivery.connect(_deliver_to(console))
     model = rt.config.bot.agents.model or rt.config.bot.agents.provider
     console.print(f"[bold]vikingbot chat[/] · session {key} · {model}")
     console.print(f"[dim]{HELP}[/]")

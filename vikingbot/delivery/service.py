@@ -5,27 +5,33 @@
 malformed one, one on a channel that is not enabled, or a chat that is neither
 on the channel's ``allow_from`` nor the owner's is refused, and the owner gets
 the result instead. :meth:`DeliveryService.deliver` strips the heartbeat tokens,
-sends through the bus (the channel manager's outbox makes it exactly-once per
+sends to the connected sink (the channel manager's outbox makes it exactly-once per
 ``dedupe_key``), audits refusals, records what was delivered in the chat's
 history, and puts anything that could not be delivered into the inbox, so a
 result is never lost silently.
+
+The one outbound path: a message leaves for a chat only as an :class:`Outgoing`,
+which only this module can make (its constructor wants the module's private
+seal), handed to the sink the gateway connects (the channel manager's
+``send``, which refuses anything else). Nothing else in the process can put a
+message on a channel, so every message is resolved, checked and audited here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Final
 
 from loguru import logger
 
-from vikingbot.bus import MessageBus, OutboundMessage
-from vikingbot.channels.owner import channel_sections, enabled_channels, owner_chat_for, owner_of
+from vikingbot.bus import OutboundMessage
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
 from vikingbot.delivery.inbox import Inbox, InboxKind
 from vikingbot.delivery.outbox import SENT, Outbox
+from vikingbot.delivery.owner import channel_sections, enabled_channels, owner_chat_for, owner_of
 from vikingbot.delivery.targets import DEFAULT_SLOT, Target, parse_target
 from vikingbot.delivery.types import DeliveryReport, Destination, Resolution
 from vikingbot.errors import DeliveryError, SessionError, StoreError
@@ -40,6 +46,34 @@ if TYPE_CHECKING:
 
 MAX_KEY_CHARS = 200
 INBOX_CHANNEL = "dashboard"  # outbox rows that record inbox deliveries (never re-sent)
+_SEAL: Final = object()  # only this module holds it: only DeliveryService makes an Outgoing
+
+
+class Outgoing:
+    """A message the delivery service resolved and checked, ready for a channel.
+
+    Made only by :class:`DeliveryService` (the constructor refuses any other
+    caller's seal); the channel manager sends nothing else. ``source`` says which
+    producer it came from (``heartbeat``, ``cron:<job>``, ``chat-reply``...).
+    """
+
+    __slots__ = ("message", "source")
+
+    def __init__(self, message: OutboundMessage, *, source: str, seal: object) -> None:
+        if seal is not _SEAL:
+            raise TypeError(
+                "an Outgoing message is made only by vikingbot.delivery.service.DeliveryService"
+            )
+        self.message: Final = message
+        self.source: Final = source
+
+    def __repr__(self) -> str:
+        msg = self.message
+        return f"Outgoing({msg.channel}:{msg.chat_id}, key={msg.dedupe_key!r}, from {self.source})"
+
+
+Sink = Callable[[Outgoing], Awaitable[bool]]
+"""Where resolved messages go: the channel manager's ``send`` (True: a platform took it)."""
 
 
 def destination_for_session(meta: SessionMeta) -> Destination:
@@ -76,16 +110,28 @@ class DeliveryService:
         *,
         store: StateStore,
         sessions: SessionStore,
-        bus: MessageBus,
         clock: Clock | None = None,
+        sink: Sink | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.sessions = sessions
-        self.bus = bus
         self.clock: Clock = clock or SystemClock()
         self.inbox = Inbox(store, self.clock)
         self.outbox = Outbox(store, self.clock)
+        self._sink = sink
+
+    def connect(self, sink: Sink | None) -> None:
+        """Send resolved messages to ``sink`` (the gateway's channel manager; None: nowhere,
+        so results go to the inbox)."""
+        self._sink = sink
+
+    async def _send(self, msg: OutboundMessage, source: str) -> bool:
+        """Hand one resolved message to the sink; False when there is none or it failed."""
+        if self._sink is None:
+            logger.info("delivery: no channels here; {}:{} not sent", msg.channel, msg.chat_id)
+            return False
+        return await self._sink(Outgoing(msg, source=source, seal=_SEAL))
 
     # ---- resolving (no I/O) ---------------------------------------------
 
@@ -255,7 +301,7 @@ class DeliveryService:
         if not clean:
             return "delivered"
         msg = own_chat_message(session, clean, thread=thread, dedupe_key=dedupe_key)
-        if await self.bus.send(msg):
+        if await self._send(msg, "chat-reply"):
             return "delivered"
         try:
             await asyncio.to_thread(
@@ -293,7 +339,7 @@ class DeliveryService:
             dedupe_key=key,
             metadata=_history_metadata(source, dest),
         )
-        if await self.bus.send(msg):
+        if await self._send(msg, source):
             report.delivered.append(str(dest))
             await self._record(dest.session_key, text, source)
             return

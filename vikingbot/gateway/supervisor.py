@@ -296,6 +296,7 @@ class Gateway:
                 sender=self.registry.id,
             )
             await self.channels.start()
+            self.rt.delivery.connect(self.channels.send)  # the one way out
             for row in self.channels.status():
                 if row.get("enabled"):
                     mark = "✓" if row.get("running") else "✗"

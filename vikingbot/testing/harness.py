@@ -20,6 +20,7 @@ from vikingbot.bus import OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
+from vikingbot.delivery.service import Outgoing
 from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.metrics import Metrics
 from vikingbot.runtime import Runtime
@@ -116,11 +117,11 @@ async def build_harness(
     rt = Runtime(config, paths, clock=clock, environ={})
     h = Harness(rt=rt, fake=fake, clock=clock)
 
-    async def record(msg: OutboundMessage) -> bool:
-        h.sent.append(msg)
+    async def record(item: Outgoing) -> bool:
+        h.sent.append(item.message)
         return True
 
-    rt.bus.set_outbound_handler(record)
+    rt.delivery.connect(record)
     try:
         yield h
     finally:

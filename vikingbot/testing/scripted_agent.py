@@ -14,6 +14,7 @@ from typing import Any
 
 from vikingbot.agent.types import TurnResult
 from vikingbot.bus import OutboundMessage
+from vikingbot.delivery.service import Outgoing
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver
 
@@ -47,15 +48,15 @@ class ScriptedAgent:
 
 @dataclass
 class Sent:
-    """The platform side of the bus: records what delivery sent (or refuses it)."""
+    """The platform side of delivery (its sink): records what delivery sent (or refuses it)."""
 
     messages: list[OutboundMessage] = field(default_factory=list)
     fail: bool = False
 
-    async def __call__(self, msg: OutboundMessage) -> bool:
+    async def __call__(self, item: Outgoing) -> bool:
         if self.fail:
             return False
-        self.messages.append(msg)
+        self.messages.append(item.message)
         return True
 
     @property
