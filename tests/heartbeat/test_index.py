@@ -172,6 +172,24 @@ def test_a_session_going_stale_changes_the_decision_without_any_file_change(home
     assert {r[2] for r in rows} == {"stale"} and rows == home.rescan()
 
 
+def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path) -> None:
+    """`vikingbot chat` flags its session; its workspace is still visited while fresh."""
+    h = Home(tmp_path / "home", mode="shared")
+    try:
+        key = SessionKey("cli", "default", "local")
+        h.rt.sessions.get_or_create(key, skip_heartbeat=True)
+        h.rt.sessions.append(key, Message("user", "hi", h.clock.now()))
+        (h.rt.paths.workspace_root / "shared").mkdir(parents=True, exist_ok=True)
+        (h.rt.paths.workspace_root / "shared" / "HEARTBEAT.md").write_text(TASK)
+        rows = h.memo_cycle()
+        assert run_decisions(rows) == ["shared"] and rows == h.rescan()
+        h.clock.advance(days=2, minutes=1)  # the terminal went quiet for stale_after
+        rows = h.memo_cycle()
+        assert run_decisions(rows) == [] and rows == h.rescan()
+    finally:
+        h.close()
+
+
 def test_pause_from_another_process_replans_a_quiet_workspace(home: Home) -> None:
     home.talk(1)
     home.write(1, TEMPLATE)

@@ -83,6 +83,41 @@ def test_skip_flag_and_stale_sessions() -> None:
     assert reasons(ds) == [("skip", "skip-flag"), ("skip", "stale")]
 
 
+def terminal(*, last_user: timedelta | None = timedelta(hours=1)) -> SessionMeta:
+    """`vikingbot chat`'s session: created with the skip flag."""
+    m = meta(last_user=last_user, skip=True)
+    return SessionMeta(
+        SessionKey("cli", "default", "local"),
+        m.created_at,
+        m.updated_at,
+        m.last_user_at,
+        m.metadata,
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "sessions", "expected"),
+    [
+        # the terminal-only user: the workspace is visited when it has work
+        (ONE_TASK, [terminal()], [("skip", "skip-flag"), ("run", "due")]),
+        (TEMPLATE, [terminal()], [("skip", "skip-flag"), ("skip", "empty")]),
+        # a terminal idle for longer than stale_after does not count
+        (ONE_TASK, [terminal(last_user=timedelta(days=3))], [("skip", "skip-flag")]),
+        (ONE_TASK, [terminal(last_user=None)], [("skip", "skip-flag")]),
+        # a chat platform session with the flag keeps the workspace unvisited
+        (ONE_TASK, [meta("a", skip=True)], [("skip", "skip-flag")]),
+    ],
+)
+def test_a_fresh_terminal_session_keeps_its_workspace_visited(text, sessions, expected) -> None:
+    assert reasons(plan(text, sessions=sessions)) == expected
+
+
+def test_a_terminal_is_never_a_fan_out_target() -> None:
+    ds = plan(ONE_TASK, sessions=[terminal()], cfg=HeartbeatConfig(target="all"))
+    (run,) = [d for d in ds if d.decision == "run"]
+    assert run.unit is not None and run.unit.session is None and run.session is None
+
+
 def test_session_with_no_user_message_is_stale() -> None:
     assert reasons(plan(ONE_TASK, sessions=[meta(last_user=None)])) == [("skip", "stale")]
 

@@ -42,6 +42,7 @@ from typing import Any
 from loguru import logger
 
 from vikingbot.errors import SessionError, WorkspaceError
+from vikingbot.heartbeat.planner import keeps_workspace_visited
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
 from vikingbot.session.store import SYSTEM_TYPES, SessionStore
@@ -348,7 +349,7 @@ class HeartbeatIndex:
         stale = timedelta(seconds=self._settings[1])
         until = nxt = None
         for meta in group.values():
-            if meta.last_user_at is None or meta.skip_heartbeat:
+            if meta.last_user_at is None or not keeps_workspace_visited(meta):
                 continue
             t = meta.last_user_at + stale
             if until is None or t > until:

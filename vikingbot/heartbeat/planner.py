@@ -42,6 +42,7 @@ __all__ = [
     "budget_exceeded",
     "in_progress",
     "is_parked",
+    "keeps_workspace_visited",
     "plan_workspace",
     "session_skip",
 ]
@@ -51,6 +52,18 @@ __all__ = [
 CADENCE_SLACK = 0.05
 # A crashed holder's "running" mark (and claim) is stale after the turn timeout plus this.
 CLAIM_MARGIN_S = 60.0
+TERMINAL = "cli"  # the session type of `vikingbot chat`
+
+
+def keeps_workspace_visited(meta: SessionMeta) -> bool:
+    """Whether this session's user, while fresh, makes its workspace worth a visit.
+
+    Any session not flagged off, and a terminal session whatever its flag: the
+    terminal cannot be pushed to, so `vikingbot chat` flags its sessions to keep
+    heartbeat results out of them, but the person at the terminal is still around
+    and the workspace's tasks still run (results go to the owner, else the inbox).
+    """
+    return not meta.skip_heartbeat or meta.key.type == TERMINAL
 
 
 def session_skip(meta: SessionMeta, now: datetime, stale_after_s: float) -> Reason | None:
@@ -125,7 +138,7 @@ def plan_workspace(
     its detail; nothing is charged and scheduled slots stay due.
     """
     out, eligible = _sessions(ws, now, cfg)
-    if not eligible:
+    if not eligible and not _terminal_fresh(ws, now, cfg):
         if not ws.sessions:
             out.append(Decision(ws.name, "skip", "no-sessions"))
         return out
@@ -153,6 +166,17 @@ def _sessions(
         else:
             eligible.append(meta)
     return out, eligible
+
+
+def _terminal_fresh(ws: WorkspaceInput, now: datetime, cfg: HeartbeatConfig) -> bool:
+    """A terminal session with a recent user message (its skip flag aside)."""
+    fresh_since = now - timedelta(seconds=cfg.stale_after)
+    return any(
+        meta.key.type == TERMINAL
+        and meta.last_user_at is not None
+        and meta.last_user_at >= fresh_since
+        for meta in ws.sessions
+    )
 
 
 def _workspace_skip(
