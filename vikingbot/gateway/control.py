@@ -16,6 +16,7 @@ route is documented in docs/api.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import json
 import time
@@ -167,6 +168,36 @@ def opt_int(raw: str | None, key: str, default: int, lo: int, hi: int) -> int:
     return value
 
 
+async def until_client_leaves(request: Request, work: Awaitable[Any]) -> Any:
+    """Await ``work``; if the client hangs up first (Ctrl-C in `vikingbot chat`), cancel it.
+
+    A cancelled turn keeps the user's prompt in the session and writes no reply.
+    """
+    task = asyncio.ensure_future(work)
+
+    async def hang_up() -> None:
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    watcher = asyncio.ensure_future(hang_up())
+    try:
+        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watcher.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task  # the turn's history is written before we answer
+    if task.cancelled():
+        logger.info("control API: {} cancelled: the client went away", request.url.path)
+        raise ClientGone("the client went away; the request was cancelled")
+    return task.result()
+
+
+class ClientGone(VikingbotError):
+    """The client closed the connection before the answer was ready."""
+
+
 Handler = Callable[[Request], Awaitable[Any]]
 
 
@@ -271,10 +302,11 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
 
     async def chat(request: Request) -> Any:
         body = await json_body(request)
-        return await ops.chat(
+        turn = ops.chat(
             req_str(body, "text", max_len=100_000),
             session=opt_str(body, "session", max_len=300) or "cli:default:local",
         )
+        return await until_client_leaves(request, turn)
 
     async def events(request: Request) -> Any:
         q = request.query_params
