@@ -26,9 +26,14 @@ def _mask(record: Any) -> None:
 
 
 def setup_logging(
-    *, verbose: bool = False, logs_dir: Path | None = None, console: bool = True
+    *,
+    verbose: bool = False,
+    logs_dir: Path | None = None,
+    console: bool = True,
+    log_name: str = "vikingbot.log",
 ) -> None:
-    """Console (INFO, or DEBUG with ``verbose``) and a rotating file under ``logs_dir``."""
+    """Console (INFO, or DEBUG with ``verbose``) and a rotating file ``log_name`` under
+    ``logs_dir``."""
     logger.remove()
     logger.configure(patcher=_mask)
     if console:
@@ -42,7 +47,7 @@ def setup_logging(
     if logs_dir is not None:
         logs_dir.mkdir(parents=True, exist_ok=True)
         logger.add(
-            logs_dir / "vikingbot.log",
+            logs_dir / log_name,
             level="DEBUG",
             format=_format,
             rotation="10 MB",

@@ -1,17 +1,26 @@
 """`vikingbot chat`: talk to the agent in the terminal, or send one message (`-m`).
 
 Interactive mode keeps the conversation in a session (default
-``cli:default:local``, created with ``skip_heartbeat``), renders replies as
-Markdown, shows each tool call, and asks ``Allow exec(...)? [y/N]`` before a
-tool that changes things runs. Ctrl-C cancels the current turn (or an approval
-prompt), not the program; Ctrl-D or ``/exit`` quits. ``-m`` sends one message
-and prints the reply (``--json`` for scripts); it asks for approval only when
-stdin is a terminal, otherwise such tools are refused (see ``bot.tools.auto_approve``).
+``cli:default:local``, created with ``skip_heartbeat``). The loop itself
+(line editing and history, the spinner, Ctrl-C, errors told once) is
+``chat_loop``'s, shared with the chat attached to a gateway (``chat_remote``);
+this module gives it the *send turn* callable that runs the turn here. Replies
+are rendered as Markdown, each tool call is shown, a tool that changes things
+asks ``Allow exec(...)? [y/N]`` first, and each retry of the model SDK is one
+line (``chat_retries``). ``-m`` sends one message and prints the reply
+(``--json`` for scripts); it asks for approval only when stdin is a terminal,
+otherwise such tools are refused (see ``bot.tools.auto_approve``).
+
+Log lines of the agent layer never reach the terminal here (the chat prints
+the turn's outcome itself, once); they go to ``<data>/logs/chat.log``, or to
+stderr as well with ``-v``.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,12 +31,16 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from vikingbot.agent.types import AgentLoop, ApprovalCallback, ToolCallRecord, TurnResult
+    from vikingbot.cli.chat_loop import Reply
     from vikingbot.delivery.service import Outgoing
     from vikingbot.runtime import Runtime
     from vikingbot.session.types import SessionKey
 
 DEFAULT_SESSION = "cli:default:local"
-HELP = "/exit quits (or Ctrl-D) · /reset clears this session's history · Ctrl-C cancels a turn"
+HELP = (
+    "/exit, Ctrl-D or Ctrl-C quits · Ctrl-C during a turn cancels it · "
+    "/reset clears this session's history · ↑/↓ history"
+)
 
 
 def register(app: typer.Typer) -> None:
@@ -65,7 +78,9 @@ def chat(
         if message is not None:
             one_shot(client, str(key), message, as_json)
         else:
-            interactive(client, str(key))
+            from vikingbot.config.paths import home_dir
+
+            interactive(client, str(key), home_dir())
         return
     if message is None or not as_json:
         note_local()
@@ -81,15 +96,10 @@ def chat(
 
 def _runtime(ctx: typer.Context, key: SessionKey) -> Runtime:
     from vikingbot.errors import VikingbotError
-    from vikingbot.logs import quiet, setup_logging
     from vikingbot.runtime import Runtime
 
-    verbose = state(ctx).verbose
     config, paths = get_config(ctx)
-    if verbose:
-        setup_logging(verbose=True)
-    else:
-        quiet()
+    chat_logging(paths.logs_dir, verbose=state(ctx).verbose)
     rt = Runtime(config, paths)
     try:
         rt.sessions.get_or_create(key, skip_heartbeat=True)
@@ -98,7 +108,32 @@ def _runtime(ctx: typer.Context, key: SessionKey) -> Runtime:
     return rt
 
 
-def _loop(rt: Runtime, approve: ApprovalCallback | None, console: Console | None) -> AgentLoop:
+def chat_logging(logs_dir: Path, *, verbose: bool) -> None:
+    """Logs for a chat: the agent layer's lines go to ``logs_dir/chat.log`` only (the chat
+    tells the turn's outcome itself, once); other warnings still reach stderr. ``-v``
+    shows everything on stderr too."""
+    import sys
+
+    from loguru import logger
+
+    from vikingbot.logs import setup_logging
+
+    try:
+        setup_logging(verbose=verbose, logs_dir=logs_dir, console=verbose, log_name="chat.log")
+    except OSError:  # a home we cannot write to: no log file then
+        setup_logging(verbose=verbose, console=verbose)
+    if not verbose:
+        logger.add(
+            sys.stderr,
+            level="WARNING",
+            format="{level}: {message}",
+            filter=lambda record: not record["name"].startswith("vikingbot.agent"),
+        )
+
+
+def _loop(
+    rt: Runtime, approve: ApprovalCallback | None, on_tool: Callable[[ToolCallRecord], None] | None
+) -> AgentLoop:
     """The configured loop; exits 1 with what to set when it is not ready."""
     from vikingbot import registry
     from vikingbot.errors import NotConfiguredError
@@ -114,7 +149,7 @@ def _loop(rt: Runtime, approve: ApprovalCallback | None, console: Console | None
             clock=rt.clock,
             environ=rt.environ,
             approval_callback=approve,
-            on_tool_call=(lambda rec: _show_tool(console, rec)) if console is not None else None,
+            on_tool_call=on_tool,
         )
     except NotConfiguredError as exc:
         fail(str(exc))
@@ -225,7 +260,7 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
 
     err = Console(stderr=True)
     approve = _ask(err) if sys.stdin.isatty() else None
-    loop = _loop(rt, approve, None if as_json else err)
+    loop = _loop(rt, approve, None if as_json else (lambda rec: _show_tool(err, rec)))
     rt.delivery.connect(_deliver_to(err))
 
     async def run() -> TurnResult:
@@ -266,62 +301,57 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
     import asyncio
 
     from rich.console import Console
-    from rich.markdown import Markdown
 
-    from vikingbot.errors import VikingbotError
+    from vikingbot.cli.chat_input import make_reader
+    from vikingbot.cli.chat_loop import ChatTerminal, run_chat
+    from vikingbot.cli.chat_retries import report_sdk_retries
 
     console = Console()
-    loop = _loop(rt, _ask(console), console)
+    term = ChatTerminal(console, make_reader(console, rt.paths.home))
+
+    async def approve(name: str, args: dict[str, Any]) -> bool:
+        try:
+            answer = await term.ask(call_summary(name, args))
+        except (KeyboardInterrupt, EOFError):
+            raise asyncio.CancelledError from None  # Ctrl-C at the question cancels the turn
+        return answer.strip().lower() in ("y", "yes")
+
+    loop = _loop(rt, approve, lambda rec: _show_tool(console, rec))
     rt.delivery.connect(_deliver_to(console))
     model = rt.config.bot.agents.model or rt.config.bot.agents.provider
     console.print(f"[bold]vikingbot chat[/] · session {key} · {model}")
     console.print(f"[dim]{HELP}[/]")
     _say_unread(console, rt.delivery.inbox.unread_count())
-    with asyncio.Runner() as runner:
+
+    async def send(text: str) -> Reply:
+        deliver = _local_deliver(rt, key, console)
+        return to_reply(await loop.run_turn(text, key, {}, deliver=deliver))
+
+    async def reset() -> None:
+        rt.sessions.reset(key)
+        console.print("[dim]history cleared[/]")
+
+    async def main() -> None:
         try:
-            while True:
-                try:
-                    line = console.input("[bold cyan]you›[/] ")
-                except EOFError:
-                    console.print()
-                    break
-                except KeyboardInterrupt:
-                    console.print("\n[dim](Ctrl-D or /exit quits)[/]")
-                    continue
-                text = line.strip()
-                if not text:
-                    continue
-                if text in ("/exit", "/quit"):
-                    break
-                if text == "/help":
-                    console.print(f"[dim]{HELP}[/]")
-                    continue
-                if text == "/reset":
-                    rt.sessions.reset(key)
-                    console.print("[dim]history cleared[/]")
-                    continue
-                try:
-                    deliver = _local_deliver(rt, key, console)
-                    result = runner.run(loop.run_turn(text, key, {}, deliver=deliver))
-                except (KeyboardInterrupt, asyncio.CancelledError):
-                    console.print("[yellow]turn cancelled[/]")
-                    continue
-                except VikingbotError as exc:
-                    console.print(f"[bold red]Error:[/] {_escape(str(exc))}")
-                    continue
-                _show_result(console, result, Markdown)
+            await run_chat(term, send, help_text=HELP, commands={"/reset": reset})
         finally:
-            runner.run(loop.aclose())
+            await loop.aclose()
+
+    with report_sdk_retries(lambda line: term.note(f"[yellow]  ↻ {_escape(line)}[/]")):
+        try:
+            asyncio.run(main())
+        except KeyboardInterrupt:  # Ctrl-C at a plain (piped) prompt
+            console.print()
 
 
-def _show_result(console: Console, r: TurnResult, markdown: Any) -> None:
-    if r.ended in ("error", "timeout"):
-        console.print(f"[bold red]Error:[/] {_escape(r.error or r.ended)}")
-        return
-    if r.text:
-        console.print(markdown(r.text))
-    if r.ended == "turn-limit":
-        console.print("[yellow]stopped at the tool-call limit (bot.agents.max_tool_iterations)[/]")
-    tokens = r.tokens_in + r.tokens_out
-    cost = f" · ${r.cost_usd:.4f}" if r.cost_usd else ""
-    console.print(f"[dim]{r.model_calls} model call(s) · {tokens} tokens{cost}[/]")
+def to_reply(r: TurnResult) -> Reply:
+    from vikingbot.cli.chat_loop import Reply
+
+    return Reply(
+        text=r.text,
+        ended=r.ended,
+        error=r.error,
+        model_calls=r.model_calls,
+        tokens=r.tokens_in + r.tokens_out,
+        cost_usd=r.cost_usd,
+    )

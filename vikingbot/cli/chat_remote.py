@@ -1,16 +1,22 @@
 """`vikingbot chat` attached to the running gateway (the turn runs there).
 
-One-shot (``-m``) posts the message to ``/api/v1/chat``. Interactive mode does the
-same per line, and a background thread follows ``/api/v1/events`` so heartbeat
-and cron results are printed as they arrive; at its start it says how many
+One-shot (``-m``) posts the message to ``/api/v1/chat``. Interactive mode is the
+shared chat loop (``chat_loop``) with a *send turn* that posts each line the same
+way, over an async HTTP client so that Ctrl-C drops the request at once; the
+gateway sees the client go and cancels the turn (the prompt stays in the
+session, no half reply). A background task follows ``/api/v1/events`` and prints
+heartbeat and cron results as they arrive; at its start the chat says how many
 unread inbox items wait. There is no terminal to ask for approval in the
 gateway: tools that need it follow ``bot.tools.auto_approve`` or are refused
-(the refusal is shown like any tool call).
+(the refusal is shown like any tool call). The model SDK's retries happen in the
+gateway and are not shown here (its log has them).
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
+import contextlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -19,16 +25,24 @@ from vikingbot.cli.common import fail, print_json
 from vikingbot.cli.remote import call
 
 if TYPE_CHECKING:
+    import httpx
     from rich.console import Console
 
+    from vikingbot.cli.chat_loop import ChatTerminal, Reply
     from vikingbot.gateway.client import GatewayClient
 
-HELP = "/exit quits (or Ctrl-D) · runs in the gateway: results arrive here as they come"
+HELP = (
+    "/exit, Ctrl-D or Ctrl-C quits · Ctrl-C during a turn cancels it · ↑/↓ history · "
+    "runs in the gateway: heartbeat and cron results arrive here as they come"
+)
 EVENT_WAIT_S = 25
 
 
 def one_shot(client: GatewayClient, session: str, message: str, as_json: bool) -> None:
-    data = call(client, "POST", "/api/v1/chat", {"text": message, "session": session})
+    try:
+        data = call(client, "POST", "/api/v1/chat", {"text": message, "session": session})
+    except KeyboardInterrupt:  # the connection closes with us: the gateway cancels the turn
+        fail("cancelled", 130)
     if as_json:
         print_json({**data, "via": "gateway"})
         if data.get("ended") == "error":
@@ -41,8 +55,11 @@ def one_shot(client: GatewayClient, session: str, message: str, as_json: bool) -
     typer.echo(data.get("reply") or "")
 
 
-def interactive(client: GatewayClient, session: str) -> None:
+def interactive(client: GatewayClient, session: str, home: Path) -> None:
     from rich.console import Console
+
+    from vikingbot.cli.chat_input import make_reader
+    from vikingbot.cli.chat_loop import ChatTerminal
 
     console = Console()
     info = call(client, "GET", "/api/v1/gateway")
@@ -58,69 +75,112 @@ def interactive(client: GatewayClient, session: str) -> None:
         )
     last = max((int(i["id"]) for i in unread), default=0)
     latest = call(client, "GET", f"/api/v1/events?after={last}&wait=0")
-    stop = threading.Event()
-    follower = threading.Thread(
-        target=_follow, args=(client, console, int(latest["last"]), stop), daemon=True
-    )
-    follower.start()
+    term = ChatTerminal(console, make_reader(console, home))
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C at a plain (piped) prompt
+        asyncio.run(_attached(client, term, session, int(latest["last"])))
+
+
+async def _attached(client: GatewayClient, term: ChatTerminal, session: str, after: int) -> None:
+    import httpx
+
+    from vikingbot.cli.chat_loop import run_chat
+
+    async with httpx.AsyncClient(
+        base_url=client.base_url, headers=client.headers(), timeout=None
+    ) as http:
+
+        async def send(text: str) -> Reply:
+            data = await _post_chat(http, text, session)
+            _show_extras(term.console, data)
+            return _reply(data)
+
+        follower = asyncio.create_task(_follow(http, term, after))
+        try:
+            await run_chat(term, send, help_text=HELP)
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+
+
+async def _post_chat(http: httpx.AsyncClient, text: str, session: str) -> dict[str, Any]:
+    import httpx
+
+    from vikingbot.gateway.client import GatewayRefused, GatewayUnavailable
+
     try:
-        while True:
-            try:
-                line = console.input("[bold cyan]you›[/] ")
-            except EOFError:
-                console.print()
-                break
-            except KeyboardInterrupt:
-                console.print("\n[dim](Ctrl-D or /exit quits)[/]")
-                continue
-            text = line.strip()
-            if not text:
-                continue
-            if text in ("/exit", "/quit"):
-                break
-            if text == "/help":
-                console.print(f"[dim]{HELP}[/]")
-                continue
-            data = call(client, "POST", "/api/v1/chat", {"text": text, "session": session})
-            _show(console, data)
-    finally:
-        stop.set()
+        resp = await http.post("/api/v1/chat", json={"text": text, "session": session})
+    except httpx.HTTPError as exc:
+        raise GatewayUnavailable(
+            f"the gateway stopped answering ({type(exc).__name__}); it may have stopped: "
+            "check `vikingbot status` and its log"
+        ) from None
+    try:
+        data = resp.json()
+    except ValueError:
+        data = None
+    if resp.status_code >= 400 or not isinstance(data, dict):
+        message = data.get("error") if isinstance(data, dict) else None
+        raise GatewayRefused(resp.status_code, str(message or f"HTTP {resp.status_code}"))
+    return data
 
 
-def _show(console: Console, data: dict[str, Any]) -> None:
+def _reply(data: dict[str, Any]) -> Reply:
+    from vikingbot.cli.chat_loop import Reply
+
+    def num(key: str) -> float:
+        value = data.get(key)
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    reply = data.get("reply")
+    error = data.get("error")
+    return Reply(
+        text=reply if isinstance(reply, str) else None,
+        ended=str(data.get("ended") or "final"),
+        error=error if isinstance(error, str) else None,
+        model_calls=int(num("model_calls")),
+        tokens=int(num("tokens_in") + num("tokens_out")),
+        cost_usd=num("cost_usd"),
+    )
+
+
+def _show_extras(console: Console, data: dict[str, Any]) -> None:
+    """What the agent sent to this chat, and the tool calls the turn made."""
     from rich.markdown import Markdown
     from rich.markup import escape
     from rich.panel import Panel
 
     for text in data.get("messages") or []:
-        console.print(Panel(Markdown(text), title="message", border_style="cyan"))
+        console.print(Panel(Markdown(str(text)), title="message", border_style="cyan"))
     for c in data.get("tool_calls") or []:
+        if not isinstance(c, dict):
+            continue
         mark = "refused" if not c.get("approved") else ("error" if c.get("error") else "✓")
-        console.print(f"[dim]  ⚙ {escape(str(c.get('name')))}  {mark}[/]")
-    if data.get("ended") in ("error", "timeout"):
-        console.print(f"[bold red]Error:[/] {escape(str(data.get('error') or data.get('ended')))}")
-        return
-    if data.get("reply"):
-        console.print(Markdown(str(data["reply"])))
+        console.print(f"[dim]  ⚙ {escape(str(c.get('name'))[:100])}  {mark}[/]")
 
 
-def _follow(client: GatewayClient, console: Console, after: int, stop: threading.Event) -> None:
-    """Print new inbox items (heartbeat and cron results) until ``stop``."""
+async def _follow(http: httpx.AsyncClient, term: ChatTerminal, after: int) -> None:
+    """Print new inbox items (heartbeat and cron results) until cancelled."""
+    import httpx
     from rich.markdown import Markdown
+    from rich.markup import escape
     from rich.panel import Panel
 
-    from vikingbot.errors import VikingbotError
-
-    while not stop.is_set():
+    while True:
         try:
-            data = client.get(f"/api/v1/events?after={after}&wait={EVENT_WAIT_S}", timeout=60)
-        except VikingbotError as exc:
-            if not stop.is_set():
-                console.print(f"[yellow]stopped following results: {exc}[/]")
+            resp = await http.get(
+                "/api/v1/events", params={"after": after, "wait": EVENT_WAIT_S}, timeout=60
+            )
+            data = resp.json()
+            if resp.status_code >= 400 or not isinstance(data, dict):
+                raise ValueError(f"HTTP {resp.status_code}")
+        except (httpx.HTTPError, ValueError) as exc:
+            await term.say(f"[yellow]stopped following results: {escape(str(exc))}[/]")
             return
         for item in data.get("items") or []:
-            if item.get("kind") == "prompt":
+            if not isinstance(item, dict) or item.get("kind") == "prompt":
                 continue
-            title = f"#{item['id']} from {item.get('source') or item.get('slot')}"
-            console.print(Panel(Markdown(str(item.get("text", ""))), title=title))
-        after = int(data.get("last", after))
+            title = escape(f"#{item.get('id')} from {item.get('source') or item.get('slot')}")
+            await term.say(Panel(Markdown(str(item.get("text", ""))), title=title))
+        with contextlib.suppress(TypeError, ValueError):
+            after = max(after, int(data.get("last", after)))

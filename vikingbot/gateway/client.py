@@ -114,13 +114,28 @@ class GatewayClient:
             return "::1"
         return host
 
+    @property
+    def base_url(self) -> str:
+        """``http://host:port`` to reach the gateway at (for an async client of its own)."""
+        host = self._connect_host()
+        return (
+            f"http://[{host}]:{self.info.port}"
+            if ":" in host
+            else f"http://{host}:{self.info.port}"
+        )
+
+    def headers(self) -> dict[str, str]:
+        """The headers every control request carries (the secret, the token when needed)."""
+        headers = {"Authorization": f"Bearer {self._secret}", "Accept": "application/json"}
+        if self._token:
+            headers["X-Vikingbot-Token"] = self._token
+        return headers
+
     def request(
         self, method: str, path: str, body: dict[str, Any] | None = None, *, timeout: float = 3600
     ) -> Any:
         """Send one request; the JSON answer. Raises GatewayUnavailable / GatewayRefused."""
-        headers = {"Authorization": f"Bearer {self._secret}", "Accept": "application/json"}
-        if self._token:
-            headers["X-Vikingbot-Token"] = self._token
+        headers = self.headers()
         payload = None
         if body is not None:
             payload = json.dumps(body).encode()

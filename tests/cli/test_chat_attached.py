@@ -1,0 +1,116 @@
+"""`vikingbot chat` attached to a running gateway, in a real pseudo-terminal: it says how
+many unread inbox items wait, prints cron results as they arrive, and Ctrl-C cancels the
+turn in the gateway (the prompt kept, no half reply)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.cli.chat_pty import Terminal
+from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, reply
+from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.gateway_proc import GatewayProcess
+from vikingbot.testing.home import TIMEOUT_S, Home, poll
+
+SESSION = "cli:default:local"
+
+
+@pytest.fixture
+def gw_home(tmp_path: Path) -> Iterator[Home]:
+    telegram = FakeTelegram()
+    with FakeOpenAI.start() as llm, telegram.serve() as api:
+        home = Home(tmp_path / "home", llm, telegram, api)
+        home.write_config()
+        yield home
+
+
+@pytest.fixture
+def gateway(gw_home: Home) -> Iterator[GatewayProcess]:
+    gw = GatewayProcess(gw_home.path, start_timeout_s=TIMEOUT_S).start()
+    yield gw
+    if gw.proc is not None and gw.proc.poll() is None:
+        gw.kill()
+
+
+def add_inbox_item(home: Home, text: str) -> None:
+    from vikingbot.clock import SystemClock
+    from vikingbot.delivery.inbox import Inbox
+    from vikingbot.store.db import StateStore
+
+    store = StateStore.open(home.database_url)
+    try:
+        Inbox(store, SystemClock()).add("default", text, source="test")
+    finally:
+        store.close()
+
+
+def test_attached_chat_counts_unread_items_and_prints_cron_results_as_they_come(
+    gw_home: Home, gateway: GatewayProcess
+) -> None:
+    add_inbox_item(gw_home, "an older result")
+
+    def answer(req: RecordedRequest) -> Step | None:
+        text = req.last_user_text or ""
+        if "What is new on the status page?" in text:
+            return reply("All systems **green**.")
+        if text == "hello":
+            return reply("Hello through the gateway.")
+        return None
+
+    gw_home.llm.responder = answer
+    res = gw_home.cli(
+        "cron", "add", "status", "--every", "1h", "--target", "dashboard",
+        "--prompt", "What is new on the status page?",
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    chat = Terminal.start(gw_home.path)
+    try:
+        chat.wait_for(r"via the gateway \(pid \d+\)")
+        chat.wait_for(r"1 unread inbox item\(s\)")
+        at = chat.prompt()
+        chat.line("hello")
+        chat.wait_for(r"Hello through the gateway\.", after=at)
+        at = chat.prompt(at)
+
+        done: dict[str, object] = {}
+        runner = threading.Thread(
+            target=lambda: done.update(res=gw_home.cli("cron", "run", "status")), daemon=True
+        )
+        runner.start()  # a cron run in another terminal, while the chat waits at its prompt
+        chat.wait_for(r"from cron.*\n.*All systems green\.", after=at)
+        runner.join(TIMEOUT_S)
+        assert "an older result" not in chat.text  # told as a count, not replayed
+    finally:
+        chat.close()
+
+
+def test_ctrl_c_cancels_the_turn_in_the_gateway(gw_home: Home, gateway: GatewayProcess) -> None:
+    gw_home.llm.script([reply("far too late", delay_s=60), reply("Still here.")])
+    chat = Terminal.start(gw_home.path)
+    try:
+        at = chat.prompt()
+        chat.line("take your time")
+        chat.wait_for(r"working · [1-9]\d*s", after=at)
+        poll(lambda: gw_home.llm.requests, "the turn to reach the model")
+        chat.ctrl_c()
+        chat.wait_for(r"turn cancelled", after=at)
+        at = chat.prompt(at)
+        # the gateway cancelled the turn: the prompt is in the session, no reply
+        poll(
+            lambda: "client went away" in gateway.read_output(),
+            "the gateway to see the client go",
+        )
+        history = [(m.role, m.content) for m in gw_home.sessions().read_messages(SESSION)]
+        assert history == [("user", "take your time")]
+        chat.line("are you there?")
+        chat.wait_for(r"Still here\.", after=at)
+        assert "far too late" not in chat.text
+        chat.prompt(at)
+        chat.ctrl_d()
+        assert chat.wait_exit() == 0
+    finally:
+        chat.close()
