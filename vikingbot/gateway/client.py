@@ -54,8 +54,10 @@ class GatewayClient:
         *,
         token: str | None = None,
         starting_wait_s: float = STARTING_WAIT_S,
+        home: Path | None = None,
     ) -> None:
         self.info = info
+        self.home = home  # where the gateway's lock is (tells a dead gateway apart)
         self._secret = secret
         self._token = token
         self.starting_wait_s = starting_wait_s
@@ -93,7 +95,7 @@ class GatewayClient:
             secret = read_secret(home)
             if secret is None:
                 return None
-            return cls(info, secret, token=token, starting_wait_s=starting_wait_s)
+            return cls(info, secret, token=token, starting_wait_s=starting_wait_s, home=home)
 
     @property
     def needs_token(self) -> bool:
@@ -155,10 +157,7 @@ class GatewayClient:
                     raise GatewayUnavailable(
                         f"{where} did not answer within {timeout:g}s"
                     ) from None
-                raise GatewayUnavailable(
-                    f"{where} stopped answering during the request ({type(exc).__name__}); "
-                    "it may have stopped: check `vikingbot status` and its log"
-                ) from None
+                raise GatewayUnavailable(self._lost(where, exc)) from None
         finally:
             conn.close()
         try:
@@ -169,6 +168,31 @@ class GatewayClient:
             message = data.get("error") if isinstance(data, dict) else None
             raise GatewayRefused(resp.status, str(message or f"HTTP {resp.status}"))
         return data
+
+    def _lost(self, where: str, exc: BaseException) -> str:
+        """What to tell the user when the connection broke before the answer came."""
+        if self._gone():
+            return (
+                f"{where} stopped while handling this request; what it finished is kept "
+                "(messages sent, the outbox, the inbox, the run ledger) and unsent messages "
+                "go out when it runs again: start it with `vikingbot gateway`"
+            )
+        return (
+            f"{where} stopped answering during the request ({type(exc).__name__}); "
+            "it may have stopped: check `vikingbot status` and its log"
+        )
+
+    def _gone(self) -> bool:
+        """Whether the gateway process ended (its home lock is free, or its pid gone);
+        looked at for up to a second, as the connection may break a moment before."""
+        deadline = time.monotonic() + 1.0
+        while True:
+            gone = not pid_alive(self.info.pid) or (
+                self.home is not None and not self.info.shared and not lock_is_held(self.home)
+            )
+            if gone or time.monotonic() >= deadline:
+                return gone
+            time.sleep(POLL_S)
 
     def _connect(self, where: str, timeout: float) -> http.client.HTTPConnection:
         """A connection to the gateway; a refused connect while its pid lives is a
