@@ -142,3 +142,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[StateStore
     st = shared.take()
     yield st
     shared.give_back()
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    """Secret values a test's config taught ``redact`` stay with that test."""
+    yield
+    from vikingbot.redact import forget_all
+
+    forget_all()

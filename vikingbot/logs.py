@@ -13,16 +13,31 @@ from vikingbot.redact import mask_text
 _BASE = "{time:YYYY-MM-DD HH:mm:ss} | {level: <7} | {name}:{line} | "
 
 
+TRACE = "_trace"  # extra key: the record's traceback as text, secrets masked
+
+
 def _format(record: Any) -> str:
-    """Message first; bound context (workspace=, session=, entry=) after it, when any."""
-    extra = " ".join(f"{k}={{extra[{k}]}}" for k in record["extra"])
+    """Message first; bound context (workspace=, session=, entry=) after it, when any;
+    then the traceback, masked by :func:`_mask` (never loguru's raw ``{exception}``)."""
+    shown = [k for k in record["extra"] if not k.startswith("_")]
+    extra = " ".join(f"{k}={{extra[{k}]}}" for k in shown)
     tail = f" [{extra}]" if extra else ""
-    return _BASE + "{message}" + tail + "\n{exception}"
+    trace = f"{{extra[{TRACE}]}}" if TRACE in record["extra"] else ""
+    return _BASE + "{message}" + tail + "\n" + trace
 
 
 def _mask(record: Any) -> None:
-    """Every log line passes here: URL passwords and secret query parameters become ``***``."""
+    """Every log line passes here: secrets in the message and in the exception's text and
+    traceback (a provider error echoing its key, a database URL) become ``***``."""
     record["message"] = mask_text(record["message"])
+    found = record["exception"]
+    if found is not None:
+        import traceback
+
+        kind, value, tb = found
+        text = "".join(traceback.format_exception(kind, value, tb))
+        record["extra"][TRACE] = mask_text(text)
+        record["exception"] = None
 
 
 def setup_logging(

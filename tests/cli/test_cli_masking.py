@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -122,3 +125,101 @@ def test_log_lines_mask_url_passwords_and_secret_parameters(tmp_path: Path) -> N
     text = (tmp_path / "vikingbot.log").read_text()
     assert "postgresql://viking:***@db/viking" in text and "access_token=***" in text
     assert not _leaks(text)
+
+
+# ---- secrets inside exception text (issue 17): logs, the CLI's errors, chat replies
+
+PROVIDER_KEY = "prov-key-Zq81xxQ"  # no well-known shape: only the remembered value hides it
+DB_PASSWORD = "Hunter2-db-pw"
+
+
+@pytest.fixture
+def echoing_provider(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A model endpoint that answers 400 echoing the API key (as some proxies do) and a
+    home whose config uses it; yields (api base, home)."""
+    from vikingbot.testing.fake_llm import error
+    from vikingbot.testing.fake_openai import FakeOpenAI
+
+    with FakeOpenAI.start() as llm:
+        llm.responder = lambda _: error(400, f"Incorrect API key provided: {PROVIDER_KEY}.")
+        home = tmp_path / "echo-home"
+        home.mkdir()
+        provider = {"api_key": PROVIDER_KEY, "api_base": llm.base_url, "max_retries": 0}
+        config = {"agents": {"provider": "openai", "model": "m"}, "providers": {"openai": provider}}
+        (home / "config.json").write_text(json.dumps({"bot": config}))
+        yield llm.base_url, home
+
+
+async def test_a_provider_error_echoing_the_key_is_masked_in_the_log_and_its_traceback(
+    echoing_provider: tuple[str, Path], tmp_path: Path
+) -> None:
+    from loguru import logger
+
+    from vikingbot.config.loader import load_config
+    from vikingbot.errors import ProviderError
+    from vikingbot.logs import setup_logging
+    from vikingbot.providers.base import ChatMessage, ChatRequest
+    from vikingbot.providers.factory import create_provider
+    from vikingbot.redact import forget_all
+
+    _, home = echoing_provider
+    config, _ = load_config(home / "config.json", create=False, environ={})
+    provider = create_provider(config, environ={})
+    setup_logging(console=False, logs_dir=tmp_path / "logs")
+    try:
+        with pytest.raises(ProviderError) as caught:
+            await provider.complete(ChatRequest("m", [ChatMessage("user", "hi")]))
+        assert PROVIDER_KEY in str(caught.value)  # the real SDK error carries the key...
+        try:
+            raise RuntimeError("the turn failed") from caught.value
+        except RuntimeError:
+            logger.exception("answering failed")
+        logger.complete()
+    finally:
+        await provider.aclose()
+        logger.remove()
+        logger.configure(patcher=None)
+        forget_all()
+    text = (tmp_path / "logs" / "vikingbot.log").read_text()
+    assert "Traceback" in text and "Incorrect API key provided: ***" in text
+    assert PROVIDER_KEY not in text  # ...the log never does, not even in the traceback
+
+
+def _vikingbot(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
+    return subprocess.run(
+        [sys.executable, "-m", "vikingbot", *args],
+        env={**env, "VIKINGBOT_HOME": str(home)},
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_provider_error_echoing_the_key_is_masked_in_chat_output(
+    echoing_provider: tuple[str, Path],
+) -> None:
+    _, home = echoing_provider
+    for args in (("chat", "-m", "hi"), ("--verbose", "chat", "-m", "hi")):
+        result = _vikingbot(home, *args)
+        assert result.returncode == 1
+        assert "Incorrect API key provided: ***" in result.stderr
+        assert PROVIDER_KEY not in result.stdout + result.stderr
+
+
+def test_a_database_that_refuses_the_connection_is_one_masked_error_line(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as closed:  # bound, never listening: connections are refused
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+        home = tmp_path / "pg-home"
+        home.mkdir()
+        url = f"postgresql://bob:{DB_PASSWORD}@127.0.0.1:{port}/viking"
+        (home / "config.json").write_text(json.dumps({"storage": {"database_url": url}}))
+        result = _vikingbot(home, "heartbeat", "plan")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"postgresql://bob:***@127.0.0.1:{port}/viking" in result.stderr
+    assert DB_PASSWORD not in result.stdout + result.stderr

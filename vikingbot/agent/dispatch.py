@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.errors import VikingbotError
+from vikingbot.redact import mask_text
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, TurnResult
@@ -49,20 +50,21 @@ async def run_turn_text(
     Cancellation is not a failure: it propagates (the gateway is stopping).
     """
     if problem is not None or agent is None:
-        why = problem or "no agent configured"
+        why = mask_text(problem or "no agent configured")
         return TurnText(failure.format(why), None, why)
     try:
         result = await agent.run_turn(prompt, key, metadata or {}, deliver=deliver)
     except asyncio.CancelledError:
         raise
-    except VikingbotError as exc:
-        return TurnText(failure.format(exc), None, str(exc))
+    except VikingbotError as exc:  # the text reaches a chat: no secret a provider echoed
+        why = mask_text(str(exc))
+        return TurnText(failure.format(why), None, why)
     except Exception as exc:  # a bug in a loop plugin must not kill the dispatcher
         logger.exception("turn in {} crashed", key)
-        why = f"{type(exc).__name__}: {exc}"
+        why = mask_text(f"{type(exc).__name__}: {exc}")
         return TurnText(failure.format(why), None, why)
     if result.ended in ("error", "timeout"):
-        why = result.error or f"the turn ended with {result.ended}"
+        why = mask_text(result.error or f"the turn ended with {result.ended}")
         return TurnText(failure.format(why), result, why)
     return TurnText(result.text or "", result)
 

@@ -97,4 +97,22 @@ def main() -> None:
 
     if fast_status(sys.argv[1:]):  # the cached `status` (docs/architecture.md)
         return
-    app()
+    try:
+        app(standalone_mode=True)
+    except Exception as exc:  # the CLI's error printer for whatever no command caught
+        _report(exc)
+        raise SystemExit(1) from None
+
+
+def _report(exc: Exception) -> None:
+    """A vikingbot error as one line, anything else as its traceback; secrets masked."""
+    import sys
+    import traceback
+
+    from vikingbot.errors import VikingbotError
+    from vikingbot.redact import mask_text
+
+    if isinstance(exc, VikingbotError):
+        sys.stderr.write(f"Error: {mask_text(str(exc))}\n")
+        return
+    sys.stderr.write(mask_text("".join(traceback.format_exception(exc))))

@@ -37,9 +37,17 @@ def err_console() -> Console:
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    """Print an error to stderr and exit (1: bad input or domain error, 2: usage)."""
+    """Print an error to stderr, secrets masked, and exit (1: bad input or domain error,
+    2: usage)."""
+    from rich.markup import escape
+
+    from vikingbot.redact import mask_text
+
     err_console().print(
-        f"[bold red]Error:[/] {message}", highlight=False, markup=True, soft_wrap=True
+        f"[bold red]Error:[/] {escape(mask_text(message))}",
+        highlight=False,
+        markup=True,
+        soft_wrap=True,
     )
     raise typer.Exit(code)
 

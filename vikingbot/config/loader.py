@@ -21,6 +21,7 @@ from typing import Any, get_args, get_origin
 from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
 
+from vikingbot import redact
 from vikingbot.config.paths import ENV_PREFIX, Paths, config_path, home_dir
 from vikingbot.config.schema import BotConfig, Config, StorageConfig
 from vikingbot.errors import ConfigError
@@ -320,4 +321,8 @@ def load_config(
         if prefixed_env or prefixed_dotenv:
             source += " + VIKINGBOT_* environment"
         raise ConfigError(describe_validation_error(exc, source)) from exc
-    return config, resolve_paths(config, path, home)
+    paths = resolve_paths(config, path, home)
+    # error text and logs hide these values wherever they turn up (redact.mask_text)
+    redact.remember(redact.secrets_in(config.model_dump()))
+    redact.remember(redact.secrets_in({**dotenv, "url": paths.database_url}))
+    return config, paths
