@@ -17,7 +17,7 @@ async def test_two_chats_do_not_wait_for_each_other(tmp_path: Path) -> None:
         async for h in build_harness(tmp_path, fake):
             await h.rt.agent().ensure_provider()  # type: ignore[attr-defined]
             gw = Gateway(h.rt, say=lambda _line: None)
-            task = asyncio.create_task(gw._inbound_loop())
+            task = asyncio.create_task(gw.dispatch.serve_inbound(h.rt.bus, gw.stop_event))
             t0 = time.monotonic()
             for chat in ("42", "43"):
                 await h.rt.bus.publish_inbound(InboundMessage("telegram", chat, chat, "ping"))

@@ -24,7 +24,7 @@ from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop
-    from vikingbot.bus import InboundMessage
+    from vikingbot.bus import InboundMessage, MessageBus
     from vikingbot.clock import Clock
     from vikingbot.delivery.service import DeliveryService
     from vikingbot.session.store import SessionStore
@@ -49,6 +49,38 @@ class Dispatcher:
         self.delivery = delivery
         self.sessions = sessions
         self.inbox = Inbox(store, clock)
+        self.inflight: set[asyncio.Task[Any]] = set()  # chat turns running now
+
+    async def serve_inbound(
+        self, bus: MessageBus, stop: asyncio.Event, max_parallel: int = 8
+    ) -> None:
+        """Answer chat messages from the bus until ``stop``: chats run in parallel, one
+        turn at a time per session (the loop's session lock), at most ``max_parallel``
+        turns at once. Turns already running are waited for (the gateway's stop bounds
+        that with its grace period)."""
+        sem = asyncio.Semaphore(max_parallel)
+        while not stop.is_set():
+            get = asyncio.create_task(bus.next_inbound())
+            stopped = asyncio.create_task(stop.wait())
+            done, _ = await asyncio.wait({get, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if get not in done:
+                get.cancel()
+                break
+            stopped.cancel()
+            msg = get.result()
+
+            async def answer(msg: InboundMessage = msg) -> None:
+                async with sem:
+                    try:
+                        await self.answer(msg)
+                    except Exception:
+                        logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)
+
+            task = asyncio.create_task(answer(), name=f"inbound:{msg.channel}:{msg.chat_id}")
+            self.inflight.add(task)
+            task.add_done_callback(self.inflight.discard)
+        if self.inflight:
+            await asyncio.wait(set(self.inflight))
 
     def _agent_or_none(self) -> AgentLoop | None:
         return None if self.agent_problem() else self.agent()

@@ -1,9 +1,10 @@
-"""The gateway: starts every service, serves HTTP, reloads config, stops cleanly.
+"""The gateway: starts what the composition root builds, supervises, serves, stops.
 
-Services run as asyncio tasks next to the HTTP server. A service that fails to
-start is reported (``✗``) and the rest keep running. On SIGINT/SIGTERM the
-gateway stops taking work, gives running turns ``bot.gateway.shutdown_grace_s``
-to finish, cancels what is left and flushes state.
+Every part is built in ``gateway/compose.py`` (read it to see the gateway); the
+services run under ``gateway/services.py`` (a crash is logged, told to the owner
+once and restarted with backoff). On SIGINT/SIGTERM the gateway stops taking work,
+gives running turns ``bot.gateway.shutdown_grace_s`` to finish, cancels what is
+left and flushes state.
 """
 
 from __future__ import annotations
@@ -12,30 +13,33 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from vikingbot import __version__
 from vikingbot.config.loader import load_config
 from vikingbot.errors import ConfigError, VikingbotError
+from vikingbot.gateway import compose
 from vikingbot.gateway.peers import is_loopback
+from vikingbot.gateway.services import Services
 from vikingbot.metrics import Metrics
 from vikingbot.runtime import Runtime
 
+if TYPE_CHECKING:
+    from vikingbot.channels.manager import ChannelManager
+    from vikingbot.cron.service import CronService
+    from vikingbot.gateway.dispatch import Dispatcher
+    from vikingbot.gateway.lock import HomeLock
+    from vikingbot.gateway.ops import ControlOps
+    from vikingbot.gateway.registry import GatewayRegistry
+    from vikingbot.heartbeat.service import HeartbeatService
+    from vikingbot.housekeeping.service import HousekeepingService
+
 Say = Callable[[str], None]
 CANCEL_WAIT_S = 1.0  # how long cancelled work and channels get to wind down
-
-
-@dataclass
-class ServiceState:
-    name: str
-    running: bool = False
-    detail: str = ""
-    task: asyncio.Task[Any] | None = field(default=None, repr=False)
 
 
 class Gateway:
@@ -48,46 +52,52 @@ class Gateway:
         say: Say = print,
         config_poll_s: float = 2.0,
     ) -> None:
-        self.rt = runtime
+        self.rt = runtime  # the config's owner (reloads); services get only ``core``
+        self._core: compose.Core | None = None
         gw = runtime.config.bot.gateway
         self.host = host or gw.host
         self.port = port if port is not None else gw.port
         self.say = say
         self.metrics = Metrics()
-        self.services: dict[str, ServiceState] = {}
         self.stop_event = asyncio.Event()
+        self.services = Services(self.stop_event, tell=self._tell, forget=self._forget)
         self.started_at = datetime.now(UTC)
         self.config_poll_s = config_poll_s
         self._config_mtime: float | None = None
-        self.heartbeat: Any = None
-        self.channels: Any = None
-        self.housekeeping: Any = None
-        self._inbound_tasks: set[asyncio.Task[Any]] = set()
-        self.cron: Any = None
-        self._dispatch: Any = None
-        self.home_lock: Any = None
-        self.ops: Any = None
+        self._dispatch: Dispatcher | None = None
+        self.registry: GatewayRegistry | None = None
+        self.channels: ChannelManager | None = None
+        self.heartbeat: HeartbeatService | None = None
+        self.cron: CronService | None = None
+        self.housekeeping: HousekeepingService | None = None
+        self.home_lock: HomeLock | None = None
+        self.ops: ControlOps | None = None
         self._server_task: asyncio.Task[Any] | None = None
         self._sock: Any = None  # the HTTP port, bound at start (bind_port), served later
-        self.registry: Any = None  # gateway/registry.GatewayRegistry once the store is open
         self.peers: list[dict[str, Any]] = []  # the gateways sharing the database (cached)
         self.store_error: str | None = None  # the last registry beat failed: database away
 
     @property
-    def dispatch(self) -> Any:
-        """Chat and dashboard turns (built on first use)."""
-        if self._dispatch is None:
-            from vikingbot.gateway.dispatch import Dispatcher
+    def core(self) -> compose.Core:
+        """The parts every service is built from (opens the state store on first use)."""
+        if self._core is None:
+            self._core = compose.Core.of(self.rt)
+        return self._core
 
-            self._dispatch = Dispatcher(
-                agent=self.rt.agent,
-                agent_problem=lambda: self.rt.readiness().problem,
-                delivery=self.rt.delivery,
-                sessions=self.rt.sessions,
-                store=self.rt.store,
-                clock=self.rt.clock,
-            )
+    @property
+    def dispatch(self) -> Dispatcher:
+        """Chat and dashboard turns."""
+        if self._dispatch is None:
+            self._dispatch = compose.dispatch(self.core)
         return self._dispatch
+
+    async def _tell(self, key: str, text: str) -> bool:
+        tell, _ = compose.crash_notices(self.core)
+        return bool(await tell(key, text))
+
+    async def _forget(self, key: str) -> bool:
+        _, forget = compose.crash_notices(self.core)
+        return bool(await forget(key))
 
     # ------------------------------------------------------------ lifecycle
 
@@ -122,25 +132,25 @@ class Gateway:
         self.port = int(sock.getsockname()[1])
         self._sock = sock
 
-    def take_home(self) -> None:
+    def take_home(self) -> HomeLock:
         """Hold the home (one gateway per home on the embedded store); see gateway/lock.py."""
         from vikingbot.gateway.lock import HomeLock, needs_home_lock
 
-        self.home_lock = HomeLock(
+        self.home_lock = lock = HomeLock(
             self.rt.paths.home, exclusive=needs_home_lock(self.rt.paths.database_url)
         )
-        self.home_lock.acquire()
+        lock.acquire()
+        return lock
 
     async def run(self) -> int:
         self.check_bind()
-        if self.home_lock is None:
-            self.take_home()
+        lock = self.home_lock if self.home_lock is not None else self.take_home()
         try:
             return await self._run()
         finally:
             if self._sock is not None:
                 self._sock.close()
-            self.home_lock.release()
+            lock.release()
 
     async def _run(self) -> int:
         self.bind_port()
@@ -157,8 +167,10 @@ class Gateway:
             self.say(f"✗ Agent: {ready.problem}")
         else:
             self.say(f"✓ Agent: {self.rt.config.bot.agents.loop}: {ready.detail}")
-            self._spawn("agent-warmup", self._warm_agent, "loading the model SDK")
-        await asyncio.to_thread(lambda: self.rt.store)  # open + migrate before serving
+            self.services.spawn(
+                "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
+            )
+        await asyncio.to_thread(lambda: self.core)  # open + migrate the store before serving
         self._stat_config()
 
         await self._start_services()
@@ -196,8 +208,8 @@ class Gateway:
         for svc in (self.heartbeat, self.housekeeping):
             if svc is not None and hasattr(svc, "stop"):
                 svc.stop()
-        tasks = {s.task for s in self.services.values() if s.task is not None}
-        tasks |= set(self._inbound_tasks)
+        tasks = self.services.tasks()
+        tasks |= set(self.dispatch.inflight)  # chat turns
         if self.ops is not None:
             tasks |= set(self.ops.inflight)  # control-API requests (a CLI run-now, a chat)
         if self.heartbeat is not None:
@@ -228,39 +240,18 @@ class Gateway:
 
     # ------------------------------------------------------------ services
 
-    def _spawn(self, name: str, factory: Callable[[], Awaitable[Any]], detail: str) -> None:
-        state = ServiceState(name, running=True, detail=detail)
-
-        async def guarded() -> None:
-            try:
-                await factory()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                logger.exception("service {} crashed", name)
-                state.running = False
-                state.detail = "crashed (see log)"
-            else:
-                state.running = False
-
-        state.task = asyncio.create_task(guarded(), name=f"vikingbot:{name}")
-        self.services[name] = state
-
     async def _register(self) -> None:
         """Join the gateways registry (several gateways may share a PostgreSQL store)."""
-        from vikingbot.gateway.registry import GatewayRegistry
-
-        self.registry = GatewayRegistry(
-            self.rt.store, self.rt.clock, address=f"{self.host}:{self.port}"
-        )
+        self.registry = registry = compose.registry(self.core, f"{self.host}:{self.port}")
         try:
-            await asyncio.to_thread(self.registry.register)
+            await asyncio.to_thread(registry.register)
             await self._beat()
         except VikingbotError as exc:
             logger.warning("gateway registry: {}", exc)
-        self._spawn("registry", self._beat_forever, f"gateway id {self.registry.id}")
+        self.services.spawn("registry", self._beat_forever, f"gateway id {registry.id}")
 
     async def _beat(self) -> None:
+        assert self.registry is not None
         held = self.channels.held() if self.channels is not None else []
         try:
             await asyncio.to_thread(self.registry.beat, {"channels": held})
@@ -281,113 +272,49 @@ class Gateway:
                 logger.warning("gateway registry: {}", exc)
 
     async def _start_services(self) -> None:
-        cfg = self.rt.config
+        """Build (compose.py) and start every service, in order; each runs supervised."""
+        core, stop, spawn = self.core, self.stop_event, self.services.spawn
         await self._register()
+        owner = self.registry.id if self.registry is not None else None
         # channels first: heartbeat results need somewhere to go
+        self.channels = manager = compose.channels(core, sender=owner or "")
         try:
-            from vikingbot.channels.manager import ChannelManager
-
-            self.channels = ChannelManager(
-                cfg,
-                bus=self.rt.bus,
-                store=self.rt.store,
-                clock=self.rt.clock,
-                on_resent=self.rt.delivery.record_resent,
-                sender=self.registry.id,
-            )
-            await self.channels.start()
-            self.rt.delivery.connect(self.channels.send)  # the one way out
-            for row in self.channels.status():
+            await manager.start()
+            for row in manager.status():
                 if row.get("enabled"):
                     mark = "✓" if row.get("running") else "✗"
                     err = f" ({row['last_error']})" if row.get("last_error") else ""
                     self.say(f"{mark} Channel {row['name']}{err}")
         except VikingbotError as exc:
             self.say(f"✗ Channels: {exc}")
-        self._spawn("inbound", self._inbound_loop, "dispatching chat messages to the agent")
-        self._spawn(
-            "dashboard",
-            lambda: self.dispatch.dashboard_prompts(self.stop_event),
-            "turning prompt:dashboard results into turns",
-        )
+        spawn("inbound", lambda: self.dispatch.serve_inbound(core.bus, stop), "chat messages")
+        spawn("dashboard", lambda: self.dispatch.dashboard_prompts(stop), "dashboard prompts")
 
-        self.heartbeat = self.rt.heartbeat(metrics=self.metrics)
-        hb = cfg.bot.heartbeat
-        self._spawn("heartbeat", lambda: self.heartbeat.run_forever(self.stop_event), "")
+        self.heartbeat = hb_svc = compose.heartbeat(core, metrics=self.metrics)
+        spawn("heartbeat", lambda: hb_svc.run_forever(stop), "")
+        hb = core.config().bot.heartbeat
         if hb.enabled:
             self.say(f"✓ Heartbeat: every {hb.interval_seconds}s ({hb.mode})")
         else:
             self.say("✗ Heartbeat: disabled (vikingbot heartbeat enable)")
 
-        from vikingbot.cron.service import CronService
-
-        self.cron = cron = CronService(
-            cfg,
-            store=self.rt.store,
-            agent=_LazyAgent(self.rt),
-            delivery=self.rt.delivery,
-            sessions=self.rt.sessions,
-            workspaces=self.rt.workspaces,
-            clock=self.rt.clock,
-            owner=self.registry.id if self.registry is not None else None,
-        )
-        self.cron = cron
+        self.cron = cron = compose.cron(core, owner)
         self.metrics.add_dict_source("vikingbot_cron", lambda: cron.metrics)
-        self._spawn("cron", lambda: cron.run_forever(self.stop_event), "")
+        spawn("cron", lambda: cron.run_forever(stop), "")
         self.say("✓ Cron: scheduler running")
 
-        from vikingbot.housekeeping.service import HousekeepingService
-
-        self.housekeeping = HousekeepingService(
-            cfg,
-            store=self.rt.store,
-            sessions=self.rt.sessions,
-            workspaces=self.rt.workspaces,
-            clock=self.rt.clock,
-            owner=self.registry.id if self.registry is not None else None,
-        )
-        self.metrics.add_dict_source("vikingbot_housekeeping", lambda: self.housekeeping.metrics)
-        self._spawn("housekeeping", lambda: self.housekeeping.run_forever(self.stop_event), "")
+        self.housekeeping = hk = compose.housekeeping(core, owner)
+        self.metrics.add_dict_source("vikingbot_housekeeping", lambda: hk.metrics)
+        spawn("housekeeping", lambda: hk.run_forever(stop), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
-        self._spawn("config-watch", self._watch_config, "")
+        spawn("config-watch", self._watch_config, "")
 
     async def _warm_agent(self) -> None:
         """Warm the agent loop now (a provider SDK, an agent process), not in the first turn."""
         try:
-            await self.rt.agent().start()
+            await self.core.agent().start()
         except VikingbotError as exc:
             logger.warning("agent not ready: {}", exc)
-
-    async def _inbound_loop(self, max_parallel: int = 8) -> None:
-        """Answer chat messages: chats run in parallel, one turn at a time per session
-        (the loop's session lock), at most ``max_parallel`` turns at once."""
-        sem = asyncio.Semaphore(max_parallel)
-        while not self.stop_event.is_set():
-            get = asyncio.create_task(self.rt.bus.next_inbound())
-            stop = asyncio.create_task(self.stop_event.wait())
-            done, _ = await asyncio.wait({get, stop}, return_when=asyncio.FIRST_COMPLETED)
-            if get not in done:
-                get.cancel()
-                break
-            stop.cancel()
-            msg = get.result()
-
-            async def answer(msg: Any = msg) -> None:
-                async with sem:
-                    try:
-                        await self.dispatch.answer(msg)
-                    except Exception:
-                        logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)
-                        return
-                    if self.channels is not None:  # a kept message is not answered again
-                        await self.channels.answered(msg)
-
-            task = asyncio.create_task(answer(), name=f"inbound:{msg.channel}:{msg.chat_id}")
-            self._inbound_tasks.add(task)
-            task.add_done_callback(self._inbound_tasks.discard)
-        # stop taking work; turns already running get the shutdown grace period
-        if self._inbound_tasks:
-            await asyncio.wait(set(self._inbound_tasks))
 
     def _stat_config(self) -> None:
         try:
@@ -458,20 +385,37 @@ class Gateway:
         r = self.rt.readiness()
         return {"loop": self.rt.config.bot.agents.loop, "ready": r.ready, "problem": r.problem}
 
+    def problems(self) -> list[str]:
+        """Why the gateway is ``degraded`` now, one reason a line (empty: ``ok``)."""
+        found: list[str] = []
+        hb = self.heartbeat
+        if self.store_error is not None:
+            found.append(f"database unreachable: {self.store_error}")
+        elif hb is not None and hb.store_down_since is not None:
+            found.append(f"database unreachable since {hb.store_down_since:%H:%M:%S} UTC")
+        if hb is not None and hb.health.down_since is not None:
+            found.append(f"model provider down: {hb.health.error or 'no answer'}")
+        found += self.services.problems()
+        if self.channels is not None:
+            for row in self.channels.status():
+                if row.get("enabled") and not row.get("running"):
+                    found.append(f"channel {row['name']} not running: {row.get('last_error')}")
+        return found
+
     def health(self) -> dict[str, Any]:
-        hb_away = self.heartbeat is not None and self.heartbeat.store_down_since is not None
-        store_ok = self.store_error is None and not hb_away
+        problems = self.problems()
+        store_ok = not any(p.startswith("database unreachable") for p in problems)
+        cfg = self.rt.config.bot
         return {
-            "status": "ok" if store_ok else "degraded",
+            "status": "degraded" if problems else "ok",
+            "problems": problems,
             "database": {"reachable": store_ok, "error": self.store_error},
             "version": __version__,
             "started_at": self.started_at.isoformat(),
-            "services": {
-                n: {"running": s.running, "detail": s.detail} for n, s in self.services.items()
-            },
+            "services": self.services.health(),
             "heartbeat": {
-                "enabled": self.rt.config.bot.heartbeat.enabled,
-                "interval_seconds": self.rt.config.bot.heartbeat.interval_seconds,
+                "enabled": cfg.heartbeat.enabled,
+                "interval_seconds": cfg.heartbeat.interval_seconds,
             },
             "agent": self._agent_health(),
             "gateway_id": self.registry.id if self.registry is not None else None,
@@ -484,27 +428,9 @@ class Gateway:
         gateway is starting (gateway/client.py waits a moment) rather than absent."""
         from vikingbot.gateway.lock import GatewayInfo
 
+        assert self.home_lock is not None
         self.home_lock.publish(
             GatewayInfo(os.getpid(), self.host, self.port, self.started_at.isoformat(), __version__)
-        )
-
-    def _control_ops(self) -> Any:
-        from vikingbot.delivery.inbox import Inbox
-        from vikingbot.gateway.ops import ControlOps
-
-        return ControlOps(
-            heartbeat=self.heartbeat,
-            inbox=Inbox(self.rt.store, self.rt.clock),
-            config_file=self.rt.paths.config_file,
-            workspace_root=self.rt.paths.workspace_root,
-            agent_problem=lambda: self.rt.readiness().problem,
-            wake_heartbeat=self._wake_heartbeat,
-            cron=self.cron,
-            chat_turn=self.dispatch.chat,
-            services=lambda: self.health()["services"],
-            started_at=self.started_at.isoformat(),
-            host=self.host,
-            port=self.port,
         )
 
     def _wake_heartbeat(self) -> None:
@@ -512,74 +438,44 @@ class Gateway:
             self.heartbeat.wake()
 
     def _audit_control(self, peer: str, path: str, reason: str) -> None:
-        self.rt.store.audit(
+        self.core.store.audit(
             f"peer:{peer}", "control.auth", path, "refused", reason=reason, details={"peer": peer}
         )
-
-    def _dashboard_routes(self) -> list[Any]:
-        """The web dashboard (/ui), built from the gateway's own parts; its actions go
-        through the same ControlOps as the control API."""
-        from vikingbot.dashboard import DashboardParts, dashboard_routes
-        from vikingbot.gateway.lock import SECRET_FILE, run_dir
-
-        rt = self.rt
-
-        async def run_turn(prompt: str, key: Any, meta: dict[str, Any]) -> Any:
-            """A chat turn in a dashboard slot: what the agent sends to "this chat" with
-            the message tool lands in the slot; other targets go through delivery."""
-            import functools
-
-            from vikingbot.delivery.adapter import ChatDelivery
-            from vikingbot.delivery.inbox import Inbox
-
-            async def to_slot(text: str) -> Any:
-                add = functools.partial(Inbox(rt.store, rt.clock).add, key.chat_id, text)
-                await asyncio.to_thread(add, source=f"message:{key.chat_id}")
-                return "inboxed"
-
-            deliver = ChatDelivery(rt.delivery, session=key, sink=to_slot)
-            return await rt.agent().run_turn(prompt, key, meta, deliver=deliver)
-
-        parts = DashboardParts(
-            store=rt.store,
-            clock=rt.clock,
-            config=lambda: rt.config,
-            config_file=rt.paths.config_file,
-            workspace_root=rt.paths.workspace_root,
-            secret_file=run_dir(rt.paths.home) / SECRET_FILE,
-            heartbeat=self.heartbeat,
-            sessions=rt.sessions,
-            health=self.health,
-            agent_problem=lambda: rt.readiness().problem,
-            run_turn=run_turn,
-            apply_config=self.reload_config,
-            ops=self.ops,
-            stopping=self.stop_event,
-        )
-        return dashboard_routes(parts)
 
     async def _start_http(self) -> Any:
         import uvicorn
 
-        from vikingbot.gateway.control import ControlGuard, control_routes
-        from vikingbot.gateway.server import build_app
-
-        routes: list[Any] = list(self.channels.routes()) if self.channels is not None else []
-        channel_prefixes = tuple(f"{route.path}/" for route in routes)
-        self.ops = self._control_ops()
-        routes.extend(control_routes(self.ops))
-        routes += self._dashboard_routes()
-        token = self.rt.config.bot.gateway.token
-        token_text = token.get_secret_value() if token else None
-        app = build_app(
-            health=self.health,
-            metrics=self.metrics.render,
-            token=token_text,
-            extra_routes=routes,
-            self_authenticating=(*channel_prefixes, "/api/", "/ui/"),
+        assert self.home_lock is not None and self.home_lock.secret is not None
+        assert self.heartbeat is not None
+        core = self.core
+        self.ops = ops = compose.control_ops(
+            core,
+            heartbeat=self.heartbeat,
+            cron=self.cron,
+            chat=self.dispatch,
+            wake_heartbeat=self._wake_heartbeat,
+            services=self.services.health,
+            started_at=self.started_at.isoformat(),
+            host=self.host,
+            port=self.port,
         )
-        app = ControlGuard(
-            app, secret=self.home_lock.secret, token=token_text, audit=self._audit_control
+        dashboard = compose.dashboard_routes(
+            core,
+            heartbeat=self.heartbeat,
+            health=self.health,
+            apply_config=self.reload_config,
+            ops=ops,
+            stopping=self.stop_event,
+        )
+        app = compose.http_app(
+            core,
+            channel_routes=list(self.channels.routes()) if self.channels is not None else [],
+            ops=ops,
+            dashboard=dashboard,
+            health=self.health,
+            metrics=self.metrics,
+            secret=self.home_lock.secret,
+            audit=self._audit_control,
         )
         config = uvicorn.Config(
             app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
@@ -621,20 +517,3 @@ class _QuietServer:
                     should_exit = await self.on_tick(counter)
 
         return Server(config)
-
-
-class _LazyAgent:
-    """The agent loop, built on the first turn (so a gateway with no provider still starts)."""
-
-    def __init__(self, rt: Runtime) -> None:
-        self._rt = rt
-
-    async def run_turn(
-        self,
-        prompt: str,
-        session_key: Any,
-        metadata: dict[str, Any] | None = None,
-        *,
-        deliver: Any = None,
-    ) -> Any:
-        return await self._rt.agent().run_turn(prompt, session_key, metadata, deliver=deliver)
