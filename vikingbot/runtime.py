@@ -1,7 +1,8 @@
-"""The running parts of one vikingbot home, built on first use.
+"""The leaf parts of one vikingbot home, built on first use: the CLI's convenience.
 
-The gateway and the CLI commands that act (heartbeat run-now, cron run, chat)
-share this container, so every part is wired the same way everywhere.
+CLI commands that act locally (heartbeat run-now, cron run, chat) use it; the
+gateway takes it as its ``compose.Home`` and builds every service from explicit
+parts in ``vikingbot/gateway/compose.py`` (so does :meth:`Runtime.heartbeat`).
 """
 
 from __future__ import annotations
@@ -113,29 +114,15 @@ class Runtime:
         agent: AgentLoop | None = None,
         leases: Leases | None = None,
     ) -> HeartbeatService:
-        """The heartbeat, built from this runtime's parts (it never sees the runtime).
+        """The heartbeat, built by the gateway's composition root from this home's parts
+        (it never sees the runtime), so the CLI's local runs are wired like the gateway's.
 
         Units are claimed in the state store (``leases``, default: this store's), so
         two gateways on one database never run the same unit.
         """
-        from vikingbot.heartbeat.parts import HeartbeatParts
-        from vikingbot.heartbeat.service import HeartbeatService
-        from vikingbot.store.leases import Leases
+        from vikingbot.gateway import compose
 
-        parts = HeartbeatParts(
-            settings=lambda: self.config,
-            store=self.store,
-            sessions=self.sessions,
-            workspaces=self.workspaces,
-            agent=(lambda: agent) if agent is not None else self.agent,
-            delivery=self.delivery,
-            clock=self.clock,
-            paths=self.paths,
-            environ=self.environ,
-            metrics=metrics,
-            leases=leases if leases is not None else Leases(self.store, self.clock),
-        )
-        return HeartbeatService(parts)
+        return compose.heartbeat(compose.Core.of(self), metrics=metrics, agent=agent, leases=leases)
 
     def reconfigure(self, config: Config) -> None:
         """Apply a reloaded config to the parts that read it at run time."""

@@ -17,9 +17,7 @@ import asyncio
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-from vikingbot.gateway.services import NOTICE_WORKSPACE
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
@@ -37,12 +35,36 @@ if TYPE_CHECKING:
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.housekeeping.service import HousekeepingService
     from vikingbot.metrics import Metrics
-    from vikingbot.runtime import Runtime
     from vikingbot.session.store import SessionStore
     from vikingbot.session.types import SessionKey
     from vikingbot.store.db import StateStore
     from vikingbot.store.leases import Leases
     from vikingbot.workspace.manager import WorkspaceManager
+
+
+class Home(Protocol):
+    """What the gateway is built from: one home's config and leaf parts (the CLI's
+    ``vikingbot.runtime.Runtime`` is one), plus reloading the config and closing."""
+
+    config: Config
+    paths: Paths
+    environ: Mapping[str, str]
+    clock: Clock
+
+    @property
+    def store(self) -> StateStore: ...
+    @property
+    def sessions(self) -> SessionStore: ...
+    @property
+    def workspaces(self) -> WorkspaceManager: ...
+    @property
+    def bus(self) -> MessageBus: ...
+    @property
+    def delivery(self) -> DeliveryService: ...
+    def agent(self) -> AgentLoop: ...
+    def readiness(self) -> Readiness: ...
+    def reconfigure(self, config: Config) -> None: ...
+    async def aclose(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -67,8 +89,8 @@ class Core:
     readiness: Callable[[], Readiness]
 
     @classmethod
-    def of(cls, rt: Runtime) -> Core:
-        """The CLI's ``Runtime`` as explicit parts (the store is opened here)."""
+    def of(cls, rt: Home) -> Core:
+        """A home's parts, made explicit (the store is opened here)."""
         return cls(
             config=lambda: rt.config,
             paths=rt.paths,
@@ -212,6 +234,8 @@ def notifier(core: Core) -> Notifier:
 
 def crash_notices(core: Core) -> tuple[Any, Any]:
     """``(tell, forget)`` for supervised services, over :func:`notifier`."""
+    from vikingbot.gateway.services import NOTICE_WORKSPACE
+
     notes = notifier(core)
 
     async def tell(key: str, text: str) -> bool:

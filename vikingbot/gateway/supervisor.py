@@ -26,7 +26,6 @@ from vikingbot.gateway import compose
 from vikingbot.gateway.peers import is_loopback
 from vikingbot.gateway.services import Services
 from vikingbot.metrics import Metrics
-from vikingbot.runtime import Runtime
 
 if TYPE_CHECKING:
     from vikingbot.channels.manager import ChannelManager
@@ -45,7 +44,7 @@ CANCEL_WAIT_S = 1.0  # how long cancelled work and channels get to wind down
 class Gateway:
     def __init__(
         self,
-        runtime: Runtime,
+        runtime: compose.Home,
         *,
         host: str | None = None,
         port: int | None = None,

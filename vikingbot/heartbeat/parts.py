@@ -1,7 +1,7 @@
 """What the heartbeat is built from: explicit parts, not the whole runtime.
 
 The composition root (the gateway, or a CLI command with no gateway running)
-builds ``HeartbeatParts`` once (``vikingbot.runtime.Runtime.heartbeat`` does it
+builds ``HeartbeatParts`` once (``vikingbot.gateway.compose.heartbeat`` does it
 for both) and hands them to ``HeartbeatService``. The runner and the scanner
 read only these attributes, so a test can build the heartbeat from fakes of
 exactly these parts.
