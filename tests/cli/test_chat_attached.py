@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.chat_pty import Terminal
+from vikingbot.testing.chat_terminal import Terminal
 from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, reply
 from vikingbot.testing.fake_telegram import FakeTelegram
 from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import TIMEOUT_S, Home, poll
+from vikingbot.testing.home import TIMEOUT_S, Home, poll, with_tasks
 
 SESSION = "cli:default:local"
 
@@ -114,3 +114,29 @@ def test_ctrl_c_cancels_the_turn_in_the_gateway(gw_home: Home, gateway: GatewayP
         assert chat.wait_exit() == 0
     finally:
         chat.close()
+
+
+def test_the_terminal_only_user_sees_the_heartbeat_result_arrive_in_the_chat(
+    gw_home: Home,
+) -> None:
+    gw_home.write_config(
+        owner=None,
+        channels={"cli": {"enabled": True}, "telegram": {"enabled": False}},
+        heartbeat={"timezone": "UTC", "interval_seconds": 10},
+    )
+    gw = GatewayProcess(gw_home.path, start_timeout_s=TIMEOUT_S).start()
+    chat = Terminal.start(gw_home.path)
+    try:
+        gw_home.llm.script([reply("Hello, I am here.")])
+        at = chat.prompt()
+        chat.line("hi")
+        chat.wait_for(r"Hello, I am here\.", after=at)
+        at = chat.prompt(at)
+        gw_home.llm.script([reply("Free disk space: 40 GB on /.")])
+        gw_home.write_heartbeat(with_tasks("- Tell me how much disk space is free"))
+        # the next scheduled cycle runs the task; its result is printed at the prompt
+        chat.wait_for(r"from heartbeat.*\n.*Free disk space: 40 GB on /\.", after=at)
+        assert len(gw_home.llm.requests) == 2
+    finally:
+        chat.close()
+        gw.kill()

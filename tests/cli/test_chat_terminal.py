@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.cli.chat_pty import LEFT, UP, Terminal
 from vikingbot.session.store import SessionStore
+from vikingbot.testing.chat_terminal import LEFT, UP, Terminal
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply
 from vikingbot.testing.home import poll
 

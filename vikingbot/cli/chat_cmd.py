@@ -18,6 +18,7 @@ stderr as well with ``-v``.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -323,7 +324,12 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
     console.print(f"[dim]{HELP}[/]")
     _say_unread(console, rt.delivery.inbox.unread_count())
 
+    warm: list[asyncio.Task[None]] = []
+
     async def send(text: str) -> Reply:
+        if warm:  # the first turn waits for the warm-up rather than racing it
+            with contextlib.suppress(Exception):  # the turn itself will say what is wrong
+                await asyncio.shield(warm[0])
         deliver = _local_deliver(rt, key, console)
         return to_reply(await loop.run_turn(text, key, {}, deliver=deliver))
 
@@ -332,9 +338,14 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
         console.print("[dim]history cleared[/]")
 
     async def main() -> None:
+        # import the model SDK (or start the agent process) while the user types
+        warm.append(asyncio.create_task(_warm_up(loop)))
         try:
             await run_chat(term, send, help_text=HELP, commands={"/reset": reset})
         finally:
+            warm[0].cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await warm[0]
             await loop.aclose()
 
     with report_sdk_retries(lambda line: term.note(f"[yellow]  ↻ {_escape(line)}[/]")):
@@ -342,6 +353,15 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
             asyncio.run(main())
         except KeyboardInterrupt:  # Ctrl-C at a plain (piped) prompt
             console.print()
+
+
+async def _warm_up(loop: AgentLoop) -> None:
+    from loguru import logger
+
+    try:
+        await loop.start()
+    except Exception as exc:  # the first turn tries again and reports it
+        logger.info("chat: warming up the agent failed: {}", exc)
 
 
 def to_reply(r: TurnResult) -> Reply:

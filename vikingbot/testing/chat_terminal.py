@@ -1,6 +1,6 @@
-"""`vikingbot chat` in a pseudo-terminal, for the interactive chat tests.
+"""`vikingbot chat` in a pseudo-terminal, for the interactive chat's tests and bench.
 
-``Terminal.start(home)`` runs ``python -m vikingbot chat`` on a pty (pexpect), as
+``Terminal.start(home)`` runs ``python -m vikingbot chat`` on a pty (pexpect, a dev dependency), as
 a user's terminal would; ``wait_for(pattern)`` waits (with a timeout, never a
 sleep) until the screen text, escape codes removed, matches.
 """

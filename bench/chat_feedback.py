@@ -1,0 +1,132 @@
+"""What the interactive `vikingbot chat` shows, and how fast, when things go wrong.
+
+A real `vikingbot chat` in a pseudo-terminal (pexpect), as a user types into it.
+
+1. The model server is down (its port refuses connections), with the default
+   `max_retries` (3): seconds from Enter to the spinner and to the first retry
+   line, beside seconds to the final `Error:` line, which is all a user saw
+   before (issue 16: "fails after 6.6 s of silence").
+2. Ctrl-C during a turn (the fake model answers after 60 s): seconds from
+   Ctrl-C to the prompt being back, median of N, locally and attached to a real
+   gateway (there the gateway must also cancel its turn; counted until its log
+   says so).
+
+    uv run python bench/chat_feedback.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from vikingbot.testing.chat_terminal import Terminal
+from vikingbot.testing.fake_openai import FakeOpenAI, reply
+from vikingbot.testing.fake_telegram import FakeTelegram
+from vikingbot.testing.gateway_proc import GatewayProcess
+from vikingbot.testing.home import Home, poll
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # closed again when we return: connections refused
+
+
+def server_down(root: Path) -> tuple[float, float, float, int]:
+    home = root / "down"
+    home.mkdir()
+    bot = {
+        "agents": {"provider": "openai", "model": "gpt-test"},
+        "providers": {
+            "openai": {"apiBase": f"http://127.0.0.1:{closed_port()}/v1", "apiKey": "sk-x"}
+        },
+    }
+    (home / "config.json").write_text(json.dumps({"bot": bot}))
+    chat = Terminal.start(home)
+    try:
+        at = chat.prompt()
+        chat.line("hello")
+        t0 = time.perf_counter()
+        chat.wait_for(r"working · ", after=at)
+        spinner = time.perf_counter() - t0
+        chat.wait_for(r"retrying", after=at)
+        first = time.perf_counter() - t0
+        chat.wait_for(r"Error:", after=at)
+        error = time.perf_counter() - t0
+        retries = chat.text[at:].count("retrying in")
+    finally:
+        chat.close()
+    return spinner, first, error, retries
+
+
+def cancel_times(
+    chat: Terminal, llm: FakeOpenAI, runs: int, gw: GatewayProcess | None
+) -> list[float]:
+    times = []
+    at = chat.prompt()
+    for i in range(runs):
+        llm.reset()
+        llm.script([reply("too late", delay_s=60)])
+        chat.line(f"slow question {i}")
+        poll(lambda: llm.requests, "the turn to reach the model")
+        chat.wait_for(r"working · ", after=at)
+        chat.wait_cooked()
+        t0 = time.perf_counter()
+        chat.ctrl_c()
+        at = chat.prompt(chat.wait_for(r"turn cancelled", after=at).end())
+        if gw is not None:
+            seen = i + 1
+            poll(
+                lambda: gw.read_output().count("client went away") >= seen,  # noqa: B023
+                "the gateway to cancel the turn",
+            )
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, FakeOpenAI.start() as llm:
+        root = Path(tmp)
+        spinner, first, error, retries = server_down(root)
+        print("model server down (connection refused), max_retries 3 (the default):")
+        print(f"  the spinner                      {spinner:6.2f} s")
+        print(f"  the first retry line             {first:6.2f} s")
+        print(
+            f"  the Error: line ({retries} retry lines)  {error:6.2f} s   (before: silence until here)"
+        )
+
+        telegram = FakeTelegram()
+        with telegram.serve() as api:
+            home = Home(root / "home", llm, telegram, api)
+            home.write_config()
+            chat = Terminal.start(home.path)
+            try:
+                local = cancel_times(chat, llm, args.runs, None)
+            finally:
+                chat.close()
+            gw = GatewayProcess(home.path).start()
+            chat = Terminal.start(home.path)
+            try:
+                chat.wait_for(r"via the gateway")
+                remote = cancel_times(chat, llm, args.runs, gw)
+            finally:
+                chat.close()
+                gw.stop()
+    print(f"Ctrl-C during a turn to the prompt back, median of {args.runs}:")
+    print(f"  local            {statistics.median(local):6.3f} s   (max {max(local):.3f})")
+    print(
+        f"  via the gateway  {statistics.median(remote):6.3f} s   "
+        f"(max {max(remote):.3f}; until the gateway's log says the turn was cancelled)"
+    )
+
+
+if __name__ == "__main__":
+    main()
