@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -134,7 +135,8 @@ def test_plan_on_the_template_is_an_empty_skip(cli: Cli, shared: Path) -> None:
             "entry": None,
             "decision": "skip",
             "reason": "empty",
-            "detail": None,
+            "detail": "nothing to do: put tasks under `## Active Tasks` in "
+            f"{shared / 'HEARTBEAT.md'}",
             "next_due": None,
         }
     ]
@@ -269,3 +271,55 @@ def test_plan_exits_1_on_a_file_with_errors_and_names_the_fix(cli: Cli, shared: 
             " ".join(result.stderr.split())
         )
     json.loads(cli("heartbeat", "plan", "--json").stdout)  # the JSON is still whole
+
+
+README = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+(README_ENTRY,) = [x + "\n" for x in README.splitlines() if "only-if: github:prs" in x]
+
+
+def test_plan_flags_the_readme_example_without_its_checker(cli: Cli, shared: Path) -> None:
+    """Issue 16: `plan` said nothing about `only-if: github:prs` with no github checker."""
+    add_task(shared, README_ENTRY)
+    result = cli("heartbeat", "plan", "--json")
+    assert result.exit_code == 1
+    (row,) = [r for r in json.loads(result.stdout) if r["entry"] == "Reviews"]
+    assert (row["decision"], row["reason"]) == ("skip", "checker-missing")
+    assert "problem: " in result.stderr and "only-if: github is not configured" in result.stderr
+    # configured as the README says: the entry waits for its time, and plan exits 0
+    (line,) = [x for x in README.splitlines() if "config set bot.heartbeat.checkers.github" in x]
+    args = shlex.split(line)[3:]  # uv run vikingbot | config set ...
+    assert cli(*args).exit_code == 0
+    result = cli("heartbeat", "plan", "--json")
+    assert result.exit_code == 0, result.stderr
+    (row,) = [r for r in json.loads(result.stdout) if r["entry"] == "Reviews"]
+    assert (row["reason"], row["detail"]) == ("not-due", "every 30m")
+
+
+def test_plan_skip_rows_say_how_to_change_them(
+    cli: Cli, shared: Path, fresh_session: Fresh
+) -> None:
+    """Issue 9 item 7 / issue 16: every skip row's detail holds the fix."""
+    add_task(shared, "- Check the build\n")
+    fresh_session("cli:default:local")
+    assert cli("sessions", "heartbeat", "off", "cli:default:local").exit_code == 0
+    rows = plan(cli)
+    (flag,) = [r for r in rows if r["reason"] == "skip-flag"]
+    assert flag["detail"] == (
+        "heartbeat is off for cli:default:local: `vikingbot sessions heartbeat on cli:default:local`"
+    )
+    result = cli("heartbeat", "plan", "--all", env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    assert "`vikingbot sessions heartbeat on cli:default:local`" in " ".join(result.stdout.split())
+
+    from datetime import datetime, timedelta
+    from zoneinfo import ZoneInfo
+
+    now = datetime.now(ZoneInfo("Europe/Paris"))
+    start, end = ((now + timedelta(hours=h)).strftime("%H:%M") for h in (2, 3))
+    window = json.dumps({"start": start, "end": end, "timezone": "Europe/Paris"})
+    assert cli("config", "set", "bot.heartbeat.active_hours", window).exit_code == 0
+    (quiet,) = [r for r in plan(cli) if r["reason"] == "quiet-hours"]
+    assert quiet["detail"] == (
+        f"quiet hours {end}–{start} Europe/Paris: "
+        "`vikingbot heartbeat run-now --force` runs a cycle now"
+    )

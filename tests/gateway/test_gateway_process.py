@@ -115,3 +115,21 @@ def test_token_protects_everything_but_health(tmp_path: Path, path: str) -> None
             gw.get(path)
         assert exc.value.code == 401
         exc.value.close()
+
+
+def test_start_line_says_when_an_active_hours_window_is_in_force(tmp_path: Path) -> None:
+    """Issue 16: a window set (even by accident) made the gateway quiet without a word."""
+    from datetime import UTC, datetime, timedelta
+
+    home = tmp_path / "home"
+    home.mkdir()
+    now = datetime.now(UTC)
+    start, end = ((now + timedelta(hours=h)).strftime("%H:%M") for h in (2, 3))
+    hours = {"start": start, "end": end, "timezone": "UTC"}
+    (home / "config.json").write_text(json.dumps({"bot": {"heartbeat": {"active_hours": hours}}}))
+    with GatewayProcess(home) as gw:
+        assert gw.get("/health")["status"] == "ok"
+    assert (
+        f"✓ Heartbeat: every 600s (checklist), active {start}–{end} UTC; "
+        f"quiet now, the first cycle at {start}"
+    ) in gw.output

@@ -377,3 +377,20 @@ def test_provider_down_turns_runs_into_waits() -> None:
     )
     assert reasons(ds) == [("skip", "provider-down")]
     assert ds[0].detail == "provider down since 11:00"
+
+
+def test_only_if_without_its_checker_is_a_checker_missing_skip() -> None:
+    """Issue 16: `only-if: github:prs` with no github checker ran the model every time."""
+    entry = "- every: 30m only-if: github:prs title: Reviews task: Summarise\n"
+    text = TEMPLATE.replace("below this line -->\n", "below this line -->\n" + entry)
+    (d,) = plan(text)
+    assert (d.decision, d.reason, d.entry, d.unit) == ("skip", "checker-missing", "Reviews", None)
+    assert d.detail == (
+        "only-if: github is not configured (checkers: none): add bot.heartbeat.checkers.github "
+        "(docs/checkers.md), or remove only-if:"
+    )
+    cfg = HeartbeatConfig.model_validate({"checkers": {"github": {"kind": "github"}}})
+    assert reasons(plan(text, cfg=cfg)) == [("skip", "not-due")]  # first seen: one interval
+    (d,) = plan(text.replace("github:prs", "gihub:prs"), cfg=cfg)
+    assert d.reason == "checker-missing"
+    assert d.detail is not None and "(checkers: github): did you mean only-if: github? " in d.detail

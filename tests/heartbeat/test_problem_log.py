@@ -56,3 +56,21 @@ async def test_a_typo_is_logged_once_per_change_and_told_once(
         await tick(h, "")
         await tick(h, "")
         assert len([m for m in errors_logged if "HEARTBEAT.md problem" in m]) == 4
+
+
+async def test_an_unconfigured_checker_costs_no_model_call_and_is_told_once(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """Issue 16: the README's `only-if: github:prs` without a github checker ran the model
+    on every cycle, failing open without a word in `plan`."""
+    async for h in build_harness(tmp_path, fake):
+        h.user_session()
+        h.write(with_tasks("- every: 10m only-if: github:prs title: Reviews task: Summarise."))
+        rows = []
+        for _ in range(4):
+            rows += await tick(h, "Reviews")
+        assert set(rows) == {("skip", "checker-missing", None)}
+        assert h.model_calls() == 0
+        told = [t for t in h.texts() if "only-if: github is not configured" in t]
+        assert len(told) == 1, h.texts()
+        assert "add bot.heartbeat.checkers.github" in told[0]

@@ -33,7 +33,21 @@ def _service(ctx: typer.Context) -> tuple[Runtime, HeartbeatService]:
 
 
 # Skips a user should look at (the rest are routine: stale, empty, not-due, ...).
-ATTENTION = frozenset({"unreadable", "paused", "budget", "parked", "busy", "pending"})
+ATTENTION = frozenset(
+    {
+        "unreadable",
+        "invalid",
+        "checker-missing",
+        "paused",
+        "budget",
+        "parked",
+        "busy",
+        "pending",
+        "provider-down",
+        "disabled",
+        "quiet-hours",
+    }
+)
 
 
 @app.command("plan")

@@ -38,23 +38,26 @@ async def heartbeat_run_now(
 def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, Any]:
     """What a cycle would do now: every decision (the `plan --json` rows), the number of
     workspaces looked at, and the HEARTBEAT.md problems."""
+    from vikingbot.heartbeat.reasons import FixContext, with_fix
+
     decisions, inputs = svc.plan("scheduled", workspace=workspace)
+    fixes = FixContext(svc.parts.paths.workspace_root, svc.cfg.stale_after)
     return {
-        "decisions": [decision_json(d) for d in decisions],
+        "decisions": [decision_json(d, with_fix(d, fixes)) for d in decisions],
         "workspaces": len(inputs),
-        "problems": svc.problems(inputs),
+        "problems": svc.problems(inputs, decisions),
     }
 
 
-def decision_json(d: Any) -> dict[str, Any]:
-    """One planner decision as `heartbeat plan --json` prints it."""
+def decision_json(d: Any, detail: str | None = None) -> dict[str, Any]:
+    """One planner decision as `heartbeat plan --json` prints it (``detail``: with its fix)."""
     return {
         "workspace": d.workspace,
         "session": d.session,
         "entry": d.entry,
         "decision": d.decision,
         "reason": d.reason,
-        "detail": d.detail,
+        "detail": detail if detail is not None else d.detail,
         "next_due": d.next_due.isoformat() if d.next_due else None,
     }
 

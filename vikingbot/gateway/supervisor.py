@@ -293,7 +293,7 @@ class Gateway:
         spawn("heartbeat", lambda: hb_svc.run_forever(stop), "")
         hb = core.config().bot.heartbeat
         if hb.enabled:
-            self.say(f"✓ Heartbeat: every {hb.interval_seconds}s ({hb.mode})")
+            self.say(f"✓ Heartbeat: every {hb.interval_seconds}s ({hb.mode}){self._hours()}")
         else:
             self.say("✗ Heartbeat: disabled (vikingbot heartbeat enable)")
 
@@ -370,12 +370,28 @@ class Gateway:
         old = self.rt.config.bot.heartbeat
         self.rt.reconfigure(config)
         new = config.bot.heartbeat
-        if old.enabled != new.enabled or old.interval_seconds != new.interval_seconds:
-            state = f"every {new.interval_seconds}s" if new.enabled else "disabled"
+        if (old.enabled, old.interval_seconds, old.active_hours) != (
+            new.enabled,
+            new.interval_seconds,
+            new.active_hours,
+        ):
+            state = f"every {new.interval_seconds}s{self._hours()}" if new.enabled else "disabled"
             self.say(f"↻ Heartbeat: {state}")
         if self.heartbeat is not None:
             self.heartbeat.wake()
         logger.info("config reloaded from {}", self.rt.paths.config_file)
+
+    def _hours(self) -> str:
+        """``", active 08:00–22:00 Europe/Paris"`` (and whether it is quiet now) for the
+        heartbeat's start line; "" without an active-hours window."""
+        window = self.heartbeat.active_window() if self.heartbeat is not None else None
+        if window is None:
+            return ""
+        quiet = self.heartbeat is not None and (
+            self.heartbeat.global_skip("scheduled", False) == "quiet-hours"
+        )
+        now = f"; quiet now, the first cycle at {window[0]}" if quiet else ""
+        return f", active {window[0]}–{window[1]} {window[2]}{now}"
 
     # ------------------------------------------------------------ http
 

@@ -40,6 +40,7 @@ __all__ = [
     "UnitKind",
     "WorkspaceInput",
     "budget_exceeded",
+    "checker_missing",
     "in_progress",
     "is_parked",
     "keeps_workspace_visited",
@@ -253,6 +254,8 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
         return skip("parked", detail=e.parked)
     if in_progress(st, ctx.now, ctx.cfg):
         return skip("pending")
+    if e.only_if and e.only_if[0] not in ctx.cfg.checkers:
+        return skip("checker-missing", detail=checker_missing(e.only_if[0], ctx.cfg))
     if st is not None and st.continue_next:
         unit = Unit("scheduled", e, continuation=True)
         return Decision(ctx.name, "run", "continuation", entry=e.ident, unit=unit)
@@ -276,6 +279,19 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
         detail = f"only-if {e.only_if[0]}{scope} decides at run time"
     unit = Unit("scheduled", e, slot=slot)
     return Decision(ctx.name, "run", "due", entry=e.ident, unit=unit, detail=detail)
+
+
+def checker_missing(name: str, cfg: HeartbeatConfig) -> str:
+    """Why an ``only-if: name`` entry does not run, and the fix."""
+    from vikingbot.grammar import closest
+
+    hint = closest(name, cfg.checkers, 0.6)
+    known = ", ".join(sorted(cfg.checkers)) or "none"
+    guess = f"did you mean only-if: {hint}? " if hint else ""
+    return (
+        f"only-if: {name} is not configured (checkers: {known}): {guess}"
+        f"add bot.heartbeat.checkers.{name} (docs/checkers.md), or remove only-if:"
+    )
 
 
 def _plain(exc: Exception) -> str:

@@ -103,6 +103,20 @@ class HeartbeatService:
 
     # ------------------------------------------------------------ planning
 
+    def active_window(self) -> tuple[str, str, str] | None:
+        """(start, end, timezone) of ``bot.heartbeat.active_hours``, None when not set."""
+        hours = self.cfg.active_hours
+        if hours is None:
+            return None
+        from vikingbot.heartbeat.timezone import resolve_timezone
+
+        return hours.start, hours.end, resolve_timezone(hours.timezone or self.cfg.timezone).key
+
+    def quiet_hours(self) -> str | None:
+        """``"quiet hours 22:00–08:00 Europe/Paris"`` when an active-hours window is set."""
+        window = self.active_window()
+        return f"quiet hours {window[1]}–{window[0]} {window[2]}" if window else None
+
     def global_skip(self, trigger: Trigger, force: bool) -> str | None:
         from vikingbot.heartbeat.schedule import in_active_hours
 
@@ -150,7 +164,8 @@ class HeartbeatService:
         """
         why = self.global_skip(trigger, force)
         if why:
-            return [], [Decision(GLOBAL, "skip", why)], []  # type: ignore[arg-type]
+            detail = self.quiet_hours() if why == "quiet-hours" else None
+            return [], [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
         now = self.now()
         tz = self.tz()
@@ -181,7 +196,7 @@ class HeartbeatService:
         out: list[dict[str, Any]] = []
         invalid: dict[str, list[Decision]] = defaultdict(list)
         for d in decisions:
-            if d.reason == "invalid" and d.entry:
+            if d.reason in ("invalid", "checker-missing") and d.entry:
                 invalid[d.workspace].append(d)
         for wsin in inputs:
             parsed = wsin.parsed

@@ -29,6 +29,7 @@ Reason = Literal[
     "empty",
     "unreadable",
     "invalid",  # a scheduled entry whose schedule cannot be computed (e.g. every: 9999999d)
+    "checker-missing",  # an entry's only-if: names a checker bot.heartbeat.checkers lacks
     "busy",  # the workspace's previous cycle, or another gateway, holds the unit
     "parked",
     "pending",
