@@ -76,7 +76,7 @@ class Home:
         reused, fresh, _ = self.svc._plan(
             "scheduled", workspace=None, force=True, include_idle=False, memo=True
         )
-        return norm(reused + fresh)
+        return norm(reused.decisions() + fresh)
 
     def rescan(self) -> list[tuple[Any, ...]]:
         """The same decisions from a scanner that has never seen this home."""
@@ -200,23 +200,74 @@ def test_pause_from_another_process_replans_a_quiet_workspace(home: Home) -> Non
     assert "paused" in {r[2] for r in rows} and rows == home.rescan()
 
 
-def test_polling_stats_sessions_only_when_the_folder_changed(home: Home) -> None:
+def settle(index: Any) -> None:
+    """Make every session file and the folder look older than the racy-write window."""
+    old = time_ago(10)
+    for p in index.sessions_dir.glob("*.jsonl"):
+        os.utime(p, ns=(old, old))
+    os.utime(index.sessions_dir, ns=(old, old))
+
+
+def test_polling_reads_only_the_sessions_the_journal_names(home: Home) -> None:
     for chat in range(3):
         home.talk(chat)
-    home.memo_cycle()
     index = home.svc.scanner.index
-    # make the folder's mtime old enough to be trusted
-    old = time_ago(10)
-    os.utime(index.sessions_dir, ns=(old, old))
-    home.memo_cycle()  # lists once more, now trusting the mtime
+    settle(index)
+    home.memo_cycle()  # first read: every file
+    home.memo_cycle()  # the folder's mtime is trusted from now on
     calls: list[str] = []
     real = index._reload
     index._reload = lambda name, entry: calls.append(name) or real(name, entry)  # type: ignore[method-assign]
     home.memo_cycle()
-    assert calls == []  # nothing was stat-ed
-    home.talk(1)
+    assert calls == []  # nothing changed: nothing stat-ed, nothing read
+    home.talk(1, ago=timedelta(hours=60))  # the store's write is in its change journal
+    rows = home.memo_cycle()
+    assert calls == [home.rt.sessions.path_for(home.key(1)).name]  # that one file only
+    assert rows == home.rescan()
+
+
+def test_polling_sees_a_session_file_another_tool_replaced_or_removed(home: Home) -> None:
+    for chat in range(3):
+        home.talk(chat)
+        home.write(chat, TASK)
+    index = home.svc.scanner.index
+    settle(index)
     home.memo_cycle()
-    assert len(calls) == 3  # each file stat-ed once, not read unless changed
+    # another tool (a sync client, an editor) replaces a session file: no journal line
+    path = home.rt.sessions.path_for(home.key(2))
+    text = path.read_bytes().replace(b'"skip_heartbeat": false', b'"skip_heartbeat": true')
+    assert b'"skip_heartbeat": true' in text
+    tmp = path.with_name(".other-tool.tmp")
+    tmp.write_bytes(text)
+    os.replace(tmp, path)
+    home.rt.sessions.path_for(home.key(0)).unlink()  # and removes another
+    rows = home.memo_cycle()
+    assert rows == home.rescan()
+    assert run_decisions(rows) == [home.ws(1).name]
+
+
+def test_a_journal_started_afresh_makes_polling_look_at_every_file(home: Home) -> None:
+    for chat in range(3):
+        home.talk(chat)
+        home.write(chat, TASK)
+    index = home.svc.scanner.index
+    settle(index)
+    home.memo_cycle()
+    before = index.full_passes
+    journal = home.rt.sessions.journal_path
+    fresh = journal.with_name("x.tmp")
+    fresh.write_bytes(b"")
+    os.replace(fresh, journal)  # what a writer does once it passes JOURNAL_MAX_BYTES
+    # an edit in place by hand: same inode, nothing journaled; found because every file
+    # is stat-ed once the journal cannot say what changed
+    path = home.rt.sessions.path_for(home.key(2))
+    text = path.read_bytes().replace(b'"skip_heartbeat": false', b'"skip_heartbeat": true')
+    with path.open("r+b") as fh:
+        fh.write(text)
+    rows = home.memo_cycle()
+    assert index.full_passes == before  # not the hourly pass: only the sessions were listed
+    assert run_decisions(rows) == sorted([home.ws(0).name, home.ws(1).name])
+    assert rows == home.rescan()
 
 
 def time_ago(seconds: float) -> int:

@@ -226,7 +226,31 @@ def test_a_failed_write_leaves_the_old_file_intact(
         store.append(KEY, msg("user", "two"))
     monkeypatch.undo()
     assert path.read_bytes() == before
-    assert sorted(p.name for p in store.sessions_dir.iterdir()) == [".locks", path.name]
+    assert sorted(p.name for p in store.sessions_dir.iterdir()) == [
+        ".journal",
+        ".locks",
+        path.name,
+    ]
+
+
+def test_writes_of_user_sessions_are_journaled_and_the_journal_starts_afresh(
+    store: SessionStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vikingbot.session import store as store_mod
+
+    store.append(KEY, msg("user", "one"))
+    store.append(SessionKey("heartbeat", "hb", "ws"), msg("assistant", "HEARTBEAT_OK"))
+    name = store.path_for(KEY).name
+    assert store.journal_path.read_bytes() == f"{name}\n".encode()  # not the heartbeat's
+    with store.locked(KEY):  # e.g. pruning rewrites the file itself
+        pass
+    assert store.journal_path.read_bytes() == f"{name}\n{name}\n".encode()
+    inode = store.journal_path.stat().st_ino
+    monkeypatch.setattr(store_mod, "JOURNAL_MAX_BYTES", 3 * (len(name) + 1))
+    store.append(KEY, msg("user", "two"))
+    store.append(KEY, msg("user", "three"))
+    assert store.journal_path.read_bytes() == b""  # started afresh: a new file
+    assert store.journal_path.stat().st_ino != inode
 
 
 def test_hostile_keys_stay_inside_the_sessions_folder(store: SessionStore) -> None:

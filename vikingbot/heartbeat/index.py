@@ -13,11 +13,13 @@ Where the changes come from, cheapest first:
   HEARTBEAT.md or workspace folder marks its workspace. Workspace folders made
   after the watch started are polled until the watch is renewed. The watch is
   put in place before the first full read, so nothing falls between the two.
-- **polling** (no watcher, it could not start, or it died): the sessions folder
-  is listed only when its mtime changed (every write of the store replaces a
-  file, which changes it), then each session file is stat-ed once and only
-  changed ones are read; each HEARTBEAT.md of a workspace with an eligible
-  session is ``lstat``-ed once through the parser's cache.
+- **polling** (no watcher, it could not start, or it died): the session
+  store's change journal (:meth:`SessionStore.note_changed`) names the session
+  files it wrote since the last cycle, and only those are stat-ed and read
+  again. When the sessions folder's mtime changed the folder is listed too,
+  names and inodes only (no stat): a file another tool created, replaced or
+  removed shows up there. Each HEARTBEAT.md of a workspace with an eligible
+  session is ``lstat``-ed once and read again only when its identity changed.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
   the above): every session file is stat-ed and every eligible HEARTBEAT.md
   looked at, for file systems whose notifications do not arrive (NFS, some
@@ -58,6 +60,54 @@ _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 Ident = tuple[int, int, int]  # inode, mtime_ns, size
 
 
+class _Journal:
+    """Where this reader is in the session store's change journal."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = str(path)
+        self.ino: int | None = None
+        self.offset = 0
+
+    def mark(self) -> None:
+        """From now on: whatever is appended after this point is news."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self.ino, self.offset = 0, 0  # none yet: the first writer creates it
+            return
+        self.ino, self.offset = st.st_ino, st.st_size
+
+    def read(self) -> set[str] | None:
+        """Names appended since the last look; ``None`` when some may have been missed
+        (the journal was started afresh, removed, or never marked)."""
+        if self.ino is None:
+            return None
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except FileNotFoundError:
+            return set() if self.ino == 0 else None
+        except OSError:
+            return None
+        try:
+            st = os.fstat(fd)
+            if st.st_ino != self.ino and not (self.ino == 0 and self.offset == 0):
+                return None
+            if st.st_size < self.offset:
+                return None
+            self.ino = st.st_ino
+            if st.st_size == self.offset:
+                return set()
+            os.lseek(fd, self.offset, os.SEEK_SET)
+            data = os.read(fd, st.st_size - self.offset)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        end = data.rfind(b"\n") + 1  # a line being written is read next time
+        self.offset += end
+        return {line.decode("utf-8", "surrogateescape") for line in data[:end].split(b"\n") if line}
+
+
 @dataclass(slots=True)
 class _Session:
     ident: Ident
@@ -93,6 +143,7 @@ class HeartbeatIndex:
         self._next: dict[str, datetime] = {}  # workspace -> its entry in the heap
         self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
         self._dir_sig: tuple[int, int] | None = None
+        self._journal = _Journal(sessions.journal_path)
         self._settings: tuple[str, float, int] | None = None
         self._last_full: datetime | None = None
         self._watched: set[str] = set()
@@ -188,7 +239,12 @@ class HeartbeatIndex:
         self._touched.clear()
 
     def _poll_sessions(self, full: bool) -> set[str]:
-        entries = self._list_sessions(full)
+        if not full:
+            news = self._journal.read()
+            if news is not None:
+                return self._poll_journal(news)
+        self._journal.mark()  # before the listing: a write during it is seen next time
+        entries = self._list_sessions(True)
         if entries is None:
             return set()  # no file was created, replaced or removed
         changed: set[str] = set()
@@ -204,6 +260,33 @@ class HeartbeatIndex:
         names = {e.name for e in entries}
         for name in [n for n in files if n not in names]:
             changed |= self._drop(name)
+        return changed
+
+    def _poll_journal(self, news: set[str]) -> set[str]:
+        """The journal's names, and what a listing of the folder (names and inodes, no
+        stat) shows another tool created, replaced or removed."""
+        changed: set[str] = set()
+        files = self.files
+        entries = self._list_sessions(False)
+        if entries is not None:
+            known = 0
+            for entry in entries:  # 10,000 entries: a dict lookup and an int compare each
+                name = entry.name
+                old = files.get(name)
+                if old is not None:
+                    known += 1
+                    if old.ident[0] != entry.inode():
+                        news.add(name)
+                elif _is_session_file(name):
+                    news.add(name)
+            if known != len(files):  # some were removed
+                listed = {e.name for e in entries}
+                for name in [n for n in files if n not in listed]:
+                    news.discard(name)
+                    changed |= self._drop(name)
+        for name in news:
+            if _is_session_file(name):
+                changed |= self._reload(name, None)
         return changed
 
     def _list_sessions(self, full: bool) -> list[os.DirEntry[str]] | None:
@@ -224,33 +307,38 @@ class HeartbeatIndex:
             return []
 
     def _poll_files(self, now: datetime) -> set[str]:
-        """One ``lstat`` per eligible workspace's file; read again only when it changed."""
+        """One ``lstat`` per eligible workspace's file; read again only when it changed.
+
+        The loop is the polling fallback's hot path (10,000 files): one syscall and
+        three integers compared per file, nothing else.
+        """
         changed = set()
         parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
+        paths = self._hb_paths
         settled_before = time.time_ns() - SETTLE_NS
         for ws, until in self.until.items():
             if until is None or until < now:
-                parsed.pop(ws, None)
+                if parsed.pop(ws, None) is not None:
+                    idents.pop(ws, None)
                 continue
-            old = parsed.get(ws)
-            if old is None:  # never read: read it (one lstat inside); identity next time
-                idents[ws] = None
-                parsed[ws] = self._read(ws)
-                changed.add(ws)
-                continue
-            path = self.heartbeat_path(ws)
+            path = paths.get(ws) or self.heartbeat_path(ws)
             try:
                 st = lstat(path)
-                ident: Any = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
-                settled = max(st.st_mtime_ns, st.st_ctime_ns) < settled_before
             except OSError as exc:
-                ident, settled = exc.errno, True
-            if idents.get(ws) == ident:
+                ident: Any = exc.errno
+                settled = True
+            else:
+                ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                if ident == idents.get(ws):
+                    continue
+                settled = ident[1] < settled_before and ident[2] < settled_before
+            old = parsed.get(ws)
+            if old is not None and idents.get(ws) == ident:
                 continue
             # unsettled: a second write could keep this identity, so look again next time
             idents[ws] = ident if settled else None
             new = parsed[ws] = self._read(ws)
-            if new is not old and new != old:
+            if old is None or (new is not old and new != old):
                 changed.add(ws)
         return changed
 
@@ -344,6 +432,7 @@ class HeartbeatIndex:
         if not group:
             self.until.pop(ws, None)
             self.parsed.pop(ws, None)
+            self._hb_idents.pop(ws, None)
             self._next.pop(ws, None)
             return
         stale = timedelta(seconds=self._settings[1])

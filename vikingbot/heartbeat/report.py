@@ -36,7 +36,8 @@ class CycleReport:
     cycle_id: str
     trigger: str
     started_at: datetime
-    decisions: list[Decision] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)  # planned this cycle
+    kept: Any = None  # scan.Kept: quiet workspaces' decisions kept from earlier cycles
     rows: list[LedgerRow] = field(default_factory=list)  # one per run and per recorded skip
 
     def results(self) -> list[dict[str, Any]]:

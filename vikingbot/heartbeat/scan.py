@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
@@ -34,6 +34,73 @@ IGNORED_SESSION_TYPES = SYSTEM_TYPES
 QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
 
 
+class QuietMemo:
+    """The kept decisions of quiet workspaces, with their skip reasons counted as they
+    change: a cycle that keeps 9,900 workspaces' decisions neither copies nor counts them."""
+
+    def __init__(self) -> None:
+        self._by_ws: dict[str, list[Decision]] = {}
+        self._counts: Counter[str] = Counter()
+        self._lock = threading.Lock()  # a manual run-now may plan beside the scheduled cycle
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_ws
+
+    def __len__(self) -> int:
+        return len(self._by_ws)
+
+    def put(self, name: str, decisions: list[Decision]) -> None:
+        with self._lock:
+            self._pop(name)
+            self._by_ws[name] = decisions
+            self._counts.update(d.reason for d in decisions)
+
+    def drop(self, name: str) -> None:
+        with self._lock:
+            self._pop(name)
+
+    def _pop(self, name: str) -> None:
+        old = self._by_ws.pop(name, None)
+        if old:
+            self._counts.subtract(d.reason for d in old)
+
+    def kept(self, todo: Iterable[str]) -> Kept:
+        """The decisions of every quiet workspace not in ``todo`` (counted now, listed
+        on demand)."""
+        with self._lock:
+            skip = set(todo)
+            counts = Counter(self._counts)
+            for name in skip:
+                for d in self._by_ws.get(name, ()):
+                    counts[d.reason] -= 1
+            return Kept(self, skip, +counts)
+
+    def decisions(self, skip: set[str]) -> list[Decision]:
+        with self._lock:
+            out: list[Decision] = []
+            for name, decisions in self._by_ws.items():
+                if name not in skip:
+                    out.extend(decisions)
+            return out
+
+
+class Kept:
+    """Decisions a cycle kept from quiet workspaces: their count by reason, and the
+    decisions themselves when asked for (tests, ``run-now``)."""
+
+    def __init__(self, memo: QuietMemo | None, skip: set[str], counts: Counter[str]) -> None:
+        self._memo = memo
+        self._skip = skip
+        self.counts = counts
+
+    @classmethod
+    def none(cls) -> Kept:
+        return cls(None, set(), Counter())
+
+    def decisions(self) -> list[Decision]:
+        return [] if self._memo is None else self._memo.decisions(self._skip)
+
+
 class Scanner:
     def __init__(
         self, rt: HeartbeatParts, state: Callable[[], HeartbeatState], busy: set[str]
@@ -42,8 +109,8 @@ class Scanner:
         self._state = state
         self.busy = busy  # shared with the service: workspaces whose cycle is running
         self.index = HeartbeatIndex(rt.sessions, rt.paths.workspace_root)
-        # workspace -> (memo key, decisions) of quiet workspaces; the service fills it
-        self.quiet: dict[str, tuple[Any, list[Decision]]] = {}
+        # decisions of quiet workspaces; the service fills it
+        self.quiet = QuietMemo()
         self._planned: set[str] = set()  # workspaces planned by the last memo scan
         self._seen: tuple[Any, frozenset[str]] | None = None  # (config, paused) last time
         # changed workspaces not yet planned by a memo scan (None: all of them)
@@ -126,7 +193,7 @@ class Scanner:
         *,
         include_idle: bool,
         memo: bool,
-    ) -> tuple[list[WorkspaceInput], list[Decision]]:
+    ) -> tuple[list[WorkspaceInput], Kept]:
         """Inputs for the planner, and (with ``memo``) the reused decisions of quiet
         workspaces that nothing touched since they were planned."""
         with self._lock:
@@ -134,7 +201,7 @@ class Scanner:
 
     def _scan(
         self, only: str | None, *, include_idle: bool, memo: bool
-    ) -> tuple[list[WorkspaceInput], list[Decision]]:
+    ) -> tuple[list[WorkspaceInput], Kept]:
         self._state().refresh()
         self._refresh()
         ws_states = self._state().all_workspaces()
@@ -142,7 +209,7 @@ class Scanner:
             changed, self._pending = self._pending, set()
             names, reused = self._changed(changed, ws_states)
         else:
-            names, reused = self._everything(only, include_idle), []
+            names, reused = self._everything(only, include_idle), Kept.none()
         now = self.now()
         inputs = [self._input(name, ws_states.get(name), now) for name in sorted(names)]
         self._attach_entries(inputs)
@@ -161,7 +228,7 @@ class Scanner:
 
     def _changed(
         self, changed: set[str] | None, ws_states: dict[str, WorkspaceState]
-    ) -> tuple[set[str], list[Decision]]:
+    ) -> tuple[set[str], Kept]:
         """Which workspaces to plan again; the kept decisions of all the others."""
         seen = (self.rt.config, frozenset(n for n, w in ws_states.items() if w.paused))
         members = self.index.members
@@ -174,11 +241,10 @@ class Scanner:
         self._seen = seen
         quiet = self.quiet
         for name in [n for n in todo if n not in members]:
-            quiet.pop(name, None)  # no sessions left: nothing to plan
+            quiet.drop(name)  # no sessions left: nothing to plan
         todo &= members.keys()
         self._planned = todo
-        reused = _kept(quiet, todo)
-        return todo, reused
+        return todo, quiet.kept(todo)
 
     def _input(self, name: str, state: WorkspaceState | None, now: datetime) -> WorkspaceInput:
         until = self.index.until.get(name)
@@ -200,12 +266,3 @@ class Scanner:
             by_ws[w][k] = v
         for wsin in need:
             wsin.entries = by_ws.get(wsin.name, {})
-
-
-def _kept(quiet: dict[str, tuple[Any, list[Decision]]], todo: Iterable[str]) -> list[Decision]:
-    skip = set(todo)
-    out: list[Decision] = []
-    for name, (_, decisions) in list(quiet.items()):  # the service may add to it meanwhile
-        if name not in skip:
-            out.extend(decisions)
-    return out

@@ -28,7 +28,7 @@ from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.runner import Cycle, UnitRunner
-from vikingbot.heartbeat.scan import QUIET_REASONS, Scanner
+from vikingbot.heartbeat.scan import QUIET_REASONS, Kept, Scanner
 from vikingbot.heartbeat.state import HeartbeatState
 from vikingbot.heartbeat.turn import heartbeat_session_key
 from vikingbot.heartbeat.types import (
@@ -146,7 +146,7 @@ class HeartbeatService:
         reused, fresh, inputs = self._plan(
             trigger, workspace=workspace, force=force, include_idle=include_idle, memo=False
         )
-        return reused + fresh, inputs
+        return reused.decisions() + fresh, inputs
 
     def _plan(
         self,
@@ -156,7 +156,7 @@ class HeartbeatService:
         force: bool,
         include_idle: bool,
         memo: bool,
-    ) -> tuple[list[Decision], list[Decision], list[WorkspaceInput]]:
+    ) -> tuple[Kept, list[Decision], list[WorkspaceInput]]:
         """(reused quiet decisions, freshly planned decisions, planner inputs).
 
         ``memo`` (the gateway's cycles): a quiet workspace (stale, template, no
@@ -165,7 +165,7 @@ class HeartbeatService:
         why = self.global_skip(trigger, force)
         if why:
             detail = self.quiet_hours() if why == "quiet-hours" else None
-            return [], [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
+            return Kept.none(), [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
         now = self.now()
         tz = self.tz()
@@ -179,9 +179,9 @@ class HeartbeatService:
             decisions += mine
             if memo:
                 if all(d.decision == "skip" and d.reason in QUIET_REASONS for d in mine):
-                    self.scanner.quiet[wsin.name] = (wsin.memo_key, mine)
+                    self.scanner.quiet.put(wsin.name, mine)
                 else:
-                    self.scanner.quiet.pop(wsin.name, None)
+                    self.scanner.quiet.drop(wsin.name)
         return reused, decisions, inputs
 
     def problems(
@@ -230,10 +230,11 @@ class HeartbeatService:
                 trigger, workspace=workspace, force=force, include_idle=False, memo=True
             )
         )
-        report.decisions = reused + decisions
+        report.decisions = decisions
+        report.kept = reused
         await asyncio.to_thread(self._remember_entries, inputs, now)
         await self._tell_problems(inputs, decisions)
-        self._count_skips(report.decisions)
+        self._count_skips(decisions, reused.counts)
         runs = await self._record_skips(report, decisions, inputs, trigger)
         cycle = Cycle(
             report,
@@ -251,11 +252,14 @@ class HeartbeatService:
             await asyncio.gather(*tasks, return_exceptions=True)
         return report
 
-    def _count_skips(self, decisions: list[Decision]) -> None:
+    def _count_skips(self, decisions: list[Decision], kept: Counter[str]) -> None:
         if not self.metrics:
             return
-        # reused decisions were recorded in the ledger when they were first made
-        for reason, n in Counter(d.reason for d in decisions if d.decision == "skip").items():
+        # kept decisions (all skips) were recorded in the ledger when they were first made,
+        # and count here as the skips of this cycle too
+        counts: Counter[str] = Counter(d.reason for d in decisions if d.decision == "skip")
+        counts.update(kept)
+        for reason, n in counts.items():
             self.metrics.heartbeat_skips.labels(reason).inc(n)
 
     async def _record_skips(

@@ -14,6 +14,16 @@ other. Readers take no lock: they always see a whole old file or a whole new one
 A line that cannot be parsed raises :class:`SessionError` naming file and line;
 the store never rewrites a file whose metadata line it could not parse, and
 copies message lines it does not need to read byte for byte.
+
+Change journal: after each write of a user session the store appends the file's
+name to ``<sessions>/.journal/changes`` (one line, ``O_APPEND``, no fsync). A
+reader that polls (the heartbeat without file system events) reads only what
+was appended since it last looked, instead of stat-ing every session file; the
+journal starts afresh (a new file, so a new inode) once it passes
+:data:`JOURNAL_MAX_BYTES`, and a reader that sees another inode looks at every
+file once. Writes by other tools are not in it: the reader still compares the
+folder's listing (names and inodes) when the folder's mtime changed, and looks
+at every file in its hourly safety pass.
 """
 
 from __future__ import annotations
@@ -38,6 +48,9 @@ SYSTEM_TYPES = frozenset({"heartbeat", "cron"})
 SYSTEM_DIR = ".system"
 FULL_RESCAN_S = 60.0  # re-stat every file at least this often
 DIR_MTIME_SETTLE_NS = 2_000_000_000  # trust a folder mtime only once it is this old
+JOURNAL_DIR = ".journal"
+JOURNAL_FILE = "changes"
+JOURNAL_MAX_BYTES = 1 << 20
 
 if TYPE_CHECKING:
     import asyncio
@@ -153,7 +166,40 @@ class SessionStore:
         """
         path = session if isinstance(session, Path) else self.path_for(session)
         with self._locked(path):
-            yield path
+            try:
+                yield path
+            finally:
+                self.note_changed(path)
+
+    @property
+    def journal_path(self) -> Path:
+        """The change journal of the user's sessions (see the module docstring)."""
+        return self.sessions_dir / JOURNAL_DIR / JOURNAL_FILE
+
+    def note_changed(self, path: Path) -> None:
+        """Append a user session file's name to the change journal (best effort:
+        a reader that misses it still finds the change by listing or its safety pass)."""
+        if path.parent != self.sessions_dir:
+            return  # heartbeat/cron sessions: nobody polls for them
+        journal = self.journal_path
+        line = path.name.encode("utf-8", "surrogateescape") + b"\n"
+        try:
+            try:
+                fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            except FileNotFoundError:
+                journal.parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            try:
+                os.write(fd, line)
+                size = os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+            if size > JOURNAL_MAX_BYTES:
+                fresh = journal.with_name(f".{JOURNAL_FILE}.{os.getpid()}.tmp")
+                fresh.write_bytes(b"")
+                os.replace(fresh, journal)  # readers see a new inode: they look at every file
+        except OSError as exc:
+            logger.debug("session change journal not written: {}", exc)
 
     def turn_lock(self, key: KeyLike) -> asyncio.Lock:
         """The one lock a turn on this session holds, so two turns never interleave."""
@@ -340,6 +386,7 @@ class SessionStore:
                 os.unlink(tmp_name)
             raise
         fsync_dir(folder)
+        self.note_changed(path)
 
     def _new_meta(self, key: SessionKey, skip_heartbeat: bool) -> SessionMeta:
         now = self.clock.now()
