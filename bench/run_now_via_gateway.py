@@ -5,8 +5,11 @@ real gateway process, the fake OpenAI server answering at once (a `message` call
 then HEARTBEAT_OK) and the fake Telegram Bot API. Between calls a user message is
 written to the owner's session (as a live chat does). Each call is a fresh
 `python -m vikingbot` process, so the figure includes CLI start (warm byte-code
-cache, as an installed package has it). Baseline in the same run: the same
-command with no gateway running (the turn runs in the CLI process).
+cache, as an installed package has it). Baselines in the same run: the same
+command with no gateway running (the turn runs in the CLI process), the same
+request from a warm in-process client (the gateway's share), `vikingbot --help`
+(Typer's start) and `python -c pass` (the interpreter's start). With a gateway,
+`run-now --json` skips Typer altogether (vikingbot/cli/launch.py).
 
     uv run python bench/run_now_via_gateway.py [--runs 10]
 """
@@ -90,13 +93,11 @@ def api_series(home: Home, runs: int) -> list[float]:
     return times
 
 
-def help_series(env: dict[str, str], runs: int) -> list[float]:
+def command_series(args: list[str], env: dict[str, str], runs: int) -> list[float]:
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "vikingbot", "--help"], env=env, check=True, capture_output=True
-        )
+        subprocess.run([sys.executable, *args], env=env, check=True, capture_output=True)
         times.append(time.perf_counter() - t0)
     return times
 
@@ -124,7 +125,8 @@ def main() -> None:
             home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
 
             local = series(home, env, args.runs, "local")
-            cli_help = help_series(env, args.runs)
+            cli_help = command_series(["-m", "vikingbot", "--help"], env, args.runs)
+            python = command_series(["-c", "pass"], env, args.runs)
 
             with GatewayProcess(home.path, env={"PYTHONPYCACHEPREFIX": str(pycache)}) as gw:
                 poll(lambda: home.ledger(), "the gateway's first cycle")
@@ -151,6 +153,10 @@ def main() -> None:
     print(
         f"cli_help_median_ms {statistics.median(cli_help) * 1000:.0f}  "
         "(CLI start alone: `vikingbot --help`)"
+    )
+    print(
+        f"python_start_median_ms {statistics.median(python) * 1000:.0f}  "
+        "(the interpreter alone: `python -c pass`)"
     )
     print(f"delivered_to_telegram {delivered}/{args.runs}")
 

@@ -1,3 +1,3 @@
-from vikingbot.cli.app import main
+from vikingbot.cli.launch import main
 
 main()

@@ -195,3 +195,25 @@ def test_the_address_is_published_before_the_port_accepts(home: Home) -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_run_now_shortcut_prints_what_the_full_command_prints(home: Home, gateways: Start) -> None:
+    """`heartbeat run-now --json` skips Typer (vikingbot/cli/launch.py); `--config`
+    before it goes through Typer: the same rows, both via the gateway."""
+    home.add_user_session()
+    gateways(home)
+    first_cycle_done(home)
+    home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
+    home.llm.script(["HEARTBEAT_OK", "HEARTBEAT_OK"])
+    fast = home.cli("heartbeat", "run-now", "--json", "-w", "shared")
+    full = home.cli(
+        "--config", str(home.path / "config.json"), "heartbeat", "run-now", "--json", "-w", "shared"
+    )
+    assert fast.returncode == 0 and full.returncode == 0, (fast.stderr, full.stderr)
+    fast_rows, full_rows = json.loads(fast.stdout), json.loads(full.stdout)
+    assert [sorted(r) for r in fast_rows] == [sorted(r) for r in full_rows]
+    for rows in (fast_rows, full_rows):
+        assert [(r["workspace"], r["decision"], r["outcome"], r["via"]) for r in rows] == [
+            ("shared", "run", "noop", "gateway")
+        ]
+    assert len(home.llm.requests) == 2
