@@ -156,3 +156,27 @@ def test_ctrl_c_at_an_approval_question_cancels_the_turn(
     assert not (home / "data" / "workspace" / "shared" / "x").exists()
     chat.line("next")
     chat.wait_for(r"Next one\.", after=at)
+
+
+def test_one_shot_error_is_one_line_on_stderr(home: Path, llm: FakeOpenAI) -> None:
+    import os
+    import subprocess
+    import sys
+
+    llm.script([error(401)])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
+    env["VIKINGBOT_HOME"] = str(home)
+    res = subprocess.run(
+        [sys.executable, "-m", "vikingbot", "chat", "-m", "hi"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert res.returncode == 1
+    assert res.stdout == ""
+    assert [ln for ln in res.stderr.splitlines() if "rejected" in ln] == [
+        "Error: the openai API key was rejected (401); set bot.providers.openai.api_key or "
+        "OPENAI_API_KEY"
+    ]
+    assert "ERROR" not in res.stderr

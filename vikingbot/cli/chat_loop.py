@@ -136,12 +136,20 @@ def _ctrl_c_cancels(task: asyncio.Future[Any]) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def show_reply(console: Console, r: Reply) -> None:
-    from rich.markdown import Markdown
+def say_error(console: Console, message: str) -> None:
+    """The one line a failure gets (secrets masked, as everywhere in the CLI)."""
     from rich.markup import escape
 
+    from vikingbot.redact import mask_text
+
+    console.print(f"[bold red]Error:[/] {escape(mask_text(message))}", highlight=False)
+
+
+def show_reply(console: Console, r: Reply) -> None:
+    from rich.markdown import Markdown
+
     if r.ended in ("error", "timeout"):
-        console.print(f"[bold red]Error:[/] {escape(r.error or r.ended)}")
+        say_error(console, r.error or r.ended)
         return
     if r.text:
         console.print(Markdown(r.text))
@@ -184,9 +192,7 @@ async def run_chat(
         try:
             reply = await term.run_turn(send(text))
         except VikingbotError as exc:
-            from rich.markup import escape
-
-            console.print(f"[bold red]Error:[/] {escape(str(exc))}")
+            say_error(console, str(exc))
             continue
         if reply is None:
             console.print("[yellow]turn cancelled[/]")
