@@ -180,3 +180,17 @@ def test_one_shot_error_is_one_line_on_stderr(home: Path, llm: FakeOpenAI) -> No
         "OPENAI_API_KEY"
     ]
     assert "ERROR" not in res.stderr
+
+
+def test_one_shot_on_a_terminal_shows_the_spinner_then_the_reply(
+    home: Path, llm: FakeOpenAI
+) -> None:
+    llm.script([reply("Done thinking.", delay_s=2)])
+    chat = Terminal.start(home, "-m", "think a little")
+    try:
+        chat.wait_for(r"working · [1-9]\d*s")
+        chat.wait_for(r"Done thinking\.")
+        assert chat.wait_exit() == 0
+    finally:
+        chat.close()
+    assert history(home) == [("user", "think a little"), ("assistant", "Done thinking.")]

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from vikingbot.agent.types import AgentLoop, ApprovalCallback, ToolCallRecord, TurnResult
-    from vikingbot.cli.chat_loop import Reply
+    from vikingbot.cli.chat_loop import ChatTerminal, Reply
     from vikingbot.delivery.service import Outgoing
     from vikingbot.runtime import Runtime
     from vikingbot.session.types import SessionKey
@@ -228,23 +228,17 @@ def _show_tool(console: Console, rec: ToolCallRecord) -> None:
     console.print(line)
 
 
-def _ask(console: Console) -> ApprovalCallback:
+def _approver(term: ChatTerminal) -> ApprovalCallback:
+    """Ask at the terminal (the spinner pauses); Ctrl-C or Ctrl-D there cancels the turn."""
+
     async def approve(name: str, args: dict[str, Any]) -> bool:
         import asyncio
-        import signal
-        import threading
 
-        prompt = f"[bold yellow]Allow[/] {_escape(call_summary(name, args))}? \\[y/N] "
-        main = threading.current_thread() is threading.main_thread()
-        old = signal.signal(signal.SIGINT, signal.default_int_handler) if main else None
         try:
-            answer = console.input(prompt)
+            answer = await term.ask(call_summary(name, args))
         except (KeyboardInterrupt, EOFError):
-            console.print()
-            raise asyncio.CancelledError from None  # Ctrl-C at the prompt cancels the turn
-        finally:
-            if old is not None:
-                signal.signal(signal.SIGINT, old)
+            term.console.print()
+            raise asyncio.CancelledError from None
         return answer.strip().lower() in ("y", "yes")
 
     return approve
@@ -257,27 +251,37 @@ def _escape(text: str) -> str:
 
 
 def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None:
+    import asyncio
+
     from rich.console import Console
 
+    from vikingbot.cli.chat_input import PlainReader
+    from vikingbot.cli.chat_loop import ChatTerminal
+    from vikingbot.cli.chat_retries import report_sdk_retries
+    from vikingbot.errors import VikingbotError
+
     err = Console(stderr=True)
-    approve = _ask(err) if sys.stdin.isatty() else None
+    term = ChatTerminal(err, PlainReader(err))  # the reply goes to stdout, the rest to stderr
+    approve = _approver(term) if sys.stdin.isatty() else None
     loop = _loop(rt, approve, None if as_json else (lambda rec: _show_tool(err, rec)))
     rt.delivery.connect(_deliver_to(err))
 
     async def run() -> TurnResult:
         try:
             deliver = _local_deliver(rt, key, err)
-            result: TurnResult = await loop.run_turn(message, key, {}, deliver=deliver)
+            with term.spinner():  # shown only when stderr is a terminal
+                result: TurnResult = await loop.run_turn(message, key, {}, deliver=deliver)
             return result
         finally:
             await loop.aclose()
 
-    import asyncio
-
-    from vikingbot.errors import VikingbotError
+    def retried(line: str) -> None:
+        if not as_json:
+            term.note(f"[yellow]  ↻ {_escape(line)}[/]")
 
     try:
-        result = asyncio.run(run())
+        with report_sdk_retries(retried):
+            result = asyncio.run(run())
     except KeyboardInterrupt:
         fail("cancelled", 130)
     except VikingbotError as exc:  # e.g. a plugin loop's NotConfiguredError
@@ -309,15 +313,7 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
 
     console = Console()
     term = ChatTerminal(console, make_reader(console, rt.paths.home))
-
-    async def approve(name: str, args: dict[str, Any]) -> bool:
-        try:
-            answer = await term.ask(call_summary(name, args))
-        except (KeyboardInterrupt, EOFError):
-            raise asyncio.CancelledError from None  # Ctrl-C at the question cancels the turn
-        return answer.strip().lower() in ("y", "yes")
-
-    loop = _loop(rt, approve, lambda rec: _show_tool(console, rec))
+    loop = _loop(rt, _approver(term), lambda rec: _show_tool(console, rec))
     rt.delivery.connect(_deliver_to(console))
     model = rt.config.bot.agents.model or rt.config.bot.agents.provider
     console.print(f"[bold]vikingbot chat[/] · session {key} · {model}")
