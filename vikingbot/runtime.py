@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.loader import Paths
@@ -93,19 +93,25 @@ class Runtime:
     def agent(self) -> AgentLoop:
         """The configured agent loop (built once; the provider connects on first use)."""
         if self._agent is None:
-            from vikingbot import registry
-
-            loop_cls: type[AgentLoop] = registry.load("loops", self.config.bot.agents.loop)
-            self._agent = loop_cls(
-                self.config,
-                sessions=self.sessions,
-                store=self.store,
-                bus=self.bus,
-                workspaces=self.workspaces,
-                clock=self.clock,
-                environ=self.environ,
-            )
+            self._agent = self.new_agent()
         return self._agent
+
+    def new_agent(self, **extra: Any) -> AgentLoop:
+        """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
+        its constructor (a terminal chat's ``approval_callback`` and ``on_tool_call``)."""
+        from vikingbot import registry
+
+        loop_cls: type[AgentLoop] = registry.load("loops", self.config.bot.agents.loop)
+        return loop_cls(
+            self.config,
+            sessions=self.sessions,
+            store=self.store,
+            bus=self.bus,
+            workspaces=self.workspaces,
+            clock=self.clock,
+            environ=self.environ,
+            **extra,
+        )
 
     def heartbeat(
         self,

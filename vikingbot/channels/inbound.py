@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, delete, exists, insert, or_, select, update
+from sqlalchemy import and_, delete, insert, or_, select, update
 
 from vikingbot.bus import InboundMessage
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.store.leases import store_now
-from vikingbot.store.tables import gateways, inbound_messages
+from vikingbot.store.liveness import DEAD_AFTER_S, alive_gateway
+from vikingbot.store.tables import inbound_messages
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 PENDING, ANSWERED, FAILED = "pending", "answered", "failed"
-GATEWAY_DEAD_AFTER_S = 30.0  # as vikingbot.gateway.registry.DEAD_AFTER_S
 MAX_TAKES = 5
 KEEP_ANSWERED = timedelta(days=7)  # answered and failed rows older than this are deleted
 INBOUND_ID = "inbound_id"  # InboundMessage.metadata key of the stored row's id
@@ -64,7 +64,7 @@ class InboundStore:
         store: StateStore,
         clock: Clock | None = None,
         *,
-        dead_after_s: float = GATEWAY_DEAD_AFTER_S,
+        dead_after_s: float = DEAD_AFTER_S,
     ) -> None:
         self.store = store
         self.clock: Clock = clock or SystemClock()
@@ -115,14 +115,7 @@ class InboundStore:
             self.store.engine.begin() as conn,
         ):
             now = self._now(conn)
-            fresh = now - timedelta(seconds=self.dead_after_s)
-            alive = exists(
-                select(gateways.c.id).where(
-                    gateways.c.id == table.c.taker,
-                    gateways.c.stopped_at.is_(None),
-                    gateways.c.seen_at > fresh,
-                )
-            )
+            alive = alive_gateway(table.c.taker, now, self.dead_after_s)
             rows = conn.execute(
                 select(table)
                 .where(

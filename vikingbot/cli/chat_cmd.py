@@ -136,22 +136,10 @@ def _loop(
     rt: Runtime, approve: ApprovalCallback | None, on_tool: Callable[[ToolCallRecord], None] | None
 ) -> AgentLoop:
     """The configured loop; exits 1 with what to set when it is not ready."""
-    from vikingbot import registry
     from vikingbot.errors import NotConfiguredError
 
     try:
-        loop_cls: type[AgentLoop] = registry.load("loops", rt.config.bot.agents.loop)
-        loop = loop_cls(
-            rt.config,
-            sessions=rt.sessions,
-            store=rt.store,
-            bus=rt.bus,
-            workspaces=rt.workspaces,
-            clock=rt.clock,
-            environ=rt.environ,
-            approval_callback=approve,
-            on_tool_call=on_tool,
-        )
+        loop = rt.new_agent(approval_callback=approve, on_tool_call=on_tool)
     except NotConfiguredError as exc:
         fail(str(exc))
     ready = loop.readiness()

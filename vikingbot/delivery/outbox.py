@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from vikingbot.bus import OutboundMessage
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.errors import StoreError
+from vikingbot.store.liveness import DEAD_AFTER_S, alive_gateway, process_id
 
 if TYPE_CHECKING:
     from collections.abc import Collection
@@ -41,16 +42,6 @@ if TYPE_CHECKING:
 
 PENDING, SENT, FAILED = "pending", "sent", "failed"
 SEND_LEASE_S = 120.0  # how long a send is expected to take at most (shown as in flight)
-GATEWAY_DEAD_AFTER_S = 30.0  # a gateway whose registry row is older is taken to be dead
-
-
-def default_sender() -> str:
-    """A sender id unique to this process: ``host:pid:random``."""
-    import os
-    import socket
-    import uuid
-
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 @dataclass(frozen=True)
@@ -117,11 +108,11 @@ class Outbox:
         *,
         sender: str | None = None,
         lease_s: float = SEND_LEASE_S,
-        dead_after_s: float = GATEWAY_DEAD_AFTER_S,
+        dead_after_s: float = DEAD_AFTER_S,
     ) -> None:
         self._store = store
         self._clock: Clock = clock or SystemClock()
-        self.sender = (sender or default_sender())[:200]
+        self.sender = (sender or process_id())[:200]
         self.lease_s = lease_s
         self.dead_after_s = dead_after_s
 
@@ -139,20 +130,9 @@ class Outbox:
 
     def _sender_alive(self, now: datetime) -> Any:
         """SQL: the row's sender is a live gateway other than this one."""
-        from datetime import timedelta
+        from vikingbot.store.tables import outbox
 
-        from sqlalchemy import exists, select
-
-        from vikingbot.store.tables import gateways, outbox
-
-        fresh = now - timedelta(seconds=self.dead_after_s)
-        return exists(
-            select(gateways.c.id).where(
-                gateways.c.id == outbox.c.sender,
-                gateways.c.stopped_at.is_(None),
-                gateways.c.seen_at > fresh,
-            )
-        )
+        return alive_gateway(outbox.c.sender, now, self.dead_after_s)
 
     def _row(self, r: Any, *, mine: bool = True) -> OutboxRow:
         details = r.details or {}

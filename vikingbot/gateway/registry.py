@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
@@ -30,10 +29,10 @@ from vikingbot.clock import Clock
 from vikingbot.errors import VikingbotError
 from vikingbot.store.db import StateStore
 from vikingbot.store.leases import Leases, default_time_source, store_now
+from vikingbot.store.liveness import DEAD_AFTER_S, GatewayState, gateway_state, process_id
 from vikingbot.store.tables import gateways
 
 BEAT_S = 5.0
-DEAD_AFTER_S = 30.0  # must match vikingbot.delivery.outbox.GATEWAY_DEAD_AFTER_S
 FORGET_AFTER = timedelta(days=7)  # stopped or dead rows older than this are deleted
 CHANNEL_PREFIX = "channel:"
 
@@ -48,10 +47,6 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def new_gateway_id() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
 @dataclass(frozen=True)
 class GatewayInfo:
     id: str
@@ -61,7 +56,7 @@ class GatewayInfo:
     version: str | None
     started_at: datetime
     seen_at: datetime
-    state: str  # running | stopped | dead (no sign of life for DEAD_AFTER_S)
+    state: GatewayState  # running | stopped | dead (store/liveness.py)
     channels: list[str] = field(default_factory=list)  # leases held: "telegram:default"
 
     def as_dict(self) -> dict[str, Any]:
@@ -85,7 +80,7 @@ class GatewayRegistry:
     ) -> None:
         self.store = store
         self.clock = clock
-        self.id = (gateway_id or new_gateway_id())[:100]
+        self.id = (gateway_id or process_id())[:100]
         self.address = address
         self.dead_after_s = dead_after_s
         self._time_source = default_time_source(store)
@@ -168,12 +163,7 @@ class GatewayRegistry:
             rows = conn.execute(select(gateways).order_by(gateways.c.started_at)).all()
         found = []
         for r in rows:
-            if r.stopped_at is not None:
-                state = "stopped"
-            elif r.seen_at <= now - timedelta(seconds=self.dead_after_s):
-                state = "dead"
-            else:
-                state = "running"
+            state = gateway_state(r.stopped_at, r.seen_at, now, self.dead_after_s)
             if state == "stopped" and not include_stopped:
                 continue
             found.append(
