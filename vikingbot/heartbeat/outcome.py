@@ -166,11 +166,16 @@ def unpark_moves(entry: Entry | None, st: EntryState | None) -> tuple[Move, ...]
 
 
 def fresh_state(entry: Entry, st: EntryState | None, ctx: Ctx) -> EntryState:
-    """The entry's state at the start of a run (a parked-then-edited entry is reset)."""
+    """The entry's state at the start of a run (a parked-then-edited entry is reset).
+
+    ``running_since`` is the start of this run, or, when a run was cut off (a crash
+    leaves it set; every settled run clears it), the start of that run: the repeat
+    is the same run, and its deliveries keep their dedupe keys (``turn.run_identity``).
+    """
     st = st or EntryState(ctx.workspace, entry.ident, first_seen=ctx.now)
     if entry.parked is not None or st.parked_reason is not None:
         st = replace(st, parked_reason=None, parked_text_hash=None, retries=0, continuations=0)
-    return replace(st, running_since=ctx.now)
+    return replace(st, running_since=st.running_since or ctx.now)
 
 
 # ---------------------------------------------------------------- after the turn

@@ -42,7 +42,7 @@ from vikingbot.heartbeat.planner import CLAIM_MARGIN_S, budget_exceeded, session
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.rewrite import Move, RewriteReport
 from vikingbot.heartbeat.state import HeartbeatState
-from vikingbot.heartbeat.turn import heartbeat_session_key, make_turn
+from vikingbot.heartbeat.turn import heartbeat_session_key, make_turn, run_identity
 from vikingbot.heartbeat.types import (
     Decision,
     Entry,
@@ -185,7 +185,10 @@ class UnitRunner:
                     return await self._commit_skip(wsin, skipped, moves)
                 context = check.context
             await self._save_entry(wsin, st)
-        facts = await self._turn(wsin, unit, eligible, path, context)
+        run_id = None
+        if st is not None and st.running_since is not None:
+            run_id = run_identity(unit_key(wsin.name, unit), st.running_since)
+        facts = await self._turn(wsin, unit, eligible, path, context, run_id)
         settlement = settle(unit, facts, st, ctx)
         return await self._commit(wsin, settlement, moves, entry)
 
@@ -354,9 +357,10 @@ class UnitRunner:
         eligible: list[SessionMeta],
         path: Path,
         context: str | None,
+        run_id: str | None = None,
     ) -> TurnFacts:
         return await make_turn(
-            self.parts, self.report.cycle_id, wsin.name, unit, eligible, path, context
+            self.parts, self.report.cycle_id, wsin.name, unit, eligible, path, context, run_id
         )
 
 

@@ -11,9 +11,11 @@ ended on one (``TurnResult.provider_down``), is ``provider-down``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
 import uuid
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,17 @@ def heartbeat_session_key(workspace: str) -> SessionKey:
     return SessionKey("heartbeat", "hb", workspace)
 
 
+def run_identity(unit_key: str, running_since: datetime) -> str:
+    """The run id of an entry's run, the same when a crash makes it run again.
+
+    A run cut off by a crash keeps its ``running_since`` (``outcome.fresh_state``), so
+    the repeat gets this same id, and what it sends gets the dedupe keys the first
+    attempt used: the outbox does not send a result the owner already has.
+    """
+    digest = hashlib.sha256(f"{unit_key}@{running_since.isoformat()}".encode()).hexdigest()
+    return f"hb-{digest[:20]}"
+
+
 async def make_turn(
     parts: HeartbeatParts,
     cycle_id: str,
@@ -40,13 +53,19 @@ async def make_turn(
     eligible: list[SessionMeta],
     path: Path,
     context: str | None,
+    run_id: str | None = None,
 ) -> TurnFacts:
     """One heartbeat turn: prompt, agent call, the plain reply delivered when the agent
-    sent nothing itself; what happened, as ``TurnFacts`` for ``settle``."""
+    sent nothing itself; what happened, as ``TurnFacts`` for ``settle``.
+
+    With ``run_id`` (an entry's :func:`run_identity`) each send's dedupe key is the run
+    id, the text's digest and its count in this run, so a repeat after a crash that
+    sends the same text again is not sent twice; without, the n-th send's key."""
     cfg = parts.config.bot.heartbeat
     entry = unit.entry
-    run_id = f"hb-{cycle_id}-{uuid.uuid4().hex[:8]}"
-    sender = Sender(parts, workspace, run_id, unit, entry, eligible, cfg.target)
+    stable = run_id is not None
+    run_id = run_id or f"hb-{cycle_id}-{uuid.uuid4().hex[:8]}"
+    sender = Sender(parts, workspace, run_id, unit, entry, eligible, cfg.target, stable=stable)
     prompt = (
         CHECKLIST_PROMPT
         if entry is None
@@ -138,8 +157,12 @@ class Sender:
         entry: Entry | None,
         eligible: list[SessionMeta],
         default_target: str,
+        *,
+        stable: bool = False,
     ) -> None:
         self.parts = parts
+        self.stable = stable
+        self._texts: dict[str, int] = {}
         self.workspace = workspace
         self.run_id = run_id
         self.target = (
@@ -150,12 +173,19 @@ class Sender:
             self.target, self.sessions = "last", [unit.session]
         self.sends: list[SendStatus] = []
 
+    def _key(self, text: str, explicit: str | None) -> str:
+        if not self.stable:
+            return f"{self.run_id}:{len(self.sends) + 1}"
+        what = hashlib.sha256(f"{explicit or ''}\n{text}".encode()).hexdigest()[:16]
+        seen = self._texts[what] = self._texts.get(what, 0) + 1
+        return f"{self.run_id}:{what}:{seen}"
+
     async def send(self, text: str, explicit: str | None = None) -> SendStatus:
         report = await self.parts.delivery.deliver(
             text,
             explicit or self.target,
             sessions=self.sessions,
-            dedupe_key=f"{self.run_id}:{len(self.sends) + 1}",
+            dedupe_key=self._key(text, explicit),
             source=f"heartbeat:{self.workspace}",
         )
         status: SendStatus
