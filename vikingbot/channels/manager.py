@@ -47,6 +47,17 @@ if TYPE_CHECKING:
     from vikingbot.delivery.outbox import OutboxRow
     from vikingbot.store.db import StateStore
 
+Spawn = Callable[[str, Callable[[], Awaitable[Any]]], "asyncio.Task[Any]"]
+"""``spawn(name, factory)``: run a background loop (the gateway supervises it)."""
+
+
+def _plain_spawn(name: str, factory: Callable[[], Awaitable[Any]]) -> asyncio.Task[Any]:
+    async def run() -> Any:
+        return await factory()
+
+    return asyncio.create_task(run(), name=name)
+
+
 MAX_BACKOFF_S = 30.0
 STORE_WAIT_S = 600.0  # how long an outbound message waits for an unreachable database
 T = TypeVar("T")
@@ -60,6 +71,9 @@ class ChannelManager:
     ``bot.channels.send_retries``. ``on_resent`` is awaited with each message
     that a previous run left pending and this one sent (the gateway records it
     in the chat's history, as a delivery that did not crash would have).
+    ``spawn`` runs the manager's background loops (the outbox sweep, each channel's
+    lease keeper); the gateway passes its supervisor's, so a loop that crashes is
+    restarted and shows in ``/health``; by default they are plain tasks.
     """
 
     def __init__(
@@ -73,6 +87,7 @@ class ChannelManager:
         on_resent: Callable[[OutboundMessage], Awaitable[None]] | None = None,
         sender: str | None = None,
         outbox_sweep_s: float = 30.0,
+        spawn: Spawn | None = None,
     ) -> None:
         self.config = config
         self.bus = bus
@@ -82,12 +97,13 @@ class ChannelManager:
         self.on_resent = on_resent
         self.outbox = Outbox(store, self.clock, sender=sender)
         self.outbox_sweep_s = outbox_sweep_s
+        self._spawn: Spawn = spawn or _plain_spawn
         self.store_wait_s = STORE_WAIT_S
         self._channels: dict[str, Channel] = {}
         self._errors: dict[str, str] = {}
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         self._recovery: asyncio.Task[int] | None = None
-        self._sweeper: asyncio.Task[None] | None = None
+        self._sweeper: asyncio.Task[Any] | None = None
         self._leaders: dict[str, tuple[Leadership, asyncio.Task[None]]] = {}
         self.lease_ttl_s = LEASE_TTL_S
         self.lease_check_s = LEASE_CHECK_S
@@ -143,7 +159,7 @@ class ChannelManager:
         await leader.step()  # the first claim now: a lone gateway receives from the start
         if not leader.held:
             logger.info("channel {}: another gateway receives; this one only sends", name)
-        task = asyncio.create_task(self._keep_leading(leader), name=f"lease:{name}")
+        task = self._spawn(f"lease:{name}", lambda: self._keep_leading(leader))
         self._leaders[name] = (leader, task)
 
     @staticmethod
@@ -157,7 +173,7 @@ class ChannelManager:
 
     async def _recover(self) -> int:
         sent = await self._sweep()
-        self._sweeper = asyncio.create_task(self._sweep_forever(), name="outbox-sweep")
+        self._sweeper = self._spawn("outbox-sweep", self._sweep_forever)
         return sent
 
     async def _sweep(self) -> int:

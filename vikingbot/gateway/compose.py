@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
     from vikingbot.bus import MessageBus
-    from vikingbot.channels.manager import ChannelManager
+    from vikingbot.channels.manager import ChannelManager, Spawn
     from vikingbot.clock import Clock
     from vikingbot.config.loader import Paths
     from vikingbot.config.schema import Config
@@ -136,8 +136,9 @@ def registry(core: Core, address: str) -> GatewayRegistry:
     return GatewayRegistry(core.store, core.clock, address=address)
 
 
-def channels(core: Core, sender: str) -> ChannelManager:
-    """The channel manager, connected as delivery's only way out (started by the gateway)."""
+def channels(core: Core, sender: str, spawn: Spawn | None = None) -> ChannelManager:
+    """The channel manager, connected as delivery's only way out (started by the gateway);
+    ``spawn`` runs its background loops (the outbox sweep, lease keepers) supervised."""
     from vikingbot.channels.manager import ChannelManager
 
     manager = ChannelManager(
@@ -147,6 +148,7 @@ def channels(core: Core, sender: str) -> ChannelManager:
         clock=core.clock,
         on_resent=core.delivery.record_resent,
         sender=sender,
+        spawn=spawn,
     )
     core.delivery.connect(manager.send)
     return manager

@@ -49,6 +49,7 @@ class ServiceState:
     restarts: int = 0
     last_error: str | None = None
     task: asyncio.Task[Any] | None = field(default=None, repr=False)
+    awaited_on_stop: bool = True  # False: its owner cancels it (the channel manager's loops)
 
     @property
     def running(self) -> bool:
@@ -101,16 +102,22 @@ class Services:
         detail: str = "",
         *,
         restart: bool = True,
+        awaited_on_stop: bool = True,
     ) -> ServiceState:
-        """Run ``factory()`` as the service ``name``; with ``restart``, again after a crash."""
-        state = ServiceState(name, detail=detail)
+        """Run ``factory()`` as the service ``name``; with ``restart``, again after a crash.
+
+        ``awaited_on_stop=False``: the gateway's stop does not wait for it (a loop that
+        does not watch the stop event, whose owner cancels it).
+        """
+        state = ServiceState(name, detail=detail, awaited_on_stop=awaited_on_stop)
         run = self._supervise(state, factory) if restart else self._once(state, factory)
         state.task = asyncio.create_task(run, name=f"vikingbot:{name}")
         self.states[name] = state
         return state
 
     def tasks(self) -> set[asyncio.Task[Any]]:
-        return {s.task for s in self.states.values() if s.task is not None}
+        """The tasks a stopping gateway waits for (then cancels)."""
+        return {s.task for s in self.states.values() if s.task is not None and s.awaited_on_stop}
 
     def health(self) -> dict[str, dict[str, Any]]:
         return {name: s.as_dict() for name, s in self.states.items()}
@@ -185,6 +192,9 @@ class Services:
         )
         try:
             await retrying(attempt)
+        except asyncio.CancelledError:
+            state.state = "stopped"
+            raise
         except Exception as exc:  # the gateway is stopping and the last try crashed
             state.last_error = _describe(exc)
             logger.warning("service {} ended with an error while stopping: {}", state.name, exc)

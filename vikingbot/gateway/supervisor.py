@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -276,7 +276,7 @@ class Gateway:
         await self._register()
         owner = self.registry.id if self.registry is not None else None
         # channels first: heartbeat results need somewhere to go
-        self.channels = manager = compose.channels(core, sender=owner or "")
+        self.channels = manager = compose.channels(core, owner or "", self._spawn_for_channels)
         try:
             await manager.start()
             for row in manager.status():
@@ -307,6 +307,14 @@ class Gateway:
         spawn("housekeeping", lambda: hk.run_forever(stop), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
         spawn("config-watch", self._watch_config, "")
+
+    def _spawn_for_channels(
+        self, name: str, factory: Callable[[], Awaitable[Any]]
+    ) -> asyncio.Task[Any]:
+        """The channel manager's loops, supervised (the manager cancels them on stop)."""
+        state = self.services.spawn(name, factory, "channels", awaited_on_stop=False)
+        assert state.task is not None
+        return state.task
 
     async def _warm_agent(self) -> None:
         """Warm the agent loop now (a provider SDK, an agent process), not in the first turn."""
