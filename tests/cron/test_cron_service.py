@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
+from vikingbot.bus import OutboundMessage
+from vikingbot.cron.service import CronService
 from vikingbot.errors import CronError
 from vikingbot.store.tables import cron_jobs
 
@@ -185,3 +187,49 @@ async def test_run_interrupted_by_a_crash_is_reported_on_start(rig: CronRig) -> 
     rig.service.jobs.update("crash", last_outcome="running")
     await rig.service.tick()
     assert rig.service.jobs.require("crash").last_outcome == "interrupted"
+
+
+async def test_a_broken_job_is_told_once_again_after_a_fix_and_a_restart_keeps_quiet(
+    rig: CronRig,
+) -> None:
+    """Cron tells the owner through the heartbeat's Notifier: once per job and reason,
+    across restarts; fixed and broken again, it is news again (a new dedupe key, so the
+    outbox, which sends a key once, sends it)."""
+
+    def break_job(timezone: str) -> None:
+        with rig.store.engine.begin() as conn:
+            conn.execute(
+                sa.update(cron_jobs)
+                .where(cron_jobs.c.name == "broken")
+                .values(timezone=timezone, next_run_at=rig.clock.now())
+            )
+
+    def told() -> list[OutboundMessage]:
+        return [m for m in rig.sent.messages if "cannot run" in m.text]
+
+    rig.service.jobs.add("broken", "every", "1h", "Report")
+    break_job("Europe/Atlantis")
+    await rig.service.tick()
+    restarted = CronService(
+        rig.service.config,
+        store=rig.store,
+        agent=rig.agent,
+        delivery=rig.service.delivery,
+        sessions=rig.sessions,
+        workspaces=rig.service.workspaces,
+        clock=rig.clock,
+    )
+    rig.clock.advance(minutes=5)
+    await restarted.tick()
+    assert len(told()) == 1  # not again after the restart
+
+    break_job("UTC")  # fixed
+    rig.clock.advance(minutes=5)
+    await restarted.tick()
+    break_job("Europe/Atlantis")  # the same problem once more
+    rig.clock.advance(minutes=5)
+    await restarted.tick()
+    first, again = told()
+    assert "Europe/Atlantis" in again.text
+    assert first.dedupe_key != again.dedupe_key
+    assert len(rig.store.audit_events(action="cron.invalid")) == 2

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import time
 import uuid
 from datetime import datetime, timedelta
@@ -38,6 +37,7 @@ from vikingbot.cron import schedule
 from vikingbot.cron.jobs import CronJobs
 from vikingbot.cron.types import CronJob, CronRun
 from vikingbot.errors import CronError, VikingbotError
+from vikingbot.heartbeat.notices import Notifier
 from vikingbot.replies import is_noop, strip_tokens
 from vikingbot.session.types import SessionKey
 
@@ -49,6 +49,14 @@ if TYPE_CHECKING:
 
 DEFAULT_POLL_S = 20.0
 TIMEOUT_GRACE_S = 5.0
+
+
+NOTICES = "(cron)"  # the notices table's workspace column for cron's notices
+
+
+def invalid_notice_key(job_name: str, reason: str) -> str:
+    """What "job cannot run" notices are keyed by: the job and the reason."""
+    return f"cron-invalid:{job_name}:{reason}"
 
 
 def session_key(job_name: str) -> SessionKey:
@@ -176,6 +184,8 @@ class CronService:
             await self._report_invalid(job, schedule.problem(job) or "invalid")
             return None
         if job.last_outcome == "invalid":  # fixed in the database since
+            key = invalid_notice_key(job.name, job.last_error or "")
+            await self._notices(job.name).resolve(NOTICES, key)  # broken again: told again
             job = await asyncio.to_thread(
                 self.jobs.update, job.name, last_outcome=None, last_error=None
             )
@@ -269,23 +279,32 @@ class CronService:
             last_error="the bot stopped during the run",
         )
 
+    def _notices(self, job_name: str) -> Notifier:
+        """The owner's notices about one job (``heartbeat.notices``: told once per problem)."""
+
+        async def send(text: str, dedupe_key: str) -> None:
+            await self.delivery.deliver(
+                text, "owner", sessions=[], dedupe_key=dedupe_key, source=f"cron:{job_name}"
+            )
+
+        return Notifier(self.store, send, self.clock)
+
     async def _report_invalid(self, job: CronJob, reason: str) -> None:
-        if job.last_outcome == "invalid" and job.last_error == reason:
-            return  # already reported
+        """Mark the job invalid and tell the owner once per job and reason."""
+        if not (job.last_outcome == "invalid" and job.last_error == reason):
+            await asyncio.to_thread(
+                self.jobs.update, job.name, last_outcome="invalid", last_error=reason
+            )
+        text = (
+            f"Cron job '{job.name}' cannot run: {reason}. "
+            f"Fix it with `vikingbot cron remove {job.name}` and `vikingbot cron add ...`."
+        )
+        key = invalid_notice_key(job.name, reason)
+        if not await self._notices(job.name).tell(NOTICES, key, text, kind="cron-invalid"):
+            return  # told already (or delivery failed: the next tick tries again)
         logger.error("cron: job {} cannot run: {}", job.name, reason)
         self.metrics["invalid_reports_total"] += 1
-        await asyncio.to_thread(
-            self.jobs.update, job.name, last_outcome="invalid", last_error=reason
-        )
         await self._audit(job.name, "cron.invalid", "invalid", reason)
-        digest = hashlib.sha256(reason.encode()).hexdigest()[:12]
-        await self._deliver(
-            f"Cron job '{job.name}' cannot run: {reason}. "
-            f"Fix it with `vikingbot cron remove {job.name}` and `vikingbot cron add ...`.",
-            "owner",
-            f"cron-invalid:{job.name}:{digest}",
-            job.name,
-        )
 
     # -------------------------------------------------------------- running
 

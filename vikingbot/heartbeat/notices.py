@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any
 
 from loguru import logger
@@ -43,11 +44,13 @@ class Notifier:
     async def tell(self, workspace: str, key: str, text: str, *, kind: str = "notice") -> bool:
         """Send ``text`` to the owner unless ``key`` was told already; True when sent."""
         digest = digest_of(key)
-        first = await asyncio.to_thread(self._claim, workspace, digest, kind)
+        at = self.clock.now()
+        first = await asyncio.to_thread(self._claim, workspace, digest, kind, at)
         if not first:
             return False
         try:
-            await self.send(text, f"notice:{workspace}:{digest[:16]}")
+            # the telling's time is in the key: told again after ``resolve``, it is sent again
+            await self.send(text, f"notice:{workspace}:{digest[:16]}:{at:%Y%m%dT%H%M%S%f}")
         except Exception:
             logger.bind(workspace=workspace).exception("could not tell the owner: {}", text)
             await asyncio.to_thread(self._forget, workspace, digest)  # try again next time
@@ -79,7 +82,7 @@ class Notifier:
     def forget_sync(self, workspace: str, key: str) -> bool:
         return self._forget(workspace, digest_of(key))
 
-    def _claim(self, workspace: str, digest: str, kind: str) -> bool:
+    def _claim(self, workspace: str, digest: str, kind: str, at: datetime) -> bool:
         try:
             with self.store.engine.begin() as conn:
                 seen = conn.execute(
@@ -91,7 +94,7 @@ class Notifier:
                     return False
                 conn.execute(
                     insert(notices).values(
-                        workspace=workspace, digest=digest, kind=kind[:50], at=self.clock.now()
+                        workspace=workspace, digest=digest, kind=kind[:50], at=at
                     )
                 )
         except IntegrityError:  # another process told it a moment ago
