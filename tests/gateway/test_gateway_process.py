@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -35,16 +36,35 @@ def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> No
     assert (home / "data" / "state.db").exists()
 
 
-def test_sigint_also_exits_zero(tmp_path: Path) -> None:
-    gw = GatewayProcess(tmp_path / "home").start()
-    assert gw.stop(signal.SIGINT) == 0
-
-
-def test_disabled_heartbeat_is_reported(tmp_path: Path) -> None:
+def test_disabled_heartbeat_is_reported_and_sigint_also_exits_zero(tmp_path: Path) -> None:
     env = {"VIKINGBOT_BOT__HEARTBEAT__ENABLED": "false"}
-    with GatewayProcess(tmp_path / "home", env=env) as gw:
-        assert gw.get("/health")["heartbeat"]["enabled"] is False
+    gw = GatewayProcess(tmp_path / "home", env=env).start()
+    assert gw.get("/health")["heartbeat"]["enabled"] is False
+    assert gw.stop(signal.SIGINT) == 0
     assert "✗ Heartbeat: disabled" in gw.output
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, str]]:
+    """One gateway for the tests that only look at it (a process start costs seconds):
+    a gateway token, and an active-hours window that starts in two hours."""
+    from datetime import UTC, datetime, timedelta
+
+    home = tmp_path_factory.mktemp("windowed") / "home"
+    home.mkdir()
+    now = datetime.now(UTC)
+    start, end = ((now + timedelta(hours=h)).strftime("%H:%M") for h in (2, 3))
+    hours = {"start": start, "end": end, "timezone": "UTC"}
+    (home / "config.json").write_text(json.dumps({"bot": {"heartbeat": {"active_hours": hours}}}))
+    env = {"VIKINGBOT_BOT__GATEWAY__TOKEN": "s3cret"}
+    with GatewayProcess(home, env=env) as gw:
+        yield (
+            gw,
+            (
+                f"✓ Heartbeat: every 600s (checklist), active {start}–{end} UTC; "
+                f"quiet now, the first cycle at {start}"
+            ),
+        )
 
 
 def run_cli(
@@ -68,9 +88,9 @@ def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     assert "bot.gateway.token" in res.stderr
 
 
-def test_port_in_use_is_a_clear_error(tmp_path: Path) -> None:
-    with GatewayProcess(tmp_path / "a") as gw:
-        res = run_cli(tmp_path / "b", "gateway", "--port", str(gw.port))
+def test_port_in_use_is_a_clear_error(tmp_path: Path, windowed: tuple[GatewayProcess, str]) -> None:
+    gw, _ = windowed
+    res = run_cli(tmp_path / "b", "gateway", "--port", str(gw.port))
     assert res.returncode == 1
     assert f"cannot listen on 127.0.0.1:{gw.port}" in res.stderr
 
@@ -105,31 +125,23 @@ def test_heartbeat_toggle_applies_without_restart(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("path", ["/metrics"])
-def test_token_protects_everything_but_health(tmp_path: Path, path: str) -> None:
+def test_token_protects_everything_but_health(
+    windowed: tuple[GatewayProcess, str], path: str
+) -> None:
     import urllib.error
 
-    env = {"VIKINGBOT_BOT__GATEWAY__TOKEN": "s3cret"}
-    with GatewayProcess(tmp_path / "home", env=env) as gw:
-        assert gw.get("/health")["status"] == "ok"
-        with pytest.raises(urllib.error.HTTPError) as exc:
-            gw.get(path)
-        assert exc.value.code == 401
-        exc.value.close()
+    gw, _ = windowed
+    assert gw.get("/health")["status"] == "ok"
+    with pytest.raises(urllib.error.HTTPError) as exc:
+        gw.get(path)
+    assert exc.value.code == 401
+    exc.value.close()
 
 
-def test_start_line_says_when_an_active_hours_window_is_in_force(tmp_path: Path) -> None:
+def test_start_line_says_when_an_active_hours_window_is_in_force(
+    windowed: tuple[GatewayProcess, str],
+) -> None:
     """Issue 16: a window set (even by accident) made the gateway quiet without a word."""
-    from datetime import UTC, datetime, timedelta
-
-    home = tmp_path / "home"
-    home.mkdir()
-    now = datetime.now(UTC)
-    start, end = ((now + timedelta(hours=h)).strftime("%H:%M") for h in (2, 3))
-    hours = {"start": start, "end": end, "timezone": "UTC"}
-    (home / "config.json").write_text(json.dumps({"bot": {"heartbeat": {"active_hours": hours}}}))
-    with GatewayProcess(home) as gw:
-        assert gw.get("/health")["status"] == "ok"
-    assert (
-        f"✓ Heartbeat: every 600s (checklist), active {start}–{end} UTC; "
-        f"quiet now, the first cycle at {start}"
-    ) in gw.output
+    gw, line = windowed
+    assert gw.get("/health")["status"] == "ok"
+    assert line in gw.read_output()
