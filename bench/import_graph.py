@@ -4,6 +4,10 @@ Cycles are counted the way the issue counts them: lazy (function-level) and TYPE
 included. For every package, its direct children (modules and subpackages, each with everything
 below it) form a graph; every strongly connected group of two or more children is one cycle.
 
+Also prints what adding a channel takes, read off the example plug-in
+(examples/vikingbot-channel-example, which tests/channels/test_channel_plugin.py
+installs and drives): its files, and how many vikingbot files name it (target 0).
+
 Run: uv run python bench/import_graph.py
 """
 
@@ -123,6 +127,23 @@ def _toml(value: object) -> str:
     return json.dumps(value)
 
 
+def _channel_plugin() -> tuple[list[str], list[str]]:
+    """(the example channel plug-in's files, vikingbot files that mention its name)."""
+    root = Path("examples/vikingbot-channel-example")
+    files = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and p.suffix in (".py", ".toml") and "__pycache__" not in p.parts
+    )
+    name = "jsonl"  # the plug-in's entry-point name (its pyproject.toml)
+    naming = sorted(
+        str(p)
+        for p in Path("vikingbot").rglob("*.py")
+        if "testing" not in p.parts and f'"{name}"' in p.read_text(encoding="utf-8")
+    )
+    return files, naming
+
+
 def main() -> int:
     started = time.perf_counter()
     graph = grimp.build_graph("vikingbot", cache_dir=None)
@@ -143,6 +164,9 @@ def main() -> int:
     for package, group in cycles:
         short = ", ".join(name.rsplit(".", 1)[-1] for name in group)
         print(f"  in {package}: {short}")
+    files, naming = _channel_plugin()
+    print(f"adding a channel (the example plug-in): {len(files)} files: {', '.join(files)}")
+    print(f"vikingbot files that had to name it: {len(naming)}")
     print(f"elapsed: {time.perf_counter() - started:.2f}s")
     return 0
 
