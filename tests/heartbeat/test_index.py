@@ -32,8 +32,11 @@ FILES = {"template": TEMPLATE, "task": TASK, "scheduled": SCHEDULED, "bad": "- \
 
 
 class Home:
-    def __init__(self, root: Path, mode: str = "per-session") -> None:
-        self.clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+    def __init__(
+        self, root: Path, mode: str = "per-session", start: datetime | None = None
+    ) -> None:
+        self.root = root
+        self.clock = FakeClock(start or datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
         paths = Paths(
             home=root,
             config_file=root / "config.json",
@@ -318,7 +321,9 @@ OPS = st.one_of(
     st.tuples(st.just("rm_ws"), CHATS),
     st.tuples(st.just("mv_ws"), CHATS),
     st.tuples(st.just("time"), st.sampled_from([10, 60 * 3, 60 * 24])),
+    st.tuples(st.just("replace_session"), CHATS),
     st.tuples(st.just("cycle")),
+    st.tuples(st.just("restart")),
 )
 
 
@@ -363,6 +368,17 @@ def apply(h: Home, op: tuple[Any, ...], outside: Path) -> list[Path]:
         shutil.rmtree(aside, ignore_errors=True)
         ws.rename(aside)
         return [ws]
+    if kind == "replace_session":  # another tool (a sync client) replaces the file
+        path = h.rt.sessions.path_for(h.key(args[0]))
+        if path.exists():
+            data = path.read_bytes()
+            flipped = data.replace(b'"skip_heartbeat": false', b'"skip_heartbeat": true')
+            if flipped == data:
+                flipped = data.replace(b'"skip_heartbeat": true', b'"skip_heartbeat": false')
+            tmp = path.with_name(".sync.tmp")
+            tmp.write_bytes(flipped)
+            os.replace(tmp, path)
+            return [path]
     if kind == "time":
         h.clock.advance(minutes=args[0])
     return []
@@ -381,6 +397,15 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
                 assert h.svc.scanner.watch()
             assert h.memo_cycle() == h.rescan()
             for op in ops:
+                if op[0] == "restart":  # the gateway stops (snapshot written) and starts again
+                    h.close()
+                    apply(h, ("write", 1, "task", True), outside)  # changed while it was down
+                    h.talk(2)
+                    h = Home(h.root, mode=h.mode, start=h.clock.now())
+                    if watch:
+                        assert h.svc.scanner.watch()
+                    touched = []
+                    continue
                 touched = apply(h, op, outside)
                 if op[0] != "cycle":
                     continue
@@ -478,7 +503,96 @@ def _random_op(rnd: Any) -> tuple[Any, ...]:
             ("rm_ws", chat),
             ("mv_ws", chat),
             ("time", rnd.choice([10, 60 * 3, 60 * 24])),
+            ("replace_session", chat),
             ("kill",),
             ("down",),
         ]
     )
+
+
+# ---------------------------------------------------------------- restarts
+
+
+def test_a_restart_does_not_write_the_skip_streaks_again(tmp_path: Path) -> None:
+    import asyncio
+
+    from vikingbot.heartbeat.types import LedgerRow
+
+    root = tmp_path / "home"
+    h = Home(root)
+    for chat in range(3):
+        h.talk(chat)
+        h.write(chat, TEMPLATE)
+    asyncio.run(h.svc.run_cycle("scheduled"))
+    first = h.svc.state.runs(limit=100)
+    assert sorted(r["reason"] for r in first) == ["empty"] * 3  # three streaks start
+    h.close()
+
+    h = Home(root)  # the gateway restarted: the streaks go on, nothing is written
+    asyncio.run(h.svc.run_cycle("scheduled"))
+    assert len(h.svc.state.runs(limit=100)) == 3
+    # a run ends workspace 1's streak (as the runner records it) ...
+    run = LedgerRow("c1", h.clock.now(), h.ws(1).name, "scheduled", "run", "due", outcome="ok")
+    assert h.svc.keep_row(run)
+    h.svc.state.finish([([run], h.svc.state.workspace(h.ws(1).name))])
+    h.close()
+
+    h = Home(root)  # ... so after another restart its next skip starts a new streak
+    try:
+        asyncio.run(h.svc.run_cycle("scheduled"))
+        rows = h.svc.state.runs(limit=100)
+        assert [(r["workspace"], r["decision"]) for r in rows[:2]] == [
+            (h.ws(1).name, "skip"),
+            (h.ws(1).name, "run"),
+        ]
+        assert len(rows) == 5
+    finally:
+        h.close()
+
+
+def test_a_restart_reads_only_the_files_that_changed_while_it_was_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vikingbot.heartbeat import index as index_mod
+
+    # files are trusted at once (not two seconds after their last change): this test's
+    # files are all written within the racy window
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)
+    root = tmp_path / "home"
+    h = Home(root)
+    for chat in range(4):
+        h.talk(chat)
+        h.write(chat, TEMPLATE)
+    h.memo_cycle()
+    h.close()  # writes the snapshot
+    assert (h.rt.paths.data_dir / "heartbeat" / "index.json").is_file()
+
+    h = Home(root)
+    h.write(2, TASK)  # changed while nothing ran
+    h.talk(3, ago=timedelta(hours=60))
+    index = h.svc.scanner.index
+    try:
+        rows = h.memo_cycle()
+        assert index._reads == 2  # one HEARTBEAT.md and one session file, nothing else
+        assert run_decisions(rows) == [h.ws(2).name]
+        assert rows == h.rescan()
+    finally:
+        h.close()
+
+
+def test_a_broken_snapshot_is_ignored(tmp_path: Path) -> None:
+    root = tmp_path / "home"
+    h = Home(root)
+    h.talk(1)
+    h.write(1, TASK)
+    h.memo_cycle()
+    h.close()
+    snap = h.rt.paths.data_dir / "heartbeat" / "index.json"
+    for junk in (b"", b"{", b"[]", b'{"version": 1, "settings": 3}', b"\xff" * 10):
+        snap.parent.mkdir(parents=True, exist_ok=True)
+        snap.write_bytes(junk)
+        h = Home(root)
+        try:
+            assert run_decisions(h.memo_cycle()) == [h.ws(1).name]
+        finally:
+            h.close()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # The schema the newest migration leaves, table -> columns, on both backends. When
 # tables.py or the revisions change: if RECORDED_VERSION was never released, update
 # this record; otherwise add a revision and record its version here.
-RECORDED_VERSION = 5
+RECORDED_VERSION = 6
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
     "cron_jobs": {
@@ -47,6 +47,7 @@ SCHEMA: dict[str, set[str]] = {
         "model_calls", "outcome", "reason", "session", "tokens_in", "tokens_out", "trigger",
         "workspace",
     },
+    "heartbeat_streaks": {"entry", "session", "signature", "workspace"},
     "heartbeat_workspaces": {
         "budget_day", "cost_today", "hb_session_generation", "hb_session_prompts",
         "last_checklist_at", "last_cycle_at", "last_decision", "last_decision_at",
@@ -245,6 +246,7 @@ def test_a_database_from_before_alembic_is_adopted_and_upgraded(
             if legacy < 3:
                 conn.exec_driver_sql("DROP TABLE leases")
             conn.exec_driver_sql("DROP TABLE inbound_messages")  # revision 0005 is newer
+            conn.exec_driver_sql("DROP TABLE heartbeat_streaks")  # and 0006
             if legacy < 4:  # the old runner never had revision 0004 (several gateways)
                 conn.exec_driver_sql("DROP TABLE gateways")
                 conn.exec_driver_sql("ALTER TABLE outbox DROP COLUMN sender")

@@ -25,6 +25,15 @@ Where the changes come from, cheapest first:
   looked at, for file systems whose notifications do not arrive (NFS, some
   containers) and hand edits in place, which leave the folder's mtime alone.
 
+A restart starts from a **snapshot** (``<data>/heartbeat/index.json``): each
+session file's identity (inode, mtime, size) with its metadata line and
+workspace, and each HEARTBEAT.md's identity with the text it held. The first
+pass still stats every file (files changed while nothing ran are read again),
+but reads and parses only what changed; the snapshot is a cache, never trusted
+beyond the identities it records, and a broken or foreign one is ignored. It is
+written after a first pass that had to read much, after the hourly pass when
+something was read, and when the index closes.
+
 When a session's last user message grows older than ``stale_after`` its
 workspace's decisions change with nobody touching a file: those times sit in a
 priority queue and :meth:`HeartbeatIndex.due` hands back the workspaces whose
@@ -33,7 +42,9 @@ time came.
 
 from __future__ import annotations
 
+import errno
 import heapq
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -48,13 +59,16 @@ from vikingbot.heartbeat.planner import keeps_workspace_visited
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
 from vikingbot.session.store import SYSTEM_TYPES, SessionStore
-from vikingbot.session.types import SessionMeta
+from vikingbot.session.types import SessionKey, SessionMeta
 from vikingbot.watch import Watcher
 
 HEARTBEAT_FILE = "HEARTBEAT.md"
 SAFETY_PASS_S = 3600.0
 SETTLE_NS = 2_000_000_000  # a folder mtime is trusted once it is this old
 RENEW_AFTER = 64  # polled workspace folders before the watch is renewed to cover them
+SNAPSHOT_VERSION = 1
+SNAPSHOT_TEXT_BYTES = 4 << 20  # HEARTBEAT.md texts kept in the snapshot, at most
+SAVE_AFTER_READS = 200  # a first pass that read this many files writes the snapshot at once
 _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 
 Ident = tuple[int, int, int]  # inode, mtime_ns, size
@@ -124,8 +138,12 @@ class HeartbeatIndex:
         workspace_root: Path,
         *,
         safety_pass_s: float = SAFETY_PASS_S,
+        snapshot: Path | None = None,
     ) -> None:
         self.store = sessions
+        self.snapshot = snapshot
+        self._texts: dict[str, str] = {}  # workspace -> HEARTBEAT.md text as last read
+        self._reads = 0  # files read since the snapshot was written
         self.sessions_dir = Path(sessions.sessions_dir)
         self.root = Path(workspace_root)
         self._root_s = str(self.root)
@@ -204,6 +222,8 @@ class HeartbeatIndex:
         )
         events = None if full or self.watcher is None else self.watcher.drain()
         changed = self._poll(now, full=full) if events is None else self._apply(events, now)
+        if full and self._reads:
+            self.save()
         for ws in self.polled:  # folders the watch does not cover: look at them every cycle
             self.parsed.pop(ws, None)
             self._hb_idents.pop(ws, None)
@@ -217,10 +237,142 @@ class HeartbeatIndex:
         self.until.clear()
         self.parsed.clear()
         self._hb_idents.clear()
+        self._texts.clear()
         self._heap.clear()
         self._next.clear()
         self._dir_sig = None
+        self._restore()
+        self._reads = 0
         self._poll(now, full=True)
+        if self._reads >= SAVE_AFTER_READS:
+            self.save()
+
+    # ------------------------------------------------------------ snapshot
+
+    def save(self) -> None:
+        """Write the snapshot (atomically; a failure is logged, nothing else)."""
+        if self.snapshot is None or self._settings is None:
+            return
+        sessions = []
+        for name, rec in self.files.items():
+            meta = rec.meta
+            if meta is None or rec.ident[0] < 0:  # unreadable, or read too soon after a write
+                continue
+            key = meta.key
+            sessions.append(
+                [
+                    name,
+                    *rec.ident,
+                    key.type,
+                    key.channel_id,
+                    key.chat_id,
+                    codec.dump_dt(meta.created_at),
+                    codec.dump_dt(meta.updated_at),
+                    codec.dump_dt(meta.last_user_at),
+                    meta.metadata,
+                    rec.workspace,
+                ]
+            )
+        texts: dict[str, int] = {}
+        budget = SNAPSHOT_TEXT_BYTES
+        files = []
+        for ws, ident in self._hb_idents.items():
+            if ident is None:
+                continue
+            if isinstance(ident, int):  # no file (or an error): the errno
+                files.append([ws, ident, None])
+                continue
+            text = self._texts.get(ws)
+            if text is None:
+                continue
+            at = texts.get(text)
+            if at is None:
+                if len(text) > budget:
+                    continue
+                budget -= len(text)
+                at = texts[text] = len(texts)
+            files.append([ws, list(ident), at])
+        doc = {
+            "version": SNAPSHOT_VERSION,
+            "settings": list(self._settings),
+            "sessions_dir": self._sessions_s,
+            "root": self._root_s,
+            "sessions": sessions,
+            "texts": list(texts),
+            "files": files,
+        }
+        path = self.snapshot
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            os.replace(tmp, path)
+        except (OSError, ValueError) as exc:
+            logger.warning("heartbeat: index snapshot not written to {}: {}", path, exc)
+            tmp.unlink(missing_ok=True)
+            return
+        self._reads = 0
+
+    def _restore(self) -> None:
+        """Fill the index from the snapshot; the full pass after it checks every entry."""
+        if self.snapshot is None:
+            return
+        try:
+            doc = json.loads(self.snapshot.read_bytes())
+            if not (
+                isinstance(doc, dict)
+                and doc.get("version") == SNAPSHOT_VERSION
+                and doc.get("settings") == list(self._settings or ())
+                and doc.get("sessions_dir") == self._sessions_s
+                and doc.get("root") == self._root_s
+            ):
+                return
+            files = {}
+            for row in doc["sessions"]:
+                name, ino, mtime, size, typ, chan, chat, created, updated, last, md, ws = row
+                last_at = datetime.fromisoformat(last) if last is not None else None
+                if not isinstance(md, dict) or not isinstance(ws, str | None):
+                    raise ValueError(f"session {name!r}: bad metadata or workspace")
+                meta = SessionMeta(
+                    SessionKey(typ, chan, chat),
+                    datetime.fromisoformat(created),
+                    datetime.fromisoformat(updated),
+                    last_at,
+                    md,
+                )
+                files[str(name)] = _Session((int(ino), int(mtime), int(size)), meta, ws)
+            texts = [str(t) for t in doc["texts"]]
+            idents: dict[str, Any] = {}
+            known: dict[str, str] = {}
+            for ws, ident, at in doc["files"]:
+                if isinstance(ident, int):
+                    idents[str(ws)] = ident
+                else:
+                    idents[str(ws)] = (int(ident[0]), int(ident[1]), int(ident[2]))
+                    known[str(ws)] = texts[at]
+        except FileNotFoundError:
+            return
+        except Exception as exc:  # a cache: whatever is wrong with it, read the files instead
+            logger.info("heartbeat: index snapshot {} ignored: {}", self.snapshot, exc)
+            return
+        from vikingbot.heartbeat.parser import parse_heartbeat
+
+        self.files.update(files)
+        for name, rec in files.items():
+            if rec.workspace is not None and rec.meta is not None:
+                self.members.setdefault(rec.workspace, {})[name] = rec.meta
+                self._touched.add(rec.workspace)
+        missing = ParseResult(missing=True)
+        for ws, ident in idents.items():
+            self._hb_idents[ws] = ident
+            text = known.get(ws)
+            if text is not None:
+                self._texts[ws] = text
+                self.parsed[ws] = parse_heartbeat(text)
+            elif ident == errno.ENOENT:
+                self.parsed[ws] = missing
+            else:
+                self._hb_idents[ws] = None
 
     def _poll(self, now: datetime, *, full: bool) -> set[str]:
         if full:
@@ -384,6 +536,7 @@ class HeartbeatIndex:
         old = self.files.get(name)
         if old is not None and old.ident == ident:
             return set()
+        self._reads += 1
         try:
             meta = self.store.read_meta_file(path)
         except SessionError as exc:
@@ -453,10 +606,16 @@ class HeartbeatIndex:
             heapq.heappush(self._heap, (nxt, ws))
 
     def _read(self, ws: str) -> ParseResult:
-        from vikingbot.heartbeat.parser import read_heartbeat
+        from vikingbot.heartbeat.parser import read_heartbeat_text
 
         assert self._settings is not None
-        return read_heartbeat(self.heartbeat_path(ws), max_bytes=self._settings[2])
+        self._reads += 1
+        result, text = read_heartbeat_text(self.heartbeat_path(ws), max_bytes=self._settings[2])
+        if text is None:
+            self._texts.pop(ws, None)
+        else:
+            self._texts[ws] = text
+        return result
 
     # ------------------------------------------------------------ watching
 
@@ -502,6 +661,8 @@ class HeartbeatIndex:
         if self.watcher is not None:
             self.watcher.stop()
             self.watcher = None
+        if self._reads:
+            self.save()
 
 
 def _ident(entry: os.DirEntry[str]) -> Ident | None:

@@ -73,7 +73,7 @@ def read_heartbeat(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Pars
     cached = _FILE_CACHE.get(name)
     if cached and cached[0] == _identity(st) and cached[1] == max_bytes:
         return cached[2]
-    result, read_st = _read_file(path, max_bytes)
+    result, read_st, _ = _read_file(path, max_bytes)
     if read_st is not None and time.time_ns() - max(read_st.st_mtime_ns, read_st.st_ctime_ns) > (
         _SETTLED_NS
     ):
@@ -81,6 +81,25 @@ def read_heartbeat(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Pars
             del _FILE_CACHE[next(iter(_FILE_CACHE))]
         _FILE_CACHE[name] = (_identity(read_st), max_bytes, result)
     return result
+
+
+def read_heartbeat_text(
+    path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES
+) -> tuple[ParseResult, str | None]:
+    """Like :func:`read_heartbeat` (without its cache), and the text that was parsed
+    (``None`` when the file was not read whole as UTF-8): the heartbeat's index keeps
+    it so a restart parses the text again instead of reading the file."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return ParseResult(missing=True), None
+    except OSError as exc:
+        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
+    problem = _file_problem(st, max_bytes)
+    if problem:
+        return ParseResult(unreadable=problem), None
+    result, read_st, text = _read_file(path, max_bytes)
+    return result, (text if read_st is not None else None)
 
 
 def _identity(st: os.stat_result) -> tuple[int, ...]:
@@ -103,34 +122,37 @@ def _too_big(size: int, max_bytes: int) -> str:
     return f"file is {size} bytes, over the limit of {max_bytes} (bot.heartbeat.max_file_bytes)"
 
 
-def _read_file(path: Path | str, max_bytes: int) -> tuple[ParseResult, os.stat_result | None]:
+def _read_file(
+    path: Path | str, max_bytes: int
+) -> tuple[ParseResult, os.stat_result | None, str | None]:
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         fd = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
-        return ParseResult(missing=True), None
+        return ParseResult(missing=True), None, None
     except OSError as exc:
         if exc.errno == errno.ELOOP:
-            return ParseResult(unreadable=_file_problem(os.lstat(path), max_bytes)), None
-        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
+            return ParseResult(unreadable=_file_problem(os.lstat(path), max_bytes)), None, None
+        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None, None
     try:
         st = os.fstat(fd)
         problem = _file_problem(st, max_bytes)
         if problem:
-            return ParseResult(unreadable=problem), None
+            return ParseResult(unreadable=problem), None, None
         data = _read_at_most(fd, st.st_size, max_bytes + 1)
     except OSError as exc:
-        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
+        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None, None
     finally:
         os.close(fd)
     if len(data) > max_bytes:  # it grew while being read
-        return ParseResult(unreadable=_too_big(len(data), max_bytes)), None
+        return ParseResult(unreadable=_too_big(len(data), max_bytes)), None, None
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         reason = f"not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
-        return ParseResult(unreadable=reason), st
-    return parse_heartbeat(text), (st if len(data) == st.st_size else None)
+        return ParseResult(unreadable=reason), st, None
+    whole = len(data) == st.st_size
+    return parse_heartbeat(text), (st if whole else None), (text if whole else None)
 
 
 def _read_at_most(fd: int, expected: int, limit: int) -> bytes:

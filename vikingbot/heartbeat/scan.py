@@ -108,7 +108,11 @@ class Scanner:
         self.rt = rt
         self._state = state
         self.busy = busy  # shared with the service: workspaces whose cycle is running
-        self.index = HeartbeatIndex(rt.sessions, rt.paths.workspace_root)
+        self.index = HeartbeatIndex(
+            rt.sessions,
+            rt.paths.workspace_root,
+            snapshot=rt.paths.data_dir / "heartbeat" / "index.json",
+        )
         # decisions of quiet workspaces; the service fills it
         self.quiet = QuietMemo()
         self._planned: set[str] = set()  # workspaces planned by the last memo scan

@@ -59,7 +59,6 @@ class HeartbeatService:
         self._wake = asyncio.Event()
         self.store_down_since: datetime | None = None  # /health says "degraded" meanwhile
         self._stopping = False
-        self._folded: dict[tuple[str, str | None, str | None], str] = {}  # subject -> streak
         # file -> (workspace, the problems last logged for it)
         self._logged: dict[str, tuple[str, frozenset[tuple[int | None, str]]]] = {}
         self.scanner = Scanner(parts, lambda: self.state, self._busy)
@@ -270,6 +269,7 @@ class HeartbeatService:
         trigger: str,
     ) -> list[tuple[WorkspaceInput, list[Decision]]]:
         """Ledger rows for the skips (streaks folded), new skip streaks; the runs to make."""
+        await asyncio.to_thread(self.state.load_streaks)
         by_ws: dict[str, list[Decision]] = defaultdict(list)
         for d in decisions:
             by_ws[d.workspace].append(d)
@@ -368,20 +368,8 @@ class HeartbeatService:
         return [row] if self.keep_row(row) else []
 
     def keep_row(self, row: LedgerRow) -> bool:
-        """Record a skip only when it starts a streak; record every run (and end the streak).
-
-        A scheduled skip that repeats the subject's previous skip (same reason and
-        detail) adds nothing a user could learn from, so it is folded away.
-        """
-        key = (row.workspace, row.session, row.entry)
-        if row.decision != "skip":
-            self._folded.pop(key, None)
-            return True
-        sig = f"{row.reason}|{row.error or ''}"
-        if row.trigger == "scheduled" and self._folded.get(key) == sig:
-            return False
-        self._folded[key] = sig
-        return True
+        """Whether the ledger records this row (skip streaks are folded: state.py)."""
+        return self.state.keep_row(row)
 
     async def _tell_problems(self, inputs: list[WorkspaceInput], decisions: list[Decision]) -> None:
         """Each distinct problem once: keyed by the entry as written and the error, so the

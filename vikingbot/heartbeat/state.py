@@ -4,25 +4,38 @@ Synchronous (SQLAlchemy Core); the service calls it through ``asyncio.to_thread`
 Workspace rows are cached in memory after the first read: the service is the
 only writer, and a cycle over 10,000 quiet workspaces must not cost 10,000
 queries.
+
+Skip streaks (:meth:`HeartbeatState.keep_row`): the ledger records a skip only
+when it starts a streak. Which skip each subject repeats is kept in memory and
+in ``heartbeat_streaks``, written in the same transaction as the ledger rows
+(:meth:`record`, :meth:`finish`), so a restart neither rewrites 10,000 rows nor
+folds a skip that follows a run.
 """
 
 from __future__ import annotations
 
+import threading
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, desc, insert, select, update
+from sqlalchemy import and_, bindparam, delete, desc, insert, select, update
 
 from vikingbot.heartbeat.types import EntryState, LedgerRow, WorkspaceState, text_hash
 from vikingbot.store.db import StateStore
-from vikingbot.store.tables import heartbeat_entries, heartbeat_runs, heartbeat_workspaces
+from vikingbot.store.tables import (
+    heartbeat_entries,
+    heartbeat_runs,
+    heartbeat_streaks,
+    heartbeat_workspaces,
+)
 
 __all__ = ["EntryState", "HeartbeatState", "LedgerRow", "WorkspaceState", "text_hash"]
 
 
 _WS_FIELDS = [f.name for f in fields(WorkspaceState)]
 _ENTRY_FIELDS = [f.name for f in fields(EntryState)]
+Subject = tuple[str, str, str]  # workspace, session or "", entry or ""
 
 
 class HeartbeatState:
@@ -30,6 +43,70 @@ class HeartbeatState:
         self.store = store
         self._ws: dict[str, WorkspaceState] | None = None
         self._generation: int | None = None
+        self._streaks: dict[Subject, str] | None = None  # subject -> "reason|detail"
+        self._streak_news: dict[Subject, str | None] = {}  # not yet written (None: ended)
+        self._streak_lock = threading.Lock()  # keep_row in the loop, writes in workers
+
+    # ------------------------------------------------------------ skip streaks
+
+    def load_streaks(self) -> None:
+        """Read the streaks once (the cycle calls this in a worker before folding)."""
+        if self._streaks is not None:
+            return
+        t = heartbeat_streaks
+        with self.store.engine.connect() as conn:
+            rows = conn.execute(select(t.c.workspace, t.c.session, t.c.entry, t.c.signature))
+            found = {(w, s, e): sig for w, s, e, sig in rows}
+        with self._streak_lock:
+            if self._streaks is None:
+                self._streaks = found
+
+    def keep_row(self, row: LedgerRow) -> bool:
+        """Record a skip only when it starts a streak; record every run (and end the streak).
+
+        A scheduled skip that repeats the subject's previous skip (same reason and
+        detail) adds nothing a user could learn from, so it is folded away.
+        """
+        self.load_streaks()
+        assert self._streaks is not None
+        key = (row.workspace, row.session or "", row.entry or "")
+        with self._streak_lock:
+            streaks, news = self._streaks, self._streak_news
+            if row.decision != "skip":
+                if streaks.pop(key, None) is not None:
+                    news[key] = None
+                return True
+            sig = f"{row.reason}|{row.error or ''}"
+            old = streaks.get(key)
+            if old == sig:
+                return row.trigger != "scheduled"
+            streaks[key] = news[key] = sig
+            return True
+
+    def _write_streaks(self, conn: Any) -> None:
+        with self._streak_lock:
+            news, self._streak_news = self._streak_news, {}
+        if not news:
+            return
+        t = heartbeat_streaks
+        keys = [{"w": w, "s": s, "e": e} for w, s, e in news]
+        conn.execute(
+            delete(t).where(
+                and_(
+                    t.c.workspace == bindparam("w"),
+                    t.c.session == bindparam("s"),
+                    t.c.entry == bindparam("e"),
+                )
+            ),
+            keys,
+        )
+        rows = [
+            {"workspace": w, "session": s, "entry": e, "signature": sig}
+            for (w, s, e), sig in news.items()
+            if sig is not None
+        ]
+        if rows:
+            conn.execute(insert(t), rows)
 
     # ------------------------------------------------------------ workspaces
 
@@ -128,6 +205,7 @@ class HeartbeatState:
             if rows:
                 conn.execute(insert(heartbeat_runs), rows)
             self._upsert(conn, list(states.values()))
+            self._write_streaks(conn)
         cache.update(states)
 
     def _upsert(self, conn: Any, states: list[WorkspaceState]) -> None:
@@ -188,10 +266,13 @@ class HeartbeatState:
                     conn.execute(insert(t).values(**values))
 
     def record(self, rows: list[LedgerRow]) -> None:
-        if not rows:
+        """Ledger rows, and the streaks they started, in one transaction."""
+        if not rows and not self._streak_news:
             return
         with self.store.engine.begin() as conn:
-            conn.execute(insert(heartbeat_runs), [r.row() for r in rows])
+            if rows:
+                conn.execute(insert(heartbeat_runs), [r.row() for r in rows])
+            self._write_streaks(conn)
 
     def runs(self, *, limit: int = 50, workspace: str | None = None) -> list[dict[str, Any]]:
         stmt = select(heartbeat_runs).order_by(desc(heartbeat_runs.c.id)).limit(limit)

@@ -103,6 +103,17 @@ heartbeat_workspaces = Table(
     Column("last_run_at", UtcDateTime()),
 )
 
+# Per workspace, session and entry ('' when none): the skip its latest decision repeats
+# ("reason|detail"); the ledger records a skip only when it starts a streak.
+heartbeat_streaks = Table(
+    "heartbeat_streaks",
+    metadata,
+    Column("workspace", String(300), primary_key=True),
+    Column("session", String(600), primary_key=True),
+    Column("entry", String(500), primary_key=True),
+    Column("signature", Text, nullable=False),
+)
+
 # Things the owner has been told once (errors, parks, budget pauses), by digest.
 notices = Table(
     "notices",
