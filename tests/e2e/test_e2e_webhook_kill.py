@@ -136,3 +136,9 @@ def test_accepted_webhook_messages_are_answered_once_after_a_sigkill(
     assert {text: replies[text] for text in want} == dict.fromkeys(want, 1)
     assert all(count == 1 for count in replies.values())  # nothing answered twice
     assert "answering" in second.output and "a previous run left" in second.output
+    # every kept message was marked answered once its reply was with delivery
+    from vikingbot.channels.inbound import InboundStore
+    from vikingbot.store.db import StateStore
+
+    with StateStore.open(home.database_url) as store:
+        assert InboundStore(store).counts("webhook") == {"answered": len(accepted)}

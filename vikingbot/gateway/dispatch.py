@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -52,12 +52,21 @@ class Dispatcher:
         self.inflight: set[asyncio.Task[Any]] = set()  # chat turns running now
 
     async def serve_inbound(
-        self, bus: MessageBus, stop: asyncio.Event, max_parallel: int = 8
+        self,
+        bus: MessageBus,
+        stop: asyncio.Event,
+        *,
+        answered: Callable[[InboundMessage], Awaitable[None]] | None = None,
+        max_parallel: int = 8,
     ) -> None:
         """Answer chat messages from the bus until ``stop``: chats run in parallel, one
         turn at a time per session (the loop's session lock), at most ``max_parallel``
         turns at once. Turns already running are waited for (the gateway's stop bounds
-        that with its grace period)."""
+        that with its grace period).
+
+        ``answered(msg)`` runs once a message's turn is done and its reply is with
+        delivery (the channel manager's, so a kept webhook message is not answered
+        again after a restart); not after a failed turn."""
         sem = asyncio.Semaphore(max_parallel)
         while not stop.is_set():
             get = asyncio.create_task(bus.next_inbound())
@@ -75,6 +84,9 @@ class Dispatcher:
                         await self.answer(msg)
                     except Exception:
                         logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)
+                        return
+                    if answered is not None:  # a kept message is not answered again
+                        await answered(msg)
 
             task = asyncio.create_task(answer(), name=f"inbound:{msg.channel}:{msg.chat_id}")
             self.inflight.add(task)

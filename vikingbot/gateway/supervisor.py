@@ -286,7 +286,11 @@ class Gateway:
                     self.say(f"{mark} Channel {row['name']}{err}")
         except VikingbotError as exc:
             self.say(f"✗ Channels: {exc}")
-        spawn("inbound", lambda: self.dispatch.serve_inbound(core.bus, stop), "chat messages")
+        spawn(
+            "inbound",
+            lambda: self.dispatch.serve_inbound(core.bus, stop, answered=manager.answered),
+            "chat messages",
+        )
         spawn("dashboard", lambda: self.dispatch.dashboard_prompts(stop), "dashboard prompts")
 
         self.heartbeat = hb_svc = compose.heartbeat(core, metrics=self.metrics)
