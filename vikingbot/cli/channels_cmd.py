@@ -68,21 +68,32 @@ def status_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
             }
         )
         return
-    table = [("CHANNEL", "ENABLED", "CONFIGURED", "OWNER CHAT", "ALLOW FROM")]
-    for row in rows:
+    from vikingbot.cli.tables import Col, print_table
+
+    def allowed(row: dict[str, Any]) -> str:
         allow = row["allow_from"]
-        table.append(
-            (
+        return allow if isinstance(allow, str) else ", ".join(allow)
+
+    print_table(
+        "Channels",
+        [
+            Col("channel"),
+            Col("enabled"),
+            Col("configured", wrap=True),
+            Col("owner chat", wrap=True),
+            Col("allow from", wrap=True),
+        ],
+        [
+            [
                 row["name"],
                 "yes" if row["enabled"] else "no",
                 "yes" if row["configured"] else "missing " + ", ".join(row["missing"]),
                 row["owner_chat"] or "-",
-                allow if isinstance(allow, str) else ", ".join(allow),
-            )
-        )
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for r in table:
-        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+                allowed(row),
+            ]
+            for row in rows
+        ],
+    )
     typer.echo(
         f"owner: {owner}"
         if owner

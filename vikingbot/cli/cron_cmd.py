@@ -37,32 +37,40 @@ def _jobs(rt: Runtime) -> CronJobs:
 
 
 def _when(value: Any) -> str:
-    return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
+    """A job's next run in this machine's time, and how far off: ``2026-03-02 09:00 (in 3 h)``."""
+    from vikingbot.cli.tables import local, until
+
+    return f"{local(value)} ({until(value)})" if value is not None else "never"
 
 
 def _print_jobs(jobs: list[CronJob]) -> None:
+    from vikingbot.cli.tables import Col, ago, print_table, until
     from vikingbot.cron.schedule import describe
     from vikingbot.cron.types import status_of
 
     if not jobs:
         typer.echo("No cron jobs. Add one with `vikingbot cron add NAME --every 1h --prompt ...`.")
         return
-    table = [("NAME", "SCHEDULE", "STATUS", "NEXT (UTC)", "LAST (UTC)", "LAST OUTCOME", "TARGET")]
-    for job in jobs:
-        table.append(
-            (
+    print_table(
+        "Cron jobs",
+        [Col("name", wrap=True), Col("schedule"), Col("status"), Col("next"), Col("target")],
+        [
+            [
                 job.name,
                 describe(job),
                 status_of(job),
-                _when(job.next_run_at),
-                _when(job.last_run_at),
-                job.last_outcome or "-",
+                until(job.next_run_at) if job.next_run_at else "-",
                 job.target or "(default)",
-            )
-        )
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for r in table:
-        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+            ]
+            for job in jobs
+        ],
+        notes=[
+            f"last run {ago(job.last_run_at)}: {job.last_outcome or '-'}"
+            if job.last_run_at
+            else None
+            for job in jobs
+        ],
+    )
     for job in jobs:
         if job.last_error:
             typer.echo(f"{job.name}: {job.last_outcome}: {job.last_error}", err=True)
@@ -137,7 +145,7 @@ def add_cmd(
     if json:
         print_json(job.to_dict())
     else:
-        typer.echo(f"Added {job.name}: first run {_when(job.next_run_at)} UTC.")
+        typer.echo(f"Added {job.name}: first run {_when(job.next_run_at)}.")
 
 
 @app.command("list")
@@ -196,7 +204,7 @@ def _set_enabled(ctx: typer.Context, name: str, enabled: bool, json: bool) -> No
     if json:
         print_json(job.to_dict())
     elif enabled:
-        typer.echo(f"Enabled {name}: next run {_when(job.next_run_at)} UTC.")
+        typer.echo(f"Enabled {name}: next run {_when(job.next_run_at)}.")
     else:
         typer.echo(f"Disabled {name}.")
 

@@ -111,24 +111,35 @@ def _plan_summary(decisions: list[dict[str, Any]], workspaces: int) -> None:
 
 
 def _plan_table(title: str, decisions: list[dict[str, Any]]) -> None:
-    """Plain aligned columns: fast for 10,000 rows, never wrapped, easy to grep."""
-    rows = [["workspace", "session", "entry", "decision", "reason", "detail"]]
-    rows += [
+    from vikingbot.cli.tables import Col, print_table, until
+
+    def detail(d: dict[str, Any]) -> str:
+        text = d["detail"] or ""
+        if d["next_due"]:
+            nxt = f"next {until(d['next_due'])}"
+            text = f"{text}, {nxt}" if text else nxt
+        return text
+
+    print_table(
+        title,
         [
-            d["workspace"],
-            d["session"] or "",
-            d["entry"] or "",
-            d["decision"],
-            d["reason"],
-            d["detail"] or d["next_due"] or "",
-        ]
-        for d in decisions
-    ]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = [title]
-    for r in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
-    typer.echo("\n".join(lines))
+            Col("workspace", merge=True),
+            Col("session or entry", wrap=True),
+            Col("decision"),
+            Col("reason"),
+            Col("detail", wrap=True),
+        ],
+        [
+            [
+                d["workspace"],
+                d["session"] or d["entry"] or "",
+                d["decision"],
+                d["reason"],
+                detail(d),
+            ]
+            for d in decisions
+        ],
+    )
 
 
 @app.command("run-now")
@@ -157,28 +168,19 @@ def run_now_cmd(
         note_local()
         rt, svc = _service(ctx)
         problem = rt.readiness().problem
-        results = asyncio.run(heartbeat_run_now(svc, workspace=workspace, force=force))
-        rt.close()
+
+        async def once() -> list[dict[str, Any]]:
+            try:
+                return await heartbeat_run_now(svc, workspace=workspace, force=force)
+            finally:
+                await rt.aclose()  # the model client's connections too, in this loop
+
+        results = asyncio.run(once())
         via = "local"
     if as_json:
         print_json([{**r, "via": via} for r in results])
     else:
-        _table(
-            f"Heartbeat run (via {via})",
-            ["workspace", "entry", "decision", "reason", "outcome", "model calls", "error"],
-            [
-                [
-                    r["workspace"],
-                    r["entry"] or "",
-                    r["decision"],
-                    r["reason"],
-                    r["outcome"] or "",
-                    str(r["model_calls"]),
-                    (r["error"] or "")[:80],
-                ]
-                for r in results
-            ],
-        )
+        _runs_table(f"Heartbeat run via {via}", results, when=False)
         if problem and any(r["decision"] == "run" for r in results):
             _stderr(f"note: {problem}")
 
@@ -200,30 +202,41 @@ def status_cmd(ctx: typer.Context, as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(data)
         return
+    from vikingbot.cli.tables import Col, ago, local, print_table, until
+
     on = "on" if data["enabled"] else "off (vikingbot heartbeat enable)"
     typer.echo(
         f"heartbeat: {on}, every {data['interval_seconds']}s, mode {data['mode']}, "
         f"target {data['target']}"
     )
+    last = data["last_cycle_at"]
+    nxt = data["next_cycle_at"]
     typer.echo(
-        f"last cycle: {data['last_cycle_at'] or 'never'}   next: {data['next_cycle_at'] or '-'}"
+        f"last cycle: {f'{local(last)} ({ago(last)})' if last else 'never'}   "
+        f"next: {f'{local(nxt)} ({until(nxt)})' if nxt else '-'}"
     )
     if data["agent_problem"]:
         typer.echo(f"agent: {data['agent_problem']}")
-    workspaces = data["workspaces"]
-    _table(
+    print_table(
         "Workspaces",
-        ["workspace", "paused", "last outcome", "last run", "now", "next due"],
+        [
+            Col("workspace"),
+            Col("paused", wrap=True),
+            Col("last outcome"),
+            Col("last run"),
+            Col("now", wrap=True),
+            Col("next due"),
+        ],
         [
             [
                 w["workspace"],
                 w["paused_reason"] or ("yes" if w["paused"] else ""),
                 w["last_outcome"] or "",
-                w["last_run_at"] or "",
-                ",".join(w["now"] or []),
-                w["next_due"] or "",
+                ago(w["last_run_at"]) if w["last_run_at"] else "",
+                ", ".join(w["now"] or []),
+                until(w["next_due"]) if w["next_due"] else "",
             ]
-            for w in workspaces
+            for w in data["workspaces"]
         ],
     )
     _print_problems(data["problems"])
@@ -242,35 +255,60 @@ def runs_cmd(
     if as_json:
         print_json(rows)
     else:
-        _table(
-            "Heartbeat runs",
-            [
-                "at",
-                "workspace",
-                "entry",
-                "decision",
-                "reason",
-                "outcome",
-                "calls",
-                "tokens",
-                "error",
-            ],
-            [
-                [
-                    r["at"].isoformat(timespec="seconds") if r["at"] else "",
-                    r["workspace"],
-                    r["entry"] or "",
-                    r["decision"],
-                    r["reason"],
-                    r["outcome"] or "",
-                    str(r["model_calls"]),
-                    str(r["tokens_in"] + r["tokens_out"]),
-                    (r["error"] or "")[:60],
-                ]
-                for r in rows
-            ],
-        )
+        _runs_table("Heartbeat runs", rows, when=True)
     rt.close()
+
+
+def _runs_table(title: str, rows: list[dict[str, Any]], *, when: bool) -> None:
+    """Runs and skips: codes and counts in columns; a skip's detail (its schedule, the
+    holder, ...) or a run's error in a note under its row."""
+    from vikingbot.cli.tables import Col, ago, print_table
+
+    cols = [
+        Col("at"),
+        Col("workspace", merge=True),
+        Col("session or entry", wrap=True),
+        Col("reason"),
+        Col("outcome"),
+        Col("calls", right=True),
+        Col("tokens", right=True),
+    ]
+    if not when:
+        cols = cols[1:]
+    print_table(
+        title,
+        cols,
+        [
+            ([ago(r["at"])] if when else [])
+            + [
+                r["workspace"],
+                r["entry"] or r.get("session") or "",
+                r["reason"],
+                r["outcome"] or "",
+                *_counts(r),
+            ]
+            for r in rows
+        ],
+        notes=[_note(r) for r in rows],
+        empty="no runs yet",
+    )
+
+
+def _counts(r: dict[str, Any]) -> list[str]:
+    """Model calls and tokens of a run; blank for a skip (it never calls a model)."""
+    if r["decision"] != "run":
+        return ["", ""]
+    return [
+        str(r["model_calls"]),
+        str(int(r.get("tokens_in") or 0) + int(r.get("tokens_out") or 0)),
+    ]
+
+
+def _note(r: dict[str, Any]) -> str | None:
+    text = r.get("error")
+    if not text:
+        return None
+    return f"error: {text}" if r["decision"] == "run" else text
 
 
 @app.command("check")
@@ -422,10 +460,17 @@ def parked_cmd(
     if not rows:
         _stderr("no parked entries")
         return
-    _table(
+    from vikingbot.cli.tables import Col, print_table
+
+    print_table(
         "Parked heartbeat entries",
-        ["workspace", "entry", "reason", "line"],
-        [[r["workspace"], r["entry"], r["reason"] or "", str(r["line"])] for r in rows],
+        [
+            Col("workspace", merge=True),
+            Col("entry", wrap=True),
+            Col("line", right=True),
+            Col("why parked", wrap=True),
+        ],
+        [[r["workspace"], r["entry"], str(r["line"]), r["reason"] or ""] for r in rows],
     )
 
 
@@ -462,15 +507,3 @@ def _print_problems(problems: list[dict[str, Any]]) -> None:
     for p in problems:
         where = f"{p['file']}:{p['line']}" if p["line"] else p["file"]
         _stderr(f"problem: {where}: {p['error']}")
-
-
-def _table(title: str, columns: list[str], rows: list[list[str]]) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title)
-    for c in columns:
-        table.add_column(c)
-    for r in rows:
-        table.add_row(*r)
-    Console().print(table)

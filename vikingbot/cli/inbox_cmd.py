@@ -35,14 +35,30 @@ def _inbox(ctx: typer.Context) -> Inbox:
 
 
 def _print_items(items: list[InboxItem]) -> None:
-    for item in items:
-        mark = UNREAD if item.unread else READ
-        when = item.created_at.strftime("%Y-%m-%d %H:%M")
-        kind = " (prompt)" if item.kind == "prompt" else ""
-        source = f"  from {item.source}" if item.source else ""
-        typer.echo(f"{mark} #{item.id}  {when} UTC  [{item.slot}]{kind}{source}")
-        for line in item.text.splitlines() or [""]:
-            typer.echo(f"    {line}")
+    """One row per item (● unread), its text under it."""
+    from vikingbot.cli.tables import Col, ago, print_table
+
+    print_table(
+        "Inbox",
+        [
+            Col(" "),
+            Col("#", right=True),
+            Col("when"),
+            Col("slot", wrap=True),
+            Col("from", wrap=True),
+        ],
+        [
+            [
+                UNREAD if item.unread else READ,
+                str(item.id),
+                ago(item.created_at),
+                item.slot + (" (prompt)" if item.kind == "prompt" else ""),
+                item.source or "",
+            ]
+            for item in items
+        ],
+        notes=[item.text for item in items],
+    )
 
 
 @app.callback()

@@ -73,28 +73,29 @@ def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
 
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
-    """Plain aligned columns: keys are never cut, whatever the terminal width."""
-    if not rows:
-        typer.echo("No sessions yet.")
-        return
+    from vikingbot.cli.tables import Col, ago, print_table
 
-    def when(value: Any) -> str:
-        return value.strftime("%Y-%m-%d %H:%M") if value is not None else "-"
-
-    table = [("KEY", "UPDATED (UTC)", "LAST USER (UTC)", "HEARTBEAT", "MESSAGES")]
-    for row in rows:
-        table.append(
-            (
+    print_table(
+        "Sessions",
+        [
+            Col("key", wrap=True),
+            Col("updated"),
+            Col("last user message"),
+            Col("heartbeat"),
+            Col("messages", right=True),
+        ],
+        [
+            [
                 row["key"],
-                when(row["updated_at"]),
-                when(row["last_user_at"]),
+                ago(row["updated_at"]) if row["updated_at"] else "-",
+                ago(row["last_user_at"]) if row["last_user_at"] else "-",
                 "off" if row["skip_heartbeat"] else "on",
                 str(row["messages"]),
-            )
-        )
-    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
-    for r in table:
-        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+            ]
+            for row in rows
+        ],
+        empty="No sessions yet.",
+    )
 
 
 @app.command("heartbeat")
@@ -183,8 +184,12 @@ def search_cmd(
     if json:
         print_json({"query": query, "hits": [h.to_dict() for h in hits]})
         return
-    if not hits:
-        typer.echo(f"No matches for {query!r}.")
-        return
-    for h in hits:
-        typer.echo(f"{h.at:%Y-%m-%d %H:%M}  {h.session_key}  {h.role}: {h.snippet}")
+    from vikingbot.cli.tables import Col, local, print_table
+
+    print_table(
+        f"Matches for {query!r}",
+        [Col("at"), Col("session", wrap=True), Col("role")],
+        [[local(h.at), str(h.session_key), h.role] for h in hits],
+        notes=[h.snippet for h in hits],
+        empty=f"No matches for {query!r}.",
+    )
