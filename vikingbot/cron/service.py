@@ -36,6 +36,7 @@ from vikingbot.clock import Clock, SystemClock
 from vikingbot.cron import schedule
 from vikingbot.cron.jobs import CronJobs
 from vikingbot.cron.types import CronJob, CronRun
+from vikingbot.delivery.adapter import TurnDelivery
 from vikingbot.errors import CronError, VikingbotError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.replies import is_noop, strip_tokens
@@ -342,8 +343,12 @@ class CronService:
             target = job.target or self.config.bot.heartbeat.target
             chats = await asyncio.to_thread(self._chats_of, workspace)
             # the message tool sends through delivery: the agent's targets are checked there
-            deliver = self.delivery.for_turn(
-                default_target=target, run_id=run_id, source=f"cron:{job.name}", sessions=chats
+            deliver = TurnDelivery(
+                self.delivery,
+                default_target=target,
+                run_id=run_id,
+                source=f"cron:{job.name}",
+                sessions=chats,
             )
             try:
                 # the loop ends the turn itself at timeout_s; this is the backstop

@@ -17,32 +17,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.tools.base import DeliveryStatus
 
 if TYPE_CHECKING:
+    from vikingbot.delivery.service import DeliveryService
     from vikingbot.delivery.types import DeliveryReport
     from vikingbot.session.types import SessionKey, SessionMeta
-
-
-class DeliveryService(Protocol):
-    """What the adapters use of ``vikingbot.delivery.service.DeliveryService``."""
-
-    async def deliver(
-        self,
-        text: str | None,
-        target: str | None,
-        *,
-        sessions: Sequence[SessionMeta] = (),
-        dedupe_key: str,
-        source: str,
-    ) -> DeliveryReport: ...
-
-    async def reply(
-        self, session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None
-    ) -> DeliveryStatus: ...
 
 
 class TurnDelivery:
@@ -135,19 +117,3 @@ class ChatDelivery:
             source=f"chat:{self.session}",
         )
         return report.status
-
-
-def own_chat_message(
-    session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None
-) -> OutboundMessage:
-    """The reply to a chat's own conversation (the session's chat)."""
-    return OutboundMessage(
-        channel=session.type,
-        chat_id=session.chat_id,
-        text=text,
-        thread=thread,
-        channel_id=session.channel_id,
-        dedupe_key=dedupe_key,
-        # no "session": the agent loop already wrote this reply into the chat's history
-        metadata={"source": "chat-reply"},
-    )

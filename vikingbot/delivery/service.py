@@ -40,7 +40,6 @@ from vikingbot.session.types import Message, SessionKey, SessionMeta
 from vikingbot.tools.base import DeliveryStatus
 
 if TYPE_CHECKING:
-    from vikingbot.delivery.adapter import TurnDelivery
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
 
@@ -101,6 +100,22 @@ def dedupe_key_for(base: str, dest: Destination, *, several: bool) -> str:
     if not several:
         return base
     return f"{base}>{hashlib.sha256(str(dest).encode()).hexdigest()[:16]}"
+
+
+def own_chat_message(
+    session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None
+) -> OutboundMessage:
+    """The reply to a chat's own conversation (the session's chat)."""
+    return OutboundMessage(
+        channel=session.type,
+        chat_id=session.chat_id,
+        text=text,
+        thread=thread,
+        channel_id=session.channel_id,
+        dedupe_key=dedupe_key,
+        # no "session": the agent loop already wrote this reply into the chat's history
+        metadata={"source": "chat-reply"},
+    )
 
 
 class DeliveryService:
@@ -271,21 +286,6 @@ class DeliveryService:
                 report.inboxed.append(str(dest))
         return report
 
-    def for_turn(
-        self,
-        *,
-        default_target: str | None,
-        run_id: str,
-        source: str,
-        sessions: Sequence[SessionMeta] = (),
-    ) -> TurnDelivery:
-        """The ``deliver`` part of one background turn (cron, dashboard, heartbeat)."""
-        from vikingbot.delivery.adapter import TurnDelivery
-
-        return TurnDelivery(
-            self, default_target=default_target, run_id=run_id, source=source, sessions=sessions
-        )
-
     async def reply(
         self, session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None
     ) -> DeliveryStatus:
@@ -295,8 +295,6 @@ class DeliveryService:
         target resolution is needed. When no channel takes it (no gateway, the
         channel down) the text is kept in the inbox.
         """
-        from vikingbot.delivery.adapter import own_chat_message
-
         clean = strip_tokens(text or "")
         if not clean:
             return "delivered"
