@@ -93,3 +93,40 @@ async def test_heartbeat_ok_from_an_acp_agent_delivers_nothing(acp_harness: Harn
     assert h.sent == []
     assert h.rt.sessions.read_messages(OWNER) == before
     assert h.rt.sessions.read_messages(h.hb.heartbeat_session_key("shared")) == []
+
+
+@pytest.mark.parametrize(
+    ("broken", "said"),
+    [
+        ({"_startup": "exit", "*": [{"text": "HEARTBEAT_OK"}]}, "failed to start"),
+        ({"*": [{"crash": 3}]}, "stopped during the turn"),
+    ],
+    ids=["cannot-start", "dies-mid-turn"],
+)
+async def test_an_acp_agent_that_is_down_is_an_outage_told_once_down_and_once_back(
+    acp_harness: Harness, tmp_path: Path, broken: dict[str, Any], said: str
+) -> None:
+    """As for a model API that cannot be reached: provider-down, nothing failed or
+    parked, the owner told once that it is down and once that it is back."""
+    h = acp_harness
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(broken))
+    h.write(with_tasks("- Check the mail"))
+    outcomes: list[str | None] = []
+    for _ in range(3):
+        h.user_session()
+        report = await h.cycle()
+        outcomes += [r.outcome for r in report.rows if r.decision == "run"]
+        h.clock.advance(hours=1)  # past the outage backoff: the next cycle tries
+    assert outcomes and set(outcomes) == {"provider-down"}
+    script.write_text(json.dumps({"*": [{"text": "HEARTBEAT_OK"}]}))
+    for _ in range(2):
+        h.user_session()
+        report = await h.cycle()
+        outcomes += [r.outcome for r in report.rows if r.decision == "run"]
+        h.clock.advance(hours=1)
+    assert outcomes[-1] == "noop" and "failed" not in outcomes
+    texts = h.texts()
+    down = [t for t in texts if "cannot be reached" in t]
+    assert len(down) == 1 and said in down[0]
+    assert sum("answers again" in t for t in texts) == 1

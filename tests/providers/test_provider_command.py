@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from vikingbot.config.schema import ProviderConfig
-from vikingbot.errors import NotConfiguredError, ProviderError, ProviderNotFoundError
+from vikingbot.errors import NotConfiguredError, ProviderError, ProviderUnavailable
 from vikingbot.providers.base import ChatMessage, ChatRequest, ToolCall
 from vikingbot.providers.command import CommandProvider, render_prompt
 
@@ -62,6 +62,12 @@ async def test_slow_program_is_killed_at_the_timeout(tmp_path: Path) -> None:
         os.kill(pid, 0)  # gone
 
 
+async def test_a_program_killed_by_a_signal_is_an_outage_not_an_answer() -> None:
+    script = "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"
+    with pytest.raises(ProviderUnavailable, match="killed by signal 9"):
+        await command(sys.executable, "-c", script).complete(request())
+
+
 async def test_failing_program_reports_status_and_stderr() -> None:
     script = "import sys; sys.stderr.write('model quota exhausted\\n'); sys.exit(3)"
     with pytest.raises(ProviderError) as exc:
@@ -70,7 +76,8 @@ async def test_failing_program_reports_status_and_stderr() -> None:
 
 
 async def test_missing_program_and_missing_command() -> None:
-    with pytest.raises(ProviderNotFoundError, match="no-such-agent-cli"):
+    # a program that is not there (yet, or any more) is an outage, as an unreachable API
+    with pytest.raises(ProviderUnavailable, match="no-such-agent-cli"):
         await command("no-such-agent-cli").complete(request())
     empty = CommandProvider("mine", ProviderConfig(), environ={})
     with pytest.raises(NotConfiguredError, match=r"set bot.providers.mine.command"):

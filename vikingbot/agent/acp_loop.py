@@ -13,7 +13,11 @@ A turn sends the prompt with ``session/prompt`` (the first prompt of an ACP
 session carries vikingbot's context: the workspace files and the time, and for
 background turns the unattended rules); the streamed text is the reply.
 When the turn times out or is cancelled ``session/cancel`` is sent, and the
-process is killed if the prompt has not ended ``CANCEL_GRACE_S`` later. What
+process is killed if the prompt has not ended ``CANCEL_GRACE_S`` later. An
+agent that cannot start, or dies in the middle of a turn, ends the turn with
+``TurnResult.provider_down`` set (an outage, as for the SDK providers: the
+heartbeat records provider-down, charges no retry and tells the owner once down
+and once back); an agent refusing the prompt is a plain failure. What
 the agent asks of us is ``acp_client``'s; the lock, history and no-op rule are
 ``agent.history``'s, as for every loop.
 """
@@ -30,7 +34,7 @@ from vikingbot.agent.acp_process import NO_COMMAND, AgentProcess
 from vikingbot.agent.context import read_context_files, system_prompt
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
-from vikingbot.errors import AgentError, WorkspaceError
+from vikingbot.errors import AgentError, ProviderUnavailable, WorkspaceError
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver, ToolContext
 
@@ -142,8 +146,10 @@ class AcpLoop(AgentLoop):
             turn.result.model_calls = 1
             try:
                 await self._prompt(turn, ctx, prompt)
-            except AgentError as exc:
+            except (AgentError, ProviderUnavailable) as exc:
                 turn.fail(str(exc))
+                # an agent that cannot start or died mid-turn is an outage (provider-down)
+                turn.result.provider_down = isinstance(exc, ProviderUnavailable)
                 turn.log.error("turn {}: {}", turn.turn_id, exc)
 
         return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
@@ -174,7 +180,7 @@ class AcpLoop(AgentLoop):
             ) from exc
         except (ConnectionError, OSError) as exc:
             why = await self.agent.crashed()
-            raise AgentError(
+            raise ProviderUnavailable(
                 f"the ACP agent {self.agent.name!r} stopped during the turn ({why}); "
                 "the next turn starts it again"
             ) from exc

@@ -3,7 +3,9 @@
 ``AgentProcess.ensure()`` starts the program (``bot.agents.acp.command`` +
 ``args``, ``env`` with ``${VAR}``) in its own process group, wires its stdio to
 an ``acp`` ``ClientSideConnection`` through ``LineTransport`` and sends
-``initialize``, all within ``startup_timeout_s``. When the process dies the
+``initialize``, all within ``startup_timeout_s``; an agent that cannot be
+started raises ``ProviderUnavailable`` (an outage, as a model API that cannot be
+reached: the heartbeat reports provider-down). When the process dies the
 next turn starts a fresh one, after a backoff that doubles with each death in
 a row (0 s, 1 s, 2 s ... 30 s) and resets after a turn that worked.
 
@@ -31,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot import proc
-from vikingbot.errors import AgentError, NotConfiguredError, SpawnError
+from vikingbot.errors import NotConfiguredError, ProviderUnavailable, SpawnError
 
 if TYPE_CHECKING:
     from acp.client.connection import ClientSideConnection
@@ -210,7 +212,7 @@ class AgentProcess:
             )
         except SpawnError as exc:
             self._died(str(exc))
-            raise AgentError(
+            raise ProviderUnavailable(
                 f"the ACP agent {self.name!r} could not be started: {exc}; "
                 "check bot.agents.acp.command"
             ) from exc
@@ -235,7 +237,7 @@ class AgentProcess:
             why = self.why()
             await self.stop()
             self._died(f"no answer to initialize within {cfg.startup_timeout_s:g}s")
-            raise AgentError(
+            raise ProviderUnavailable(
                 f"the ACP agent {self.name!r} did not answer initialize within "
                 f"{cfg.startup_timeout_s:g}s ({why}); is bot.agents.acp.command an ACP agent?"
             ) from None
@@ -247,7 +249,9 @@ class AgentProcess:
             why = self.why()
             await self.stop()
             self._died(why)
-            raise AgentError(f"the ACP agent {self.name!r} failed to start ({why})") from exc
+            raise ProviderUnavailable(
+                f"the ACP agent {self.name!r} failed to start ({why})"
+            ) from exc
         caps_in = init.agent_capabilities
         self.load_session = bool(caps_in and caps_in.load_session)
         logger.info(

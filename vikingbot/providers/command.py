@@ -7,6 +7,12 @@ reply. It runs through ``vikingbot.proc``: in its own process group, bounded by
 killed), its reply capped at ``max_output_bytes`` (a cut reply says so). Such a program is an
 agent of its own, so no tool schemas are sent and no tool calls come back.
 Token counts are estimates (4 characters a token).
+
+A program that is missing or cannot be started, gives no answer within
+``timeout_s``, or is killed by a signal raises ``ProviderUnavailable`` (an
+outage, like an unreachable model API: the heartbeat records provider-down and
+tells the owner once down and once back); a program that exits with an error
+status raises ``ProviderError`` (a failure of this request).
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from vikingbot import proc
-from vikingbot.errors import NotConfiguredError, ProviderError, ProviderNotFoundError, SpawnError
+from vikingbot.errors import NotConfiguredError, ProviderError, ProviderUnavailable, SpawnError
 from vikingbot.providers.base import (
     BaseProvider,
     ChatMessage,
@@ -114,15 +120,20 @@ class CommandProvider(BaseProvider):
             )
         except SpawnError as exc:
             if exc.missing:
-                raise ProviderNotFoundError(
+                raise ProviderUnavailable(
                     f"the {self.name} provider's program {argv[0]!r} was not found; "
                     f"check bot.providers.{self.name}.command"
                 ) from exc
-            raise ProviderError(f"the {self.name} provider: {exc}") from exc
+            raise ProviderUnavailable(f"the {self.name} provider: {exc}") from exc
         if done.timed_out:
-            raise ProviderError(
+            raise ProviderUnavailable(
                 f"the {self.name} provider's program {done.program!r} gave no answer "
                 f"within {timeout:g}s and was killed; raise bot.providers.{self.name}.timeout_s"
+            )
+        code = done.returncode or 0
+        if code < 0:  # killed by a signal (OOM killer, a crash): not its answer
+            raise ProviderUnavailable(
+                f"the {self.name} provider's program {done.program!r} was killed by signal {-code}"
             )
         if done.returncode != 0:
             tail = done.stderr_tail() or "(no error output)"

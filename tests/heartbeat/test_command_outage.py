@@ -1,0 +1,80 @@
+"""The heartbeat with the command provider: a missing program is an outage, not a failure."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from vikingbot.clock import FakeClock
+from vikingbot.config.loader import Paths
+from vikingbot.config.schema import Config
+from vikingbot.delivery.service import Outgoing
+from vikingbot.runtime import Runtime
+from vikingbot.testing.fake_openai import FakeOpenAI
+from vikingbot.testing.harness import Harness, make_config, with_tasks
+
+
+@pytest.fixture
+async def command_harness(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Harness]:
+    data: dict[str, Any] = make_config(fake.base_url).model_dump(mode="json", by_alias=False)
+    program = tmp_path / "bin" / "my-agent"  # not there yet
+    data["bot"]["agents"] = {"provider": "mine", "model": ""}
+    data["bot"]["providers"] = {"mine": {"kind": "command", "command": [str(program)]}}
+    data["bot"]["heartbeat"]["mode"] = "per-task"
+    home = tmp_path / "home"
+    paths = Paths(
+        home=home,
+        config_file=home / "config.json",
+        data_dir=home / "data",
+        database_url=f"sqlite:///{home / 'data' / 'state.db'}",
+    )
+    clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+    rt = Runtime(Config.model_validate(data), paths, clock=clock, environ={})
+    h = Harness(rt=rt, fake=fake, clock=clock)
+
+    async def record(item: Outgoing) -> bool:
+        h.sent.append(item.message)
+        return True
+
+    rt.delivery.connect(record)
+    try:
+        yield h
+    finally:
+        if h.svc is not None:
+            h.svc.stop()
+            await h.svc.drain(5)
+        await rt.aclose()
+
+
+async def test_a_missing_command_is_provider_down_told_once_down_and_once_back(
+    command_harness: Harness, tmp_path: Path
+) -> None:
+    h = command_harness
+    path = h.write(with_tasks("- Check the mail"))
+    outcomes: list[str | None] = []
+
+    async def cycles(n: int) -> None:
+        for _ in range(n):
+            h.user_session()
+            report = await h.cycle()
+            outcomes.extend(r.outcome for r in report.rows if r.decision == "run")
+            h.clock.advance(hours=1)  # past the outage backoff: the next cycle tries
+
+    await cycles(3)
+    assert outcomes and set(outcomes) == {"provider-down"}
+    assert "parked" not in path.read_text()
+    program = tmp_path / "bin" / "my-agent"  # installed: it answers
+    program.parent.mkdir()
+    program.write_text(f"#!{sys.executable}\nimport sys\nsys.stdin.read()\nprint('HEARTBEAT_OK')\n")
+    program.chmod(0o755)
+    await cycles(2)
+    assert outcomes[-1] == "completed" and "failed" not in outcomes
+    texts = h.texts()
+    down = [t for t in texts if "cannot be reached" in t]
+    assert len(down) == 1 and "'" + str(program) + "' was not found" in down[0]
+    assert sum("answers again" in t for t in texts) == 1
