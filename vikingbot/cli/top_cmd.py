@@ -110,10 +110,12 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
         f"workspaces: {data['workspaces']} ({data['sandbox_mode']})",
     ]
     for gw in data.get("gateways") or []:
+        from vikingbot.cli.tables import ago
+
         held = ", ".join(gw.get("channels") or []) or "-"
         lines.append(
             f"gateway:    {gw['id']} {gw['state']} at {gw.get('address') or '-'}, "
-            f"seen {gw['seen_at']}, receives: {held}"
+            f"seen {ago(gw['seen_at'])}, receives: {held}"
         )
     if agent["problem"]:
         lines.append(f"\n{agent['problem']}")
