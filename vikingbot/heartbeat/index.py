@@ -172,6 +172,8 @@ class HeartbeatIndex:
     def sessions_of(self, workspace: str) -> list[SessionMeta]:
         """The workspace's sessions, most recently updated first (then by key)."""
         metas = list(self.members.get(workspace, {}).values())
+        if len(metas) < 2:
+            return metas
         metas.sort(key=lambda m: (m.key.type, m.key.channel_id, m.key.chat_id))
         metas.sort(key=lambda m: m.updated_at, reverse=True)
         return metas

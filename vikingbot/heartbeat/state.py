@@ -33,7 +33,8 @@ from vikingbot.store.tables import (
 __all__ = ["EntryState", "HeartbeatState", "LedgerRow", "WorkspaceState", "text_hash"]
 
 
-_WS_FIELDS = [f.name for f in fields(WorkspaceState)]
+_WS_FIELDS = [f.name for f in fields(WorkspaceState)]  # "workspace" first (positional rows)
+assert _WS_FIELDS[0] == "workspace"
 _ENTRY_FIELDS = [f.name for f in fields(EntryState)]
 Subject = tuple[str, str, str]  # workspace, session or "", entry or ""
 
@@ -112,11 +113,10 @@ class HeartbeatState:
 
     def _load_ws(self) -> dict[str, WorkspaceState]:
         if self._ws is None:
-            with self.store.engine.connect() as conn:
-                rows = conn.execute(select(heartbeat_workspaces)).mappings().all()
-            self._ws = {
-                r["workspace"]: WorkspaceState(**{k: r[k] for k in _WS_FIELDS}) for r in rows
-            }
+            t = heartbeat_workspaces
+            with self.store.engine.connect() as conn:  # plain tuples: 10,000 rows at start
+                rows = conn.execute(select(*(t.c[k] for k in _WS_FIELDS))).all()
+            self._ws = {r[0]: WorkspaceState(*r) for r in rows}
         return self._ws
 
     def refresh(self, marker: str = "*") -> None:
