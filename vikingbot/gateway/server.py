@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -62,3 +64,30 @@ class TokenGuard:
                     await response(scope, receive, send)
                     return
         await self.app(scope, receive, send)
+
+
+class QuietServer:
+    """uvicorn's Server without its own signal handling (the gateway owns signals)."""
+
+    def __new__(cls, config: Any) -> Any:
+        import uvicorn
+
+        class Server(uvicorn.Server):
+            @contextlib.contextmanager
+            def capture_signals(self) -> Any:
+                yield
+
+            async def main_loop(self) -> None:
+                # uvicorn wakes 10 times a second; once a second is plenty for an idle
+                # laptop gateway (the Date header still refreshes every tick).
+                # The gateway's stop wakes it at once (``wake``), not at the next tick.
+                self.wake = asyncio.Event()
+                counter = 0
+                should_exit = await self.on_tick(counter)
+                while not should_exit:
+                    counter = (counter + 10) % 864000
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self.wake.wait(), 1.0)
+                    should_exit = await self.on_tick(counter)
+
+        return Server(config)

@@ -24,11 +24,14 @@ from vikingbot.config.loader import load_config
 from vikingbot.errors import ConfigError, VikingbotError
 from vikingbot.gateway import compose
 from vikingbot.gateway.peers import is_loopback
+from vikingbot.gateway.reload import ConfigWatch
+from vikingbot.gateway.server import QuietServer
 from vikingbot.gateway.services import Services
 from vikingbot.metrics import Metrics
 
 if TYPE_CHECKING:
     from vikingbot.channels.manager import ChannelManager
+    from vikingbot.config.schema import Config
     from vikingbot.cron.service import CronService
     from vikingbot.gateway.dispatch import Dispatcher
     from vikingbot.gateway.lock import HomeLock
@@ -61,8 +64,14 @@ class Gateway:
         self.stop_event = asyncio.Event()
         self.services = Services(self.stop_event, tell=self._tell, forget=self._forget)
         self.started_at = datetime.now(UTC)
-        self.config_poll_s = config_poll_s
-        self._config_mtime: float | None = None
+        self.config_watch = ConfigWatch(
+            runtime.paths.config_file,
+            load=lambda: load_config(
+                runtime.paths.config_file, create=False, environ=runtime.environ
+            )[0],
+            apply=self._apply_config,
+            poll_s=config_poll_s,
+        )
         self._dispatch: Dispatcher | None = None
         self.registry: GatewayRegistry | None = None
         self.channels: ChannelManager | None = None
@@ -170,7 +179,7 @@ class Gateway:
                 "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
             )
         await asyncio.to_thread(lambda: self.core)  # open + migrate the store before serving
-        self._stat_config()
+        self.config_watch.stat()
 
         await self._start_services()
         server = await self._start_http()
@@ -310,7 +319,7 @@ class Gateway:
         self.metrics.add_dict_source("vikingbot_housekeeping", lambda: hk.metrics)
         spawn("housekeeping", lambda: hk.run_forever(stop), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
-        spawn("config-watch", self._watch_config, "")
+        spawn("config-watch", lambda: self.config_watch.watch(stop), "")
 
     def _spawn_for_channels(
         self, name: str, factory: Callable[[], Awaitable[Any]]
@@ -327,58 +336,9 @@ class Gateway:
         except VikingbotError as exc:
             logger.warning("agent not ready: {}", exc)
 
-    def _stat_config(self) -> None:
-        try:
-            self._config_mtime = self.rt.paths.config_file.stat().st_mtime_ns
-        except OSError:
-            self._config_mtime = None
-
-    async def _watch_config(self) -> None:
-        """Apply edits of the config file without a restart (bad edits keep the old config).
-
-        File system events (``vikingbot.watch``) wake it at once; without them (or
-        when they stop) it stats the file every ``config_poll_s``.
-        """
-        from vikingbot.watch import Watcher
-
-        path = self.rt.paths.config_file
-        loop = asyncio.get_running_loop()
-        changed = asyncio.Event()
-        watcher = Watcher(
-            [path.parent],
-            name="config",
-            accept=lambda p: os.path.basename(p) == path.name,
-            on_change=lambda: loop.call_soon_threadsafe(changed.set),
-        )
-        await asyncio.to_thread(watcher.start)
-        try:
-            while not self.stop_event.is_set():
-                timeout = 60.0 if watcher.running else self.config_poll_s
-                stop = asyncio.ensure_future(self.stop_event.wait())
-                woke = asyncio.ensure_future(changed.wait())
-                await asyncio.wait({stop, woke}, timeout=timeout, return_when="FIRST_COMPLETED")
-                for task in (stop, woke):
-                    task.cancel()
-                changed.clear()
-                watcher.drain()
-                before = self._config_mtime
-                self._stat_config()
-                if self._config_mtime == before or self.stop_event.is_set():
-                    continue
-                await self.reload_config()
-        finally:
-            await asyncio.to_thread(watcher.stop)
-
-    async def reload_config(self) -> None:
-        """Re-read the config file now (the watcher, and the dashboard after an edit)."""
-        self._stat_config()
-        try:
-            config, _ = await asyncio.to_thread(
-                load_config, self.rt.paths.config_file, create=False, environ=self.rt.environ
-            )
-        except ConfigError as exc:
-            logger.error("config change not applied: {}", exc)
-            return
+    def _apply_config(self, config: Config) -> None:
+        """A reloaded config: the parts that read it at run time get it; the heartbeat
+        wakes to act on it now."""
         old = self.rt.config.bot.heartbeat
         self.rt.reconfigure(config)
         new = config.bot.heartbeat
@@ -391,7 +351,10 @@ class Gateway:
             self.say(f"↻ Heartbeat: {state}")
         if self.heartbeat is not None:
             self.heartbeat.wake()
-        logger.info("config reloaded from {}", self.rt.paths.config_file)
+
+    async def reload_config(self) -> None:
+        """Re-read the config file now (the dashboard after an edit)."""
+        await self.config_watch.reload()
 
     def _hours(self) -> str:
         """``", active 08:00–22:00 Europe/Paris"`` (and whether it is quiet now) for the
@@ -507,7 +470,7 @@ class Gateway:
         config = uvicorn.Config(
             app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
         )
-        server = _QuietServer(config)
+        server = QuietServer(config)
         task = self._server_task = asyncio.create_task(server.serve(sockets=[self._sock]))
         while not server.started:
             if task.done():
@@ -517,30 +480,3 @@ class Gateway:
                 )
             await asyncio.sleep(0.02)
         return server
-
-
-class _QuietServer:
-    """uvicorn's Server without its own signal handling (the gateway owns signals)."""
-
-    def __new__(cls, config: Any) -> Any:
-        import uvicorn
-
-        class Server(uvicorn.Server):
-            @contextlib.contextmanager
-            def capture_signals(self) -> Any:
-                yield
-
-            async def main_loop(self) -> None:
-                # uvicorn wakes 10 times a second; once a second is plenty for an idle
-                # laptop gateway (the Date header still refreshes every tick).
-                # The gateway's stop wakes it at once (``wake``), not at the next tick.
-                self.wake = asyncio.Event()
-                counter = 0
-                should_exit = await self.on_tick(counter)
-                while not should_exit:
-                    counter = (counter + 10) % 864000
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wake.wait(), 1.0)
-                    should_exit = await self.on_tick(counter)
-
-        return Server(config)
