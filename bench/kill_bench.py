@@ -148,6 +148,8 @@ def main() -> None:
             time.sleep(0.2)
         gw.stop()
         took = time.monotonic() - started
+        # per task result: how many outbox rows (one per dedupe key) carried it
+        rows = Counter(r.text for r in home.outbox() if r.text.startswith("Finished: "))
     deliveries = Counter(m["text"] for m in tg.sent if m["text"].startswith("Finished: "))
     dupes = {t: n for t, n in deliveries.items() if n > 1}
     replied = _replied(receiver)
@@ -160,6 +162,13 @@ def main() -> None:
         f"duplicate deliveries of completed tasks: {sum(dupes.values()) - len(dupes)} "
         f"({len(dupes)} tasks delivered more than once, up to {max(dupes.values(), default=1)} times) "
         "(target 0)"
+    )
+    resent = sum(n - 1 for t, n in dupes.items() if rows[t] == 1)
+    print(
+        f"  of which re-sent by the outbox after a kill (one row: Telegram took the message "
+        f"just before the kill, before it was marked sent; Telegram has no idempotency "
+        f"key): {resent}; run again and delivered under a new key: "
+        f"{sum(dupes.values()) - len(dupes) - resent}"
     )
     print(f"webhook messages: {sent} posted, {len(accepted)} accepted (202)")
     print(f"accepted messages lost: {len(lost)} (target 0)")

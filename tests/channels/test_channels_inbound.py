@@ -10,7 +10,7 @@ from sqlalchemy import insert
 from starlette.applications import Starlette
 
 from vikingbot.bus import InboundMessage, MessageBus
-from vikingbot.channels.inbound import MAX_TAKES, InboundStore, row_id_of
+from vikingbot.channels.inbound import MAX_ATTEMPTS, InboundStore, row_id_of
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import FakeClock
 from vikingbot.store.leases import default_time_source, store_now
@@ -76,10 +76,16 @@ def test_answered_messages_are_not_taken_again(store: Any) -> None:
 
 def test_a_message_that_keeps_crashing_the_gateway_is_given_up(store: Any) -> None:
     inbound = InboundStore(store, FakeClock(NOW))
-    inbound.keep(_msg("poison"), "gw-0")
-    for n in range(1, MAX_TAKES):
-        (taken,) = inbound.take_orphans(f"gw-{n}", "webhook").messages
+    kept = inbound.keep(_msg("poison"), "gw-0")
+    row = row_id_of(kept)
+    assert row is not None
+    for n in range(20):  # queued by gateways that died before they got to it: no try spent
+        (taken,) = inbound.take_orphans(f"gw-queued-{n}", "webhook").messages
         assert taken.text == "poison"
+    for n in range(MAX_ATTEMPTS):  # each gateway began a turn on it, then crashed
+        inbound.started(row)
+        if n < MAX_ATTEMPTS - 1:
+            assert len(inbound.take_orphans(f"gw-{n}", "webhook").messages) == 1
     gave_up = inbound.take_orphans("gw-last", "webhook")
     assert gave_up.messages == [] and len(gave_up.failed) == 1
     assert inbound.counts() == {"failed": 1}

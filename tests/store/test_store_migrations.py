@@ -58,7 +58,7 @@ SCHEMA: dict[str, set[str]] = {
     "history_docs": {"at", "content", "id", "line_no", "role", "session_key"},
     "inbound_messages": {
         "answered_at", "channel", "channel_id", "chat_id", "id", "received_at", "sender_id",
-        "status", "takes", "taker", "text", "thread",
+        "status", "attempts", "taker", "text", "thread",
     },
     "inbox": {"created_at", "id", "kind", "read_at", "slot", "source", "text"},
     "leases": {"acquired_at", "done_at", "expires_at", "fence", "key", "owner"},

@@ -127,6 +127,11 @@ class Channel(ABC):
     async def send(self, msg: OutboundMessage) -> None:
         """Send one piece of text (already split); raise :class:`ChannelError` on failure."""
 
+    async def answering(self, msg: InboundMessage) -> None:
+        """A turn on ``msg`` begins (a channel that keeps messages counts the tries).
+        Default: nothing to do."""
+        return None
+
     async def answered(self, msg: InboundMessage) -> None:
         """The reply to ``msg`` was handed to delivery (a channel that keeps accepted
         messages until answered marks it here). Default: nothing to do."""

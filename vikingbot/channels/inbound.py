@@ -14,8 +14,10 @@ answer's dedupe key is derived from the row id (:func:`run_id`), so a row
 answered twice (the crash fell after the outbox took the reply and before the
 row was marked) still sends one reply: the outbox sends a key once.
 
-A row taken ``MAX_TAKES`` times without an answer (a message that crashes the
-gateway every time) is marked ``failed`` and logged, not taken again.
+``attempts`` counts the turns started on a row (:meth:`InboundStore.started`);
+a row whose turn was started ``MAX_ATTEMPTS`` times without an answer (a message
+that crashes the gateway every time) is marked ``failed`` and logged, not taken
+again. Being queued by a gateway that died before it got to the row costs nothing.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 PENDING, ANSWERED, FAILED = "pending", "answered", "failed"
-MAX_TAKES = 5
+MAX_ATTEMPTS = 5
 KEEP_ANSWERED = timedelta(days=7)  # answered and failed rows older than this are deleted
 INBOUND_ID = "inbound_id"  # InboundMessage.metadata key of the stored row's id
 
@@ -50,7 +52,7 @@ def run_id(row_id: int) -> str:
 
 @dataclass(frozen=True)
 class Taken:
-    """Rows handed to a taker, and rows given up on (taken ``MAX_TAKES`` times)."""
+    """Rows handed to a taker, and rows given up on (``MAX_ATTEMPTS`` turns started)."""
 
     messages: list[InboundMessage]
     failed: list[int]
@@ -89,7 +91,7 @@ class InboundStore:
                     received_at=now,
                     status=PENDING,
                     taker=taker,
-                    takes=1,
+                    attempts=0,
                 )
             )
             row_id = int(result.inserted_primary_key[0])  # type: ignore[index]
@@ -105,6 +107,17 @@ class InboundStore:
                 update(inbound_messages)
                 .where(inbound_messages.c.id == row_id)
                 .values(status=ANSWERED, answered_at=self._now(conn))
+            )
+
+    def started(self, row_id: int) -> None:
+        """A turn on row ``row_id`` begins (counted against ``MAX_ATTEMPTS``)."""
+        table = inbound_messages
+        with (
+            self.store._failures("count an inbound message's turn"),
+            self.store.engine.begin() as conn,
+        ):
+            conn.execute(
+                update(table).where(table.c.id == row_id).values(attempts=table.c.attempts + 1)
             )
 
     def take_orphans(self, taker: str, channel: str, limit: int = 500) -> Taken:
@@ -130,10 +143,10 @@ class InboundStore:
             taken: list[InboundMessage] = []
             failed: list[int] = []
             for r in rows:
-                if r.takes >= MAX_TAKES:
+                if r.attempts >= MAX_ATTEMPTS:
                     values: dict[str, Any] = {"status": FAILED, "answered_at": now}
                 else:
-                    values = {"taker": taker, "takes": r.takes + 1}
+                    values = {"taker": taker}
                 # compare-and-set: another gateway taking the same row at once changed taker
                 same = table.c.taker.is_(None) if r.taker is None else table.c.taker == r.taker
                 won = conn.execute(

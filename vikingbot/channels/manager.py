@@ -214,6 +214,12 @@ class ChannelManager:
     def channel(self, name: str) -> Channel | None:
         return self._channels.get(name)
 
+    async def answering(self, msg: InboundMessage) -> None:
+        """Tell ``msg``'s channel a turn on it begins (see :meth:`Channel.answering`)."""
+        channel = self._channels.get(msg.channel)
+        if channel is not None:
+            await channel.answering(msg)
+
     async def answered(self, msg: InboundMessage) -> None:
         """Tell ``msg``'s channel its reply is with delivery (see :meth:`Channel.answered`)."""
         channel = self._channels.get(msg.channel)

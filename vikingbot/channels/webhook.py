@@ -31,7 +31,7 @@ from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel, Problems, has_secret
-from vikingbot.channels.inbound import MAX_TAKES, InboundStore, row_id_of
+from vikingbot.channels.inbound import MAX_ATTEMPTS, InboundStore, row_id_of
 from vikingbot.config.schema import ChannelBase, WebhookConfig
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, StoreError
 
@@ -94,10 +94,10 @@ class WebhookChannel(Channel):
             else:
                 for row in taken.failed:
                     logger.error(
-                        "webhook: inbound message {} was taken {} times without an answer "
+                        "webhook: inbound message {} was tried {} times without an answer "
                         "(a gateway crashed on it each time); giving up on it",
                         row,
-                        MAX_TAKES,
+                        MAX_ATTEMPTS,
                     )
                 if taken.messages:
                     logger.info(
@@ -107,6 +107,15 @@ class WebhookChannel(Channel):
                 for msg in taken.messages:
                     await self._bus.publish_inbound(msg)
             await asyncio.sleep(self.sweep_s)
+
+    async def answering(self, msg: InboundMessage) -> None:
+        row = row_id_of(msg)
+        if row is None or self.inbound is None:
+            return
+        try:
+            await asyncio.to_thread(self.inbound.started, row)
+        except StoreError as exc:
+            logger.warning("webhook: cannot count the turn on message {}: {}", row, exc)
 
     async def answered(self, msg: InboundMessage) -> None:
         row = row_id_of(msg)

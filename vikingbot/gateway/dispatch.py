@@ -56,6 +56,7 @@ class Dispatcher:
         bus: MessageBus,
         stop: asyncio.Event,
         *,
+        answering: Callable[[InboundMessage], Awaitable[None]] | None = None,
         answered: Callable[[InboundMessage], Awaitable[None]] | None = None,
         max_parallel: int = 8,
     ) -> None:
@@ -64,7 +65,8 @@ class Dispatcher:
         turns at once. Turns already running are waited for (the gateway's stop bounds
         that with its grace period).
 
-        ``answered(msg)`` runs once a message's turn is done and its reply is with
+        ``answering(msg)`` runs as a message's turn begins (a kept webhook message counts
+        its tries); ``answered(msg)`` runs once a message's turn is done and its reply is with
         delivery (the channel manager's, so a kept webhook message is not answered
         again after a restart); not after a failed turn."""
         sem = asyncio.Semaphore(max_parallel)
@@ -81,6 +83,8 @@ class Dispatcher:
             async def answer(msg: InboundMessage = msg) -> None:
                 async with sem:
                     try:
+                        if answering is not None:
+                            await answering(msg)
                         await self.answer(msg)
                     except Exception:
                         logger.exception("answering {}:{} failed", msg.channel, msg.chat_id)

@@ -297,7 +297,9 @@ class Gateway:
             self.say(f"✗ Channels: {exc}")
         spawn(
             "inbound",
-            lambda: self.dispatch.serve_inbound(core.bus, stop, answered=manager.answered),
+            lambda: self.dispatch.serve_inbound(
+                core.bus, stop, answering=manager.answering, answered=manager.answered
+            ),
             "chat messages",
         )
         spawn("dashboard", lambda: self.dispatch.dashboard_prompts(stop), "dashboard prompts")

@@ -237,7 +237,8 @@ gateways = Table(
 
 # Inbound chat messages a channel answered "accepted" for (the webhook's 202), kept until
 # the reply is handed to delivery; a restarted gateway answers what is still pending
-# (vikingbot.channels.inbound). ``taker``: the gateway answering it (registry id).
+# (vikingbot.channels.inbound). ``taker``: the gateway answering it (registry id);
+# ``attempts``: turns started on it (a message that crashes every gateway is given up).
 inbound_messages = Table(
     "inbound_messages",
     metadata,
@@ -251,7 +252,7 @@ inbound_messages = Table(
     Column("received_at", UtcDateTime(), nullable=False),
     Column("status", String(20), nullable=False, default="pending"),  # pending | answered | failed
     Column("taker", String(200)),
-    Column("takes", Integer, nullable=False, default=1),
+    Column("attempts", Integer, nullable=False, default=0),
     Column("answered_at", UtcDateTime()),
     Index("ix_inbound_messages_status", "status"),
 )

@@ -186,7 +186,13 @@ class FakeTelegram:
         method = request.path_params["method"]
         if token != self.token:
             return self._fail(401, "Unauthorized")
-        params = await self._params(request)
+        from starlette.requests import ClientDisconnect
+        from starlette.responses import Response as Plain
+
+        try:
+            params = await self._params(request)
+        except ClientDisconnect:  # the bot went away mid-request (a killed gateway)
+            return Plain(status_code=499)
         if method == "getMe":
             return self._ok(
                 {

@@ -29,7 +29,7 @@ def upgrade() -> None:
         sa.Column("received_at", vikingbot.store.types.UtcDateTime(timezone=True), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("taker", sa.String(length=200), nullable=True),
-        sa.Column("takes", sa.Integer(), nullable=False),
+        sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("answered_at", vikingbot.store.types.UtcDateTime(timezone=True), nullable=True),
         sa.PrimaryKeyConstraint("id"),
     )
