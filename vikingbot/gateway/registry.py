@@ -14,6 +14,7 @@ Times are the database's clock on PostgreSQL (see ``vikingbot.store.leases``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
 from collections.abc import Callable
@@ -141,17 +142,6 @@ class GatewayRegistry:
                 update(gateways).where(gateways.c.id == self.id).values(stopped_at=now, seen_at=now)
             )
 
-    async def run(
-        self, beat_s: float = BEAT_S, details: Callable[[], dict[str, Any]] | None = None
-    ) -> None:
-        """Beat every ``beat_s`` seconds until cancelled; a failed beat is logged, not fatal."""
-        while True:
-            await asyncio.sleep(beat_s)
-            try:
-                await asyncio.to_thread(self.beat, details() if details is not None else None)
-            except VikingbotError as exc:
-                logger.warning("gateway registry: {}", exc)
-
     def list(self, *, include_stopped: bool = False) -> list[GatewayInfo]:
         """The gateways sharing the database, oldest first; dead ones too, stopped on request."""
         leases = Leases(self.store, self.clock, time_source=self._time_source)
@@ -180,3 +170,53 @@ class GatewayRegistry:
                 )
             )
         return found
+
+
+class Membership:
+    """A running gateway's place in the registry: joined at start, a beat every
+    ``beat_s`` with the channels it ``holds`` (the beat also refreshes ``peers``,
+    the list ``/health`` shows), left on a clean stop. ``store_error`` is the last
+    beat's database failure (``/health`` says ``degraded``), None once one works."""
+
+    def __init__(
+        self,
+        registry: GatewayRegistry,
+        holds: Callable[[], list[str]],
+        beat_s: float = BEAT_S,
+    ) -> None:
+        self.registry = registry
+        self.holds = holds
+        self.beat_s = beat_s
+        self.peers: list[dict[str, Any]] = []
+        self.store_error: str | None = None
+
+    async def join(self) -> None:
+        try:
+            await asyncio.to_thread(self.registry.register)
+            await self.beat()
+        except VikingbotError as exc:
+            logger.warning("gateway registry: {}", exc)
+
+    async def beat(self) -> None:
+        try:
+            await asyncio.to_thread(self.registry.beat, {"channels": self.holds()})
+            peers = await asyncio.to_thread(self.registry.list)
+        except VikingbotError as exc:
+            self.store_error = str(exc)
+            raise
+        self.store_error = None
+        self.peers = [p.as_dict() for p in peers]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Beat until ``stop``; a failed beat is logged (and shown in /health), not fatal."""
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=self.beat_s)
+            try:
+                await self.beat()
+            except VikingbotError as exc:
+                logger.warning("gateway registry: {}", exc)
+
+    async def leave(self) -> None:
+        with contextlib.suppress(VikingbotError):
+            await asyncio.to_thread(self.registry.stopped)

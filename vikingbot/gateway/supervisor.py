@@ -24,6 +24,7 @@ from vikingbot.config.loader import load_config
 from vikingbot.errors import ConfigError, VikingbotError
 from vikingbot.gateway import compose
 from vikingbot.gateway.peers import is_loopback
+from vikingbot.gateway.registry import Membership
 from vikingbot.gateway.reload import ConfigWatch
 from vikingbot.gateway.server import QuietServer
 from vikingbot.gateway.services import Services
@@ -82,8 +83,7 @@ class Gateway:
         self.ops: ControlOps | None = None
         self._server_task: asyncio.Task[Any] | None = None
         self._sock: Any = None  # the HTTP port, bound at start (bind_port), served later
-        self.peers: list[dict[str, Any]] = []  # the gateways sharing the database (cached)
-        self.store_error: str | None = None  # the last registry beat failed: database away
+        self.membership: Membership | None = None  # this gateway in the registry (beats)
 
     @property
     def core(self) -> compose.Core:
@@ -241,49 +241,21 @@ class Gateway:
             _, late = await asyncio.wait(ending, timeout=CANCEL_WAIT_S)
             for task in late:
                 task.cancel()
-        if self.registry is not None:
-            with contextlib.suppress(VikingbotError):
-                await asyncio.to_thread(self.registry.stopped)
+        if self.membership is not None:
+            await self.membership.leave()
         await self.rt.aclose()
 
     # ------------------------------------------------------------ services
 
-    async def _register(self) -> None:
-        """Join the gateways registry (several gateways may share a PostgreSQL store)."""
-        self.registry = registry = compose.registry(self.core, f"{self.host}:{self.port}")
-        try:
-            await asyncio.to_thread(registry.register)
-            await self._beat()
-        except VikingbotError as exc:
-            logger.warning("gateway registry: {}", exc)
-        self.services.spawn("registry", self._beat_forever, f"gateway id {registry.id}")
-
-    async def _beat(self) -> None:
-        assert self.registry is not None
-        held = self.channels.held() if self.channels is not None else []
-        try:
-            await asyncio.to_thread(self.registry.beat, {"channels": held})
-            peers = await asyncio.to_thread(self.registry.list)
-        except VikingbotError as exc:
-            self.store_error = str(exc)
-            raise
-        self.store_error = None
-        self.peers = [p.as_dict() for p in peers]
-
-    async def _beat_forever(self, beat_s: float = 5.0) -> None:
-        while not self.stop_event.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(self.stop_event.wait(), timeout=beat_s)
-            try:
-                await self._beat()
-            except VikingbotError as exc:
-                logger.warning("gateway registry: {}", exc)
-
     async def _start_services(self) -> None:
         """Build (compose.py) and start every service, in order; each runs supervised."""
         core, stop, spawn = self.core, self.stop_event, self.services.spawn
-        await self._register()
-        owner = self.registry.id if self.registry is not None else None
+        # join the gateways registry (several gateways may share a PostgreSQL store)
+        self.registry = registry = compose.registry(core, f"{self.host}:{self.port}")
+        self.membership = member = Membership(registry, self._held)
+        await member.join()
+        spawn("registry", lambda: member.run(stop), f"gateway id {registry.id}")
+        owner = registry.id
         # channels first: heartbeat results need somewhere to go
         self.channels = manager = compose.channels(core, owner or "", self._spawn_for_channels)
         try:
@@ -322,6 +294,9 @@ class Gateway:
         spawn("housekeeping", lambda: hk.run_forever(stop), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
         spawn("config-watch", lambda: self.config_watch.watch(stop), "")
+
+    def _held(self) -> list[str]:
+        return self.channels.held() if self.channels is not None else []
 
     def _spawn_for_channels(
         self, name: str, factory: Callable[[], Awaitable[Any]]
@@ -381,8 +356,9 @@ class Gateway:
         """Why the gateway is ``degraded`` now, one reason a line (empty: ``ok``)."""
         found: list[str] = []
         hb = self.heartbeat
-        if self.store_error is not None:
-            found.append(f"database unreachable: {self.store_error}")
+        store_error = self.membership.store_error if self.membership is not None else None
+        if store_error is not None:
+            found.append(f"database unreachable: {store_error}")
         elif hb is not None and hb.store_down_since is not None:
             found.append(f"database unreachable since {hb.store_down_since:%H:%M:%S} UTC")
         if hb is not None and hb.health.down_since is not None:
@@ -401,7 +377,10 @@ class Gateway:
         return {
             "status": "degraded" if problems else "ok",
             "problems": problems,
-            "database": {"reachable": store_ok, "error": self.store_error},
+            "database": {
+                "reachable": store_ok,
+                "error": self.membership.store_error if self.membership is not None else None,
+            },
             "version": __version__,
             "started_at": self.started_at.isoformat(),
             "services": self.services.health(),
@@ -411,7 +390,7 @@ class Gateway:
             },
             "agent": self._agent_health(),
             "gateway_id": self.registry.id if self.registry is not None else None,
-            "gateways": self.peers,
+            "gateways": self.membership.peers if self.membership is not None else [],
         }
 
     def _publish(self) -> None:
