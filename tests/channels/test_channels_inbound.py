@@ -130,3 +130,55 @@ async def test_the_202_comes_after_the_message_is_kept_and_a_restart_answers_it(
         assert InboundStore(store).counts() == {"answered": 1}
     finally:
         await second.stop()
+
+
+async def test_while_the_database_is_away_a_message_is_refused_503_not_accepted(
+    pg_url: str, bus: MessageBus, make_config: Any
+) -> None:
+    """A 202 is a promise the message is stored: when it cannot be, the answer is 503
+    with Retry-After (the sender tries again), and nothing reaches the agent."""
+    import uuid
+
+    import psycopg
+
+    from vikingbot.store.db import StateStore
+    from vikingbot.testing.pg_proxy import PgProxy
+
+    schema = f"test_{uuid.uuid4().hex[:16]}"
+    StateStore.open(pg_url, schema=schema).close()
+    config = make_config(
+        webhook={
+            "enabled": True,
+            "outboundUrls": ["http://127.0.0.1:9/unused"],
+            "inboundToken": TOKEN,
+            "allowFrom": ["*"],
+        }
+    )
+    body = {"sender_id": "u1", "chat_id": "c1", "text": "are you there?"}
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        with PgProxy() as proxy:
+            url = proxy.url(pg_url) + f"?options=-csearch_path%3D{schema}"
+            store = StateStore.open(url)
+            manager = ChannelManager(config, bus=bus, store=store, sender="gw-1")
+            await manager.start()
+            try:
+                app = Starlette(routes=manager.routes())
+                transport = httpx.ASGITransport(app=app)
+                async with httpx.AsyncClient(transport=transport, base_url="http://gw") as client:
+                    proxy.cut()
+                    refused = await client.post("/webhook/inbound", json=body, headers=headers)
+                    proxy.restore()
+                    accepted = await client.post("/webhook/inbound", json=body, headers=headers)
+            finally:
+                await manager.stop()
+                store.close()
+        assert refused.status_code == 503 and refused.headers["retry-after"] == "5"
+        assert "try again" in refused.json()["error"]
+        assert accepted.status_code == 202
+        queued = await bus.next_inbound()
+        assert row_id_of(queued) is not None
+        assert bus._inbound.empty()  # the refused message never reached the agent
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
