@@ -298,3 +298,32 @@ async def test_pause_during_a_turn_is_not_undone_when_it_ends(
         report = await h.cycle()
         assert [r.reason for r in report.rows] == ["paused"]
         assert h.model_calls() == 1
+
+
+async def test_a_units_claim_ends_with_its_commit(harness: Harness) -> None:
+    """The checklist's claim is free after the cycle (the next cycle may run it), and a
+    scheduled slot that ran is closed for good: both committed with the unit's results."""
+    from vikingbot.store.leases import Leases
+
+    harness.user_session()
+    harness.write(with_tasks("- Check the mail", "- every: 1h title: Plants task: Water them"))
+    harness.clock.advance(hours=2)  # a new scheduled entry first runs one interval later
+    report = await harness.cycle()
+    harness.clock.advance(hours=2)
+    report = await harness.cycle()
+    ran = [r for r in report.rows if r.decision == "run"]
+    assert sorted(r.entry or "checklist" for r in ran) == ["Plants", "checklist"]
+    leases = Leases(harness.rt.store, harness.clock)
+    assert leases.holders("hb:") == []  # nothing is held after the cycle
+    slot = [k for k in _all_leases(harness) if k.startswith("hb:shared:Plants:")]
+    assert len(slot) == 1 and leases.done(slot[0])
+    assert leases.holder("hb:shared:checklist") is None
+
+
+def _all_leases(harness: Harness) -> list[str]:
+    from sqlalchemy import select
+
+    from vikingbot.store.tables import leases
+
+    with harness.rt.store.engine.connect() as conn:
+        return [k for (k,) in conn.execute(select(leases.c.key))]

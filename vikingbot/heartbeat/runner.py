@@ -12,10 +12,11 @@ units: recycle the dedicated heartbeat session, stop a workspace over budget.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
@@ -53,7 +54,10 @@ from vikingbot.heartbeat.types import (
     WorkspaceState,
 )
 from vikingbot.session.types import SessionMeta
-from vikingbot.store.leases import Claim, Held
+from vikingbot.store.leases import Claim, Held, Leases
+
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 
 def unit_key(workspace: str, unit: Unit) -> str:
@@ -146,13 +150,14 @@ class UnitRunner:
                 wsin, replace(row, decision="skip", reason="busy", error=held)
             )
         done: LedgerRow | None = None
+        hold = _Hold(claim, unit.slot is not None) if claim is not None else None
         try:
-            done = await self._run_claimed(wsin, unit, row, eligible, path)
+            done = await self._run_claimed(wsin, unit, row, eligible, path, hold)
             return done
         finally:
-            # a slot is used up by a run or a checker's skip, not by an outage
-            used = done is not None and "provider-down" not in (done.outcome, done.reason)
-            await self._release(claim, unit, used=used)
+            if hold is None or not hold.ended:  # the unit's commit did not end it
+                used = done is not None and _uses_slot(done)
+                await self._release(claim, unit, used=used)
 
     async def _run_claimed(
         self,
@@ -161,11 +166,14 @@ class UnitRunner:
         row: LedgerRow,
         eligible: list[SessionMeta],
         path: Path,
+        hold: _Hold | None = None,
     ) -> LedgerRow:
         waiting = self.cycle.health.waiting(self.parts.clock.now())
         if waiting is not None:  # another unit of this cycle found the provider down
             return await self._commit_skip(
-                wsin, replace(row, decision="skip", reason="provider-down", error=waiting)
+                wsin,
+                replace(row, decision="skip", reason="provider-down", error=waiting),
+                hold=hold,
             )
         ctx = self._ctx(wsin.name, row, unit.entry)
         entry = unit.entry
@@ -182,7 +190,7 @@ class UnitRunner:
                     st = replace(st, running_since=None)
                     await self._save_entry(wsin, st)
                     skipped = replace(row, decision="skip", reason=skip, error=check.error)
-                    return await self._commit_skip(wsin, skipped, moves)
+                    return await self._commit_skip(wsin, skipped, moves, hold=hold)
                 context = check.context
             await self._save_entry(wsin, st)
         run_id = None
@@ -190,7 +198,7 @@ class UnitRunner:
             run_id = run_identity(unit_key(wsin.name, unit), st.running_since)
         facts = await self._turn(wsin, unit, eligible, path, context, run_id)
         settlement = settle(unit, facts, st, ctx)
-        return await self._commit(wsin, settlement, moves, entry)
+        return await self._commit(wsin, settlement, moves, entry, hold)
 
     def _ctx(self, workspace: str, row: LedgerRow, entry: Entry | None) -> Ctx:
         moves_sig = None
@@ -234,7 +242,12 @@ class UnitRunner:
         wsin.entries = {**wsin.entries, st.entry: st}
 
     async def _commit_skip(
-        self, wsin: WorkspaceInput, row: LedgerRow, moves: tuple[Move, ...] = ()
+        self,
+        wsin: WorkspaceInput,
+        row: LedgerRow,
+        moves: tuple[Move, ...] = (),
+        *,
+        hold: _Hold | None = None,
     ) -> LedgerRow:
         await self._apply_moves(wsin.name, moves)
         metrics = self.parts.metrics
@@ -243,9 +256,22 @@ class UnitRunner:
         ws = wsin.state
         ws.last_decision, ws.last_reason, ws.last_decision_at = "skip", row.reason, self.now
         recorded = [row] if self.cycle.keep_row(row) else []
-        await asyncio.to_thread(self.cycle.state.finish, [(recorded, ws)])
+        await self._finish(recorded, ws, row, hold)
         self.report.rows.append(row)
         return row
+
+    async def _finish(
+        self, rows: list[LedgerRow], ws: WorkspaceState, row: LedgerRow, hold: _Hold | None
+    ) -> None:
+        """The unit's ledger row and workspace state, and the end of its claim, in one
+        transaction (when the claims live in the same database as the state)."""
+        leases, state = self.parts.leases, self.cycle.state
+        then = None
+        if hold is not None and leases is not None and leases.store is state.store:
+            then = hold.end_in(leases, _uses_slot(row))
+        await asyncio.to_thread(functools.partial(state.finish, [(rows, ws)], then=then))
+        if hold is not None and then is not None:
+            hold.ended = True
 
     async def _commit(
         self,
@@ -253,6 +279,7 @@ class UnitRunner:
         s: Settlement,
         moves: tuple[Move, ...],
         entry: Entry | None,
+        hold: _Hold | None = None,
     ) -> LedgerRow:
         """Everything one unit's settlement says, written before the next unit starts."""
         row = s.row
@@ -273,7 +300,7 @@ class UnitRunner:
             await self.cycle.notifier.resolve(wsin.name, key)
         ws, over_budget = self._account(wsin.state, row)
         self.cycle.keep_row(row)
-        await asyncio.to_thread(self.cycle.state.finish, [([row], ws)])
+        await self._finish([row], ws, row, hold)
         if over_budget:
             await self.cycle.notifier.tell(
                 wsin.name, "budget", budget_text(wsin.name), kind="budget"
@@ -362,6 +389,29 @@ class UnitRunner:
         return await make_turn(
             self.parts, self.report.cycle_id, wsin.name, unit, eligible, path, context, run_id
         )
+
+
+@dataclass
+class _Hold:
+    """The claim a unit runs under. Ending it goes into the unit's last commit, so the
+    results and the release are one transaction (``ended`` once that committed)."""
+
+    claim: Claim
+    slot: bool
+    ended: bool = False
+
+    def end_in(self, leases: Leases, used: bool) -> Callable[[Connection], None]:
+        def end(conn: Connection) -> None:
+            if self.slot and used:  # a fired slot is closed for good
+                leases.mark_done_in(conn, self.claim)
+            leases.release_in(conn, self.claim)
+
+        return end
+
+
+def _uses_slot(row: LedgerRow) -> bool:
+    """A slot is used up by a run or a checker's skip, not by an outage."""
+    return "provider-down" not in (row.outcome, row.reason)
 
 
 def describe_rewrite(rep: RewriteReport) -> str:

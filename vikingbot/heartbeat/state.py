@@ -15,6 +15,7 @@ folds a skip that follows a run.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -182,8 +183,17 @@ class HeartbeatState:
     def cache_workspace(self, ws: WorkspaceState) -> None:
         self._load_ws()[ws.workspace] = ws
 
-    def finish(self, finished: list[tuple[list[LedgerRow], WorkspaceState]]) -> None:
-        """Ledger rows and workspaces' new state, all in one transaction."""
+    def finish(
+        self,
+        finished: list[tuple[list[LedgerRow], WorkspaceState]],
+        *,
+        then: Callable[[Any], None] | None = None,
+    ) -> None:
+        """Ledger rows and workspaces' new state, all in one transaction.
+
+        ``then(conn)`` runs last in the same transaction (the runner ends the unit's
+        claim there: results and release commit together, one transaction less).
+        """
         if not finished:
             return
         cache = self._load_ws()
@@ -206,6 +216,8 @@ class HeartbeatState:
                 conn.execute(insert(heartbeat_runs), rows)
             self._upsert(conn, list(states.values()))
             self._write_streaks(conn)
+            if then is not None:
+                then(conn)
         cache.update(states)
 
     def _upsert(self, conn: Any, states: list[WorkspaceState]) -> None:

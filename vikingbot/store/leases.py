@@ -186,8 +186,11 @@ class Leases:
     def release(self, claim: Claim) -> None:
         """Give ``key`` up now (others may claim it at once). No-op if already lost."""
         with self._tx(f"release lease {claim.key!r}") as conn:
-            now = self._now(conn)
-            conn.execute(_RELEASE, {**_claim_params(claim), "b_now": now})
+            self.release_in(conn, claim)
+
+    def release_in(self, conn: Connection, claim: Claim) -> None:
+        """``release`` inside a transaction the caller holds (with the unit's results)."""
+        conn.execute(_RELEASE, {**_claim_params(claim), "b_now": self._now(conn)})
 
     def mark_done(self, claim: Claim) -> bool:
         """Close ``claim.key`` for good; ``False`` if the claim was lost before."""
