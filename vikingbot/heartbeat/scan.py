@@ -265,8 +265,9 @@ class Scanner:
         need = [w for w in inputs if w.parsed is not None and not w.parsed.is_empty]
         if not need:
             return
+        names = [w.name for w in need] if len(need) <= 2000 else None  # else one full read
         by_ws: dict[str, dict[str, Any]] = defaultdict(dict)
-        for (w, k), v in self._state().all_entries().items():
+        for (w, k), v in self._state().all_entries(names).items():
             by_ws[w][k] = v
         for wsin in need:
             wsin.entries = by_ws.get(wsin.name, {})

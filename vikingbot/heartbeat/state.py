@@ -36,7 +36,8 @@ __all__ = ["EntryState", "HeartbeatState", "LedgerRow", "WorkspaceState", "text_
 
 _WS_FIELDS = [f.name for f in fields(WorkspaceState)]  # "workspace" first (positional rows)
 assert _WS_FIELDS[0] == "workspace"
-_ENTRY_FIELDS = [f.name for f in fields(EntryState)]
+_ENTRY_FIELDS = [f.name for f in fields(EntryState)]  # workspace, entry first
+assert _ENTRY_FIELDS[:2] == ["workspace", "entry"]
 Subject = tuple[str, str, str]  # workspace, session or "", entry or ""
 
 
@@ -250,13 +251,19 @@ class HeartbeatState:
 
     # ------------------------------------------------------------ entries
 
-    def all_entries(self) -> dict[tuple[str, str], EntryState]:
+    def all_entries(self, workspaces: list[str] | None = None) -> dict[tuple[str, str], EntryState]:
+        """Every entry row, or only those of ``workspaces`` (a cycle that plans a few)."""
+        t = heartbeat_entries
+        stmt = select(*(t.c[k] for k in _ENTRY_FIELDS))
         with self.store.engine.connect() as conn:
-            rows = conn.execute(select(heartbeat_entries)).mappings().all()
-        return {
-            (r["workspace"], r["entry"]): EntryState(**{k: r[k] for k in _ENTRY_FIELDS})
-            for r in rows
-        }
+            if workspaces is None:
+                rows = conn.execute(stmt).all()
+            else:
+                rows = []
+                for i in range(0, len(workspaces), 500):
+                    chunk = workspaces[i : i + 500]
+                    rows += conn.execute(stmt.where(t.c.workspace.in_(chunk))).all()
+        return {(r[0], r[1]): EntryState(*r) for r in rows}
 
     def save_entry(self, st: EntryState) -> None:
         self.save_entries([st])
