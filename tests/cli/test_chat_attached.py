@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from vikingbot.testing.chat_terminal import Terminal
-from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, reply
+from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, error, reply
 from vikingbot.testing.fake_telegram import FakeTelegram
 from vikingbot.testing.gateway_proc import GatewayProcess
 from vikingbot.testing.home import TIMEOUT_S, Home, poll, with_tasks
@@ -140,3 +140,42 @@ def test_the_terminal_only_user_sees_the_heartbeat_result_arrive_in_the_chat(
     finally:
         chat.close()
         gw.kill()
+
+
+def test_the_gateways_sdk_retries_are_shown_in_the_attached_chat(gw_home: Home) -> None:
+    openai = {"api_base": gw_home.llm.base_url, "api_key": "sk-e2e", "max_retries": 2}
+    gw_home.write_config(providers={"openai": openai})
+    gw = GatewayProcess(gw_home.path, start_timeout_s=TIMEOUT_S).start()
+    gw_home.llm.script([error(503), error(503), reply("Made it.")])
+    chat = Terminal.start(gw_home.path)
+    try:
+        at = chat.prompt()
+        chat.line("hello")
+        chat.wait_for(r"Made it\.", after=at)
+        lines = [ln for ln in chat.text[at:].splitlines() if "retrying" in ln]
+        assert [ln.split("↻")[-1].strip() for ln in lines] == [
+            "the model API answered 503; retrying in 0.0 s (retry 1 of 2)",
+            "the model API answered 503; retrying in 0.0 s (retry 2 of 2)",
+        ]
+    finally:
+        chat.close()
+        gw.kill()
+
+
+def test_a_gateway_stopping_mid_turn_is_one_error_line_and_the_chat_goes_on(
+    gw_home: Home, gateway: GatewayProcess
+) -> None:
+    gw_home.llm.script([reply("far too late", delay_s=60)])
+    chat = Terminal.start(gw_home.path)
+    try:
+        at = chat.prompt()
+        chat.line("take your time")
+        poll(lambda: gw_home.llm.requests, "the turn to reach the model")
+        assert gateway.stop(timeout=30) == 0
+        chat.wait_for(r"Error: .*the gateway is stopping; this request was cancelled", after=at)
+        chat.prompt(at)
+        assert chat.text.count("the gateway is stopping") == 1
+        history = [(m.role, m.content) for m in gw_home.sessions().read_messages(SESSION)]
+        assert history == [("user", "take your time")]
+    finally:
+        chat.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vikingbot.cli.chat_input import prepare_history
-from vikingbot.cli.chat_retries import retry_line
+from vikingbot.providers.sdk_retries import retry_line
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,7 @@ Interactive mode keeps the conversation in a session (default
 this module gives it the *send turn* callable that runs the turn here. Replies
 are rendered as Markdown, each tool call is shown, a tool that changes things
 asks ``Allow exec(...)? [y/N]`` first, and each retry of the model SDK is one
-line (``chat_retries``). ``-m`` sends one message and prints the reply
+line (``providers.sdk_retries``). ``-m`` sends one message and prints the reply
 (``--json`` for scripts); it asks for approval only when stdin is a terminal,
 otherwise such tools are refused (see ``bot.tools.auto_approve``).
 
@@ -245,8 +245,8 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
 
     from vikingbot.cli.chat_input import PlainReader
     from vikingbot.cli.chat_loop import ChatTerminal
-    from vikingbot.cli.chat_retries import report_sdk_retries
     from vikingbot.errors import VikingbotError
+    from vikingbot.providers.sdk_retries import reporting
 
     err = Console(stderr=True)
     term = ChatTerminal(err, PlainReader(err))  # the reply goes to stdout, the rest to stderr
@@ -268,7 +268,7 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
             term.note(f"[yellow]  ↻ {_escape(line)}[/]")
 
     try:
-        with report_sdk_retries(retried):
+        with reporting(retried):
             result = asyncio.run(run())
     except KeyboardInterrupt:
         fail("cancelled", 130)
@@ -297,7 +297,7 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
 
     from vikingbot.cli.chat_input import make_reader
     from vikingbot.cli.chat_loop import ChatTerminal, run_chat
-    from vikingbot.cli.chat_retries import report_sdk_retries
+    from vikingbot.providers.sdk_retries import reporting
 
     console = Console()
     term = ChatTerminal(console, make_reader(console, rt.paths.home))
@@ -332,7 +332,7 @@ def _interactive(rt: Runtime, key: SessionKey) -> None:
                 await warm[0]
             await loop.aclose()
 
-    with report_sdk_retries(lambda line: term.note(f"[yellow]  ↻ {_escape(line)}[/]")):
+    with reporting(lambda line: term.note(f"[yellow]  ↻ {_escape(line)}[/]")):
         try:
             asyncio.run(main())
         except KeyboardInterrupt:  # Ctrl-C at a plain (piped) prompt

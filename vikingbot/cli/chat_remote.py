@@ -8,14 +8,17 @@ session, no half reply). A background task follows ``/api/v1/events`` and prints
 heartbeat and cron results as they arrive; at its start the chat says how many
 unread inbox items wait. There is no terminal to ask for approval in the
 gateway: tools that need it follow ``bot.tools.auto_approve`` or are refused
-(the refusal is shown like any tool call). The model SDK's retries happen in the
-gateway and are not shown here (its log has them).
+(the refusal is shown like any tool call). The turn is asked for as a stream
+(``"stream": true``, see ``gateway.chat_stream``), so each retry of the model SDK
+in the gateway is one line here as it happens.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -82,6 +85,7 @@ def interactive(client: GatewayClient, session: str, home: Path) -> None:
 
 async def _attached(client: GatewayClient, term: ChatTerminal, session: str, after: int) -> None:
     import httpx
+    from rich.markup import escape
 
     from vikingbot.cli.chat_loop import run_chat
 
@@ -89,8 +93,11 @@ async def _attached(client: GatewayClient, term: ChatTerminal, session: str, aft
         base_url=client.base_url, headers=client.headers(), timeout=None
     ) as http:
 
+        def retried(line: str) -> None:
+            term.note(f"[yellow]  ↻ {escape(line)}[/]")
+
         async def send(text: str) -> Reply:
-            data = await _post_chat(http, text, session)
+            data = await _post_chat(http, text, session, retried)
             _show_extras(term.console, data)
             return _reply(data)
 
@@ -103,26 +110,50 @@ async def _attached(client: GatewayClient, term: ChatTerminal, session: str, aft
                 await follower
 
 
-async def _post_chat(http: httpx.AsyncClient, text: str, session: str) -> dict[str, Any]:
+async def _post_chat(
+    http: httpx.AsyncClient, text: str, session: str, on_retry: Callable[[str], None]
+) -> dict[str, Any]:
+    """One turn through the gateway, streamed: retry lines as they come, then the result."""
     import httpx
 
     from vikingbot.gateway.client import GatewayRefused, GatewayUnavailable
 
+    body = {"text": text, "session": session, "stream": True}
     try:
-        resp = await http.post("/api/v1/chat", json={"text": text, "session": session})
+        async with http.stream("POST", "/api/v1/chat", json=body) as resp:
+            if not resp.headers.get("content-type", "").startswith("application/x-ndjson"):
+                data = _json(await resp.aread())  # an error, or a gateway that does not stream
+            else:
+                data = None
+                async for line in resp.aiter_lines():
+                    event = _json(line.encode())
+                    if event is None:
+                        continue
+                    kind = event.pop("event", None)
+                    if kind == "retry":
+                        on_retry(str(event.get("text", ""))[:300])
+                    elif kind in ("result", "error"):
+                        data = event
+                        break
     except httpx.HTTPError as exc:
         raise GatewayUnavailable(
             f"the gateway stopped answering ({type(exc).__name__}); it may have stopped: "
             "check `vikingbot status` and its log"
         ) from None
-    try:
-        data = resp.json()
-    except ValueError:
-        data = None
-    if resp.status_code >= 400 or not isinstance(data, dict):
+    status = int(data.get("status", 200)) if isinstance(data, dict) and "status" in data else 0
+    if resp.status_code >= 400 or status >= 400 or not isinstance(data, dict):
         message = data.get("error") if isinstance(data, dict) else None
-        raise GatewayRefused(resp.status_code, str(message or f"HTTP {resp.status_code}"))
+        code = status or resp.status_code
+        raise GatewayRefused(code, str(message or f"HTTP {code} (no answer)"))
     return data
+
+
+def _json(raw: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
 
 
 def _reply(data: dict[str, Any]) -> Reply:

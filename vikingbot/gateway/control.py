@@ -235,6 +235,8 @@ def endpoint(
         finally:
             if inflight is not None and task is not None:
                 inflight.discard(task)
+        if isinstance(data, Response):  # a handler that answers in its own way (a stream)
+            return data
         return JSONResponse(data)
 
     return run
@@ -302,11 +304,15 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
 
     async def chat(request: Request) -> Any:
         body = await json_body(request)
-        turn = ops.chat(
-            req_str(body, "text", max_len=100_000),
-            session=opt_str(body, "session", max_len=300) or "cli:default:local",
-        )
-        return await until_client_leaves(request, turn)
+        text = req_str(body, "text", max_len=100_000)
+        session = opt_str(body, "session", max_len=300) or "cli:default:local"
+        if opt_bool(body, "stream"):  # retries as they happen, then the result (chat_stream)
+            from vikingbot.gateway.chat_stream import ChatStream
+
+            return ChatStream(
+                lambda: ops.chat(text, session=session), inflight=ops.inflight, path="/api/v1/chat"
+            )
+        return await until_client_leaves(request, ops.chat(text, session=session))
 
     async def events(request: Request) -> Any:
         q = request.query_params
