@@ -103,7 +103,7 @@ def test_ctrl_c_cancels_the_turn_in_the_gateway(gw_home: Home, gateway: GatewayP
         poll(
             lambda: "client went away" in gateway.read_output(),
             "the gateway to see the client go",
-        )
+        )  # logged once the turn's history is written
         history = [(m.role, m.content) for m in gw_home.sessions().read_messages(SESSION)]
         assert history == [("user", "take your time")]
         chat.line("are you there?")

@@ -114,8 +114,9 @@ class ChatStream(Response):
                 getter.cancel()
                 if turn in done:
                     break
+                await self._stop(turn, watcher)  # the turn's history is written first
                 logger.info("control API: {} cancelled: the client went away", self._path)
-                return  # the finally below cancels the turn
+                return
             while not events.empty():
                 await _send(send, events.get_nowait(), more=True)
             failure = turn.exception()
