@@ -214,3 +214,28 @@ def test_a_mistyped_command_gets_the_command_it_most_looks_like(
     result = cli(*argv)
     assert result.exit_code == 2
     assert said in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "said"),
+    [
+        (
+            "bot.heartbeat.checkers.gh",
+            '{"kind": "githb"}',
+            "bot.heartbeat: checkers.gh.kind: unknown checker kind 'githb'; valid kinds: "
+            "command, file, github, gitlab, http; did you mean github?",
+        ),
+        (
+            "bot.agents.loop",
+            "biltin",
+            "unknown agent loop 'biltin'; valid loops: acp, builtin; did you mean builtin?",
+        ),
+        ("bot.agents.provider", "opeani", "anthropic, command, openai; did you mean openai?"),
+    ],
+)
+def test_a_mistyped_name_is_refused_with_the_name_it_most_looks_like(
+    cli: Cli, home: Path, key: str, value: str, said: str
+) -> None:
+    result = cli("config", "set", key, value)
+    assert result.exit_code == 1
+    assert said in " ".join(result.stderr.split())

@@ -53,6 +53,8 @@ WORST = {
     "key then spaces": "- every:" + " " * FULL + "x",
     "colons": "- title:" + ":" * FULL,
     "repeated keys": "- title: a every: " * (FULL // 18),
+    "repeated typos": "- title: a evry: " * (FULL // 17),
+    "repeated unknown words": "- title: a foo: " * (FULL // 16),
     "cron list": "- title: a cron: '" + "1," * (FULL // 2) + "1 * * * *'",
     "unclosed comment": "<!--" + "\n- a" * (FULL // 4),
     "closers": "- a " + "-->" * (FULL // 3),

@@ -104,6 +104,17 @@ class CheckerConfig(BaseModel):
     moves_signature: list[str] | None = None
 
 
+_BUILTIN_CHECKERS = frozenset({"command", "file", "http", "github", "gitlab"})
+
+
+def _guess(name: str, known: list[str]) -> str:
+    """``"; did you mean github?"`` for a near miss, else ``""``."""
+    from vikingbot.grammar import closest
+
+    found = closest(name, known, 0.6)
+    return f"; did you mean {found}?" if found else ""
+
+
 READ_ONLY_TOOLS = ["read_file", "list_dir", "glob", "grep", "search_history"]
 
 
@@ -127,6 +138,24 @@ class HeartbeatConfig(Model):
     safe_tools: list[str] = Field(default_factory=lambda: [*READ_ONLY_TOOLS, "message"])
     budget: Budget = Field(default_factory=Budget)
     checkers: dict[str, CheckerConfig] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_checker_kinds(self) -> HeartbeatConfig:
+        """An unknown checker kind is refused when the config is set or loaded, not at the
+        first check hours later (the registry is read only for a kind vikingbot lacks)."""
+        for name, checker in self.checkers.items():
+            kind = checker.kind
+            if kind in _BUILTIN_CHECKERS:
+                continue
+            from vikingbot import registry
+
+            known = registry.names("checkers")
+            if known and kind not in known:
+                raise ValueError(
+                    f"checkers.{name}.kind: unknown checker kind {kind!r}; "
+                    f"valid kinds: {', '.join(known)}{_guess(kind, known)}"
+                )
+        return self
 
 
 class SandboxConfig(Model):
@@ -162,7 +191,9 @@ def _check_loop(name: str) -> str:
 
     known = registry.names("loops")
     if known and name not in known:
-        raise ValueError(f"unknown agent loop {name!r}; valid loops: {', '.join(known)}")
+        raise ValueError(
+            f"unknown agent loop {name!r}; valid loops: {', '.join(known)}{_guess(name, known)}"
+        )
     return name
 
 
@@ -357,7 +388,8 @@ class BotConfig(Model):
                 else f"bot.agents.provider {name!r} is neither a section of bot.providers "
                 f"(configured: {sections}) nor a provider kind"
             )
-            raise ValueError(f"{where}; valid provider kinds: {', '.join(kinds)}")
+            guess = _guess(kind, kinds)
+            raise ValueError(f"{where}; valid provider kinds: {', '.join(kinds)}{guess}")
         return self
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from vikingbot.grammar import closest, duration_s, time_of_day
@@ -36,6 +37,7 @@ _LONGEST_KEY = max(len(k) for k in KEYS)
 # plain entry (``evry: 30m ...``) is told, not run every cycle as a plain task.
 _SCHEDULE_KEYS = [k for k, canon in KEYS.items() if canon in ("every", "daily", "cron", "only-if")]
 _TYPO_CUTOFF = 0.8
+_MAX_LOOKS = 8  # unknown "word:"s compared with the keys per entry (difflib is not free)
 # A word directly followed by ':' (the word holds neither whitespace nor ':'),
 # so each position of the text is looked at a bounded number of times.
 _WORD_COLON = re.compile(rf"(?<!\S)([^\s:]{{1,{_LONGEST_KEY}}}):")
@@ -82,17 +84,18 @@ def scheduled_fields(text: str, problems: list[str]) -> dict[str, Any]:
     A mistyped key (``evry:``) is told alone: what follows from it (no schedule,
     text before the first key) would only hide the one fix needed.
     """
+    found = find_keys(text)
     typos: list[str] = []
-    _unknown_keys(text, find_keys(text), typos)
+    _unknown_keys(text, found, typos)
     if typos:
-        fields = _fields(text, [])
-        problems.extend(typos)
+        fields = _fields(text, found, [])
+        problems.extend(dict.fromkeys(typos))  # each typo once
         return fields
-    return _fields(text, problems)
+    return _fields(text, found, problems)
 
 
-def _fields(text: str, problems: list[str]) -> dict[str, Any]:
-    values = _values(text, problems)
+def _fields(text: str, found: list[_Key], problems: list[str]) -> dict[str, Any]:
+    values = _values(text, found, problems)
     title = _title(values, problems)
     schedule = _kind(values, problems)
     only_if = _only_if(values, problems)
@@ -121,22 +124,30 @@ def typo_problem(text: str) -> str | None:
     return f"{m.group(1)}: is not a key; did you mean {hint}:?" if hint else None
 
 
+@lru_cache(maxsize=1024)
+def _near_key(word: str) -> str | None:
+    return closest(word, list(KEYS), _TYPO_CUTOFF)
+
+
 def _unknown_keys(text: str, found: list[_Key], problems: list[str]) -> None:
     """Words followed by ':' that look like a mistyped key (``evry:``), outside task:'s text."""
     task = next((k for k in found if k.canon == "task"), None)
+    looked = 0
     for m in _WORD_COLON.finditer(text):
         if task is not None and m.start() >= task.end:
             break  # a task's own words may hold anything
         word = m.group(1)
         if word.lower() in KEYS:
             continue
-        hint = closest(word, list(KEYS), _TYPO_CUTOFF)
+        looked += 1
+        if looked > _MAX_LOOKS:  # an entry is a few keys: past that, no more guessing
+            break
+        hint = _near_key(word.lower())
         if hint:
             problems.append(f"{word}: is not a key; did you mean {hint}:?")
 
 
-def _values(text: str, problems: list[str]) -> dict[str, tuple[str, str]]:
-    found = find_keys(text)
+def _values(text: str, found: list[_Key], problems: list[str]) -> dict[str, tuple[str, str]]:
     values: dict[str, tuple[str, str]] = {}
     before = text[: found[0].start].strip()
     if before:
