@@ -2,7 +2,8 @@
 
 `vikingbot heartbeat run-now` waits on the gateway; the gateway is SIGKILLed while
 its turn is in flight. The CLI says the gateway stopped and exits 1; after a
-restart every message reaches Telegram exactly once.
+restart every message reaches Telegram exactly once, and the dead gateway's claim
+does not keep the workspace busy.
 """
 
 from __future__ import annotations
@@ -70,6 +71,11 @@ def test_killed_while_the_model_thinks(home: Home, gateways: Start) -> None:
 
     again = gateways(home)
     assert again.get("/health")["status"] == "ok"
+    # the dead gateway's claim on the workspace does not keep it busy
+    rows = home.cli_json("heartbeat", "run-now")
+    assert [(r["workspace"], r["decision"], r["via"]) for r in rows] == [
+        ("shared", "run", "gateway")
+    ], rows
     assert again.stop() == 0
     assert [(m["chat_id"], m["text"]) for m in home.telegram.sent] == [(str(OWNER_ID), TEXT)]
 

@@ -248,3 +248,31 @@ def test_postgres_judges_expiry_by_the_database_clock_not_the_gateways(pg_url: s
         finally:
             with psycopg.connect(pg_url, autocommit=True) as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_on_sqlite_a_claim_of_a_dead_local_process_is_taken_over_at_once(
+    tmp_path, clock: FakeClock
+) -> None:
+    """A gateway SIGKILLed mid-turn: after a restart its units are not busy for the
+    turn timeout. A live process's claim, or another machine's, still holds."""
+    import os
+    import socket
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()  # reaped: the pid is gone
+    host = socket.gethostname()
+    store = StateStore.open(f"sqlite:///{tmp_path / 'state.db'}")
+    try:
+        leases = _leases(store, clock)
+        dead = _claimed(leases.claim("hb:shared:checklist", f"{host}:{proc.pid}", 1800))
+        alive = _claimed(leases.claim("hb:a:checklist", f"{host}:{os.getpid()}", 1800))
+        remote = _claimed(leases.claim("hb:b:checklist", f"elsewhere-{host}:{proc.pid}", 1800))
+        again = _claimed(leases.claim("hb:shared:checklist", f"{host}:1", 1800))
+        assert again.fence == dead.fence + 1
+        for claim in (alive, remote):
+            held = leases.claim(claim.key, f"{host}:1", 1800)
+            assert isinstance(held, Held) and held.holder == claim.owner
+    finally:
+        store.close()

@@ -4,7 +4,10 @@ A lease is a row in ``leases`` keyed by the unit (``hb:<workspace>:<entry>[:<slo
 ``cron:<job>:<slot>``, ``channel:telegram:default``, ...). ``claim`` hands out a
 ``Claim`` to one owner until ``expires_at``; everyone else gets ``Held``. When a
 holder dies its lease expires and the next claimant takes over with a higher
-``fence``. Results of a unit are written inside ``fenced(claim)``, which checks the
+``fence``. On SQLite (one machine) a claim whose holder is a process of this machine
+that no longer exists (``<hostname>:<pid>``, the heartbeat's owners) is taken over at
+once: a gateway killed mid-turn does not keep its units busy after a restart.
+Results of a unit are written inside ``fenced(claim)``, which checks the
 fence under the row lock, so a late finisher (its lease expired while its turn still
 ran and another gateway took the unit) cannot overwrite the newer claimant's result.
 ``mark_done`` closes a key for good: a slot that fired never fires again, whoever
@@ -28,6 +31,8 @@ the choice (tests use ``"clock"`` on PostgreSQL to move time by hand).
 from __future__ import annotations
 
 import hashlib
+import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -167,6 +172,19 @@ class Leases:
         if taken is not None:
             return Claim(row["key"], row["owner"], int(taken), row["expires_at"])
         current = conn.execute(select(leases).where(leases.c.key == row["key"])).mappings().one()
+        if current["done_at"] is None and _holder_died_here(current["owner"]):
+            fence = int(current["fence"]) + 1
+            conn.execute(
+                update(leases)
+                .where(leases.c.key == row["key"])
+                .values(
+                    owner=row["owner"],
+                    fence=fence,
+                    acquired_at=row["acquired_at"],
+                    expires_at=row["expires_at"],
+                )
+            )
+            return Claim(row["key"], row["owner"], fence, row["expires_at"])
         return _held(current)
 
     def renew(self, claim: Claim, ttl_s: float) -> bool:
@@ -356,6 +374,26 @@ _RELEASE = (
     )
     .values(expires_at=bindparam("b_now"))
 )
+
+
+def _holder_died_here(owner: str) -> bool:
+    """Whether ``owner`` names a process of this machine (``<hostname>:<pid>``, as the
+    heartbeat's claims do) that is gone: its claim need not wait out its expiry.
+
+    Only asked on SQLite, where every claimant shares this machine. A pid that
+    exists (also one reused by an unrelated process) counts as alive: the claim
+    then expires as usual.
+    """
+    host, _, pid = owner.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit() or not 0 < int(pid) < 2**22:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _claim_params(claim: Claim) -> dict[str, Any]:
