@@ -5,7 +5,8 @@ A real `vikingbot chat` in a pseudo-terminal (pexpect), as a user types into it.
 1. The model server is down (its port refuses connections), with the default
    `max_retries` (3): seconds from Enter to the spinner and to the first retry
    line, beside seconds to the final `Error:` line, which is all a user saw
-   before (issue 16: "fails after 6.6 s of silence").
+   before (issue 16: "fails after 6.6 s of silence"); for the first turn (typed
+   at once, while the model SDK is still being imported) and a second one.
 2. Ctrl-C during a turn (the fake model answers after 60 s): seconds from
    Ctrl-C to the prompt being back, median of N, locally and attached to a real
    gateway (there the gateway must also cancel its turn; counted until its log
@@ -37,7 +38,24 @@ def closed_port() -> int:
         return int(sock.getsockname()[1])  # closed again when we return: connections refused
 
 
-def server_down(root: Path) -> tuple[float, float, float, int]:
+Figures = tuple[float, float, float, int]
+
+
+def one_failing_turn(chat: Terminal, at: int) -> tuple[Figures, int]:
+    chat.line("hello")
+    t0 = time.perf_counter()
+    chat.wait_for(r"working · ", after=at)
+    spinner = time.perf_counter() - t0
+    chat.wait_for(r"retrying", after=at)
+    first = time.perf_counter() - t0
+    end = chat.wait_for(r"Error:", after=at).end()
+    error = time.perf_counter() - t0
+    retries = chat.text[at:end].count("retrying in")
+    return (spinner, first, error, retries), chat.prompt(end)
+
+
+def server_down(root: Path) -> tuple[Figures, Figures]:
+    """The first turn (the SDK still being imported) and a second one (SDK warm)."""
     home = root / "down"
     home.mkdir()
     bot = {
@@ -49,19 +67,11 @@ def server_down(root: Path) -> tuple[float, float, float, int]:
     (home / "config.json").write_text(json.dumps({"bot": bot}))
     chat = Terminal.start(home)
     try:
-        at = chat.prompt()
-        chat.line("hello")
-        t0 = time.perf_counter()
-        chat.wait_for(r"working · ", after=at)
-        spinner = time.perf_counter() - t0
-        chat.wait_for(r"retrying", after=at)
-        first = time.perf_counter() - t0
-        chat.wait_for(r"Error:", after=at)
-        error = time.perf_counter() - t0
-        retries = chat.text[at:].count("retrying in")
+        cold, at = one_failing_turn(chat, chat.prompt())
+        warm, _ = one_failing_turn(chat, at)
     finally:
         chat.close()
-    return spinner, first, error, retries
+    return cold, warm
 
 
 def cancel_times(
@@ -95,12 +105,14 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp, FakeOpenAI.start() as llm:
         root = Path(tmp)
-        spinner, first, error, retries = server_down(root)
+        down = server_down(root)
         print("model server down (connection refused), max_retries 3 (the default):")
-        print(f"  the spinner                      {spinner:6.2f} s")
-        print(f"  the first retry line             {first:6.2f} s")
+        print("                                   first turn   second turn")
+        for n, what in enumerate(("the spinner", "the first retry line")):
+            print(f"  {what:<32} {down[0][n]:6.2f} s     {down[1][n]:6.2f} s")
         print(
-            f"  the Error: line ({retries} retry lines)  {error:6.2f} s   (before: silence until here)"
+            f"  the Error: line ({down[0][3]} retry lines)  {down[0][2]:6.2f} s     "
+            f"{down[1][2]:6.2f} s   (before: silence until here)"
         )
 
         telegram = FakeTelegram()
