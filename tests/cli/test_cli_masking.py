@@ -219,7 +219,11 @@ def test_a_database_that_refuses_the_connection_is_one_masked_error_line(tmp_pat
         url = f"postgresql://bob:{DB_PASSWORD}@127.0.0.1:{port}/viking"
         (home / "config.json").write_text(json.dumps({"storage": {"database_url": url}}))
         result = _vikingbot(home, "heartbeat", "plan")
+        gateway = _vikingbot(home, "gateway", "--port", "0")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
     assert f"postgresql://bob:***@127.0.0.1:{port}/viking" in result.stderr
     assert DB_PASSWORD not in result.stdout + result.stderr
+    assert gateway.returncode == 1 and "cannot open the state database" in gateway.stderr
+    logs = "".join(p.read_text() for p in (home / "data" / "logs").glob("*.log"))
+    assert DB_PASSWORD not in gateway.stdout + gateway.stderr + logs
