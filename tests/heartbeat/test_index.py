@@ -596,3 +596,19 @@ def test_a_broken_snapshot_is_ignored(tmp_path: Path) -> None:
             assert run_decisions(h.memo_cycle()) == [h.ws(1).name]
         finally:
             h.close()
+
+
+def test_the_snapshot_is_private_like_the_session_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vikingbot.heartbeat import index as index_mod
+
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    h = Home(tmp_path / "home")
+    h.talk(1)
+    h.write(1, TASK)
+    h.memo_cycle()
+    h.close()
+    snap = h.rt.paths.data_dir / "heartbeat" / "index.json"
+    assert snap.stat().st_mode & 0o077 == 0
+    assert "telegram" in snap.read_text()  # what it holds: the metadata lines' keys

@@ -307,7 +307,11 @@ class HeartbeatIndex:
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(doc, separators=(",", ":")), encoding="utf-8")
+            data = json.dumps(doc, separators=(",", ":")).encode("utf-8", "surrogateescape")
+            # private like the session files it mirrors (their metadata lines are in it)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as out:
+                out.write(data)
             os.replace(tmp, path)
         except (OSError, ValueError) as exc:
             logger.warning("heartbeat: index snapshot not written to {}: {}", path, exc)
