@@ -102,7 +102,7 @@ def heartbeat_status(svc: HeartbeatService, agent_problem: str | None) -> dict[s
         "next_cycle_at": next_cycle.isoformat() if next_cycle and cfg.enabled else None,
         "agent_problem": agent_problem,
         "workspaces": workspaces,
-        "problems": svc.problems(inputs),
+        "problems": svc.problems(inputs, decisions),
     }
 
 
