@@ -328,6 +328,4 @@ def test_plan_skip_rows_say_how_to_change_them(
 def test_status_lists_an_unconfigured_checker_as_a_problem(cli: Cli, shared: Path) -> None:
     add_task(shared, README_ENTRY)
     problems = hb_status(cli)["problems"]
-    assert [p["error"].split(" (")[0] for p in problems] == [
-        "only-if: github is not configured"
-    ]
+    assert [p["error"].split(" (")[0] for p in problems] == ["only-if: github is not configured"]
