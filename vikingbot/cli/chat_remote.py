@@ -202,11 +202,16 @@ async def _follow(http: httpx.AsyncClient, term: ChatTerminal, after: int) -> No
             resp = await http.get(
                 "/api/v1/events", params={"after": after, "wait": EVENT_WAIT_S}, timeout=60
             )
-            data = resp.json()
-            if resp.status_code >= 400 or not isinstance(data, dict):
-                raise ValueError(f"HTTP {resp.status_code}")
-        except (httpx.HTTPError, ValueError) as exc:
-            await term.say(f"[yellow]stopped following results: {escape(str(exc))}[/]")
+        except httpx.HTTPError as exc:
+            why = f"the gateway stopped answering ({type(exc).__name__})"
+            await term.say(f"[yellow]stopped following results: {escape(why)}[/]")
+            return
+        data = _json(resp.content)
+        if resp.status_code >= 400 or data is None:
+            why = str((data or {}).get("error") or f"HTTP {resp.status_code}")[:300]
+            if resp.status_code == 503:  # our long poll was cut short by the gateway's stop
+                why = "the gateway is stopping"
+            await term.say(f"[yellow]stopped following results: {escape(why)}[/]")
             return
         for item in data.get("items") or []:
             if not isinstance(item, dict) or item.get("kind") == "prompt":
