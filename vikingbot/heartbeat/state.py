@@ -87,31 +87,57 @@ class HeartbeatState:
             return True
 
     def _write_streaks(self, conn: Any) -> None:
+        """Write the streaks changed since the last write. Several gateways on one database
+        may write the same subject at once: an upsert, in key order (no deadlock)."""
         with self._streak_lock:
             news, self._streak_news = self._streak_news, {}
         if not news:
             return
         t = heartbeat_streaks
-        keys = [{"w": w, "s": s, "e": e} for w, s, e in news]
-        conn.execute(
-            delete(t).where(
-                and_(
-                    t.c.workspace == bindparam("w"),
-                    t.c.session == bindparam("s"),
-                    t.c.entry == bindparam("e"),
-                )
-            ),
-            keys,
-        )
+        ended = [{"w": w, "s": s, "e": e} for (w, s, e), sig in sorted(news.items()) if sig is None]
+        if ended:
+            conn.execute(
+                delete(t).where(
+                    and_(
+                        t.c.workspace == bindparam("w"),
+                        t.c.session == bindparam("s"),
+                        t.c.entry == bindparam("e"),
+                    )
+                ),
+                ended,
+            )
         rows = [
             {"workspace": w, "session": s, "entry": e, "signature": sig}
-            for (w, s, e), sig in news.items()
+            for (w, s, e), sig in sorted(news.items())
             if sig is not None
         ]
-        if rows:
+        if not rows:
+            return
+        name = conn.dialect.name
+        if name == "postgresql":
+            from sqlalchemy.dialects.postgresql import insert as upsert
+        elif name == "sqlite":
+            from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
+        else:  # pragma: no cover - vikingbot runs on SQLite and PostgreSQL
+            keys = [{"w": r["workspace"], "s": r["session"], "e": r["entry"]} for r in rows]
+            conn.execute(
+                delete(t).where(
+                    and_(
+                        t.c.workspace == bindparam("w"),
+                        t.c.session == bindparam("s"),
+                        t.c.entry == bindparam("e"),
+                    )
+                ),
+                keys,
+            )
             conn.execute(insert(t), rows)
-
-    # ------------------------------------------------------------ workspaces
+            return
+        stmt = upsert(t)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=[t.c.workspace, t.c.session, t.c.entry],
+            set_={"signature": stmt.excluded.signature},
+        )
+        conn.execute(stmt, rows)
 
     def _load_ws(self) -> dict[str, WorkspaceState]:
         if self._ws is None:
