@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -10,7 +12,14 @@ from sqlalchemy import insert
 from starlette.applications import Starlette
 
 from vikingbot.bus import InboundMessage, MessageBus
-from vikingbot.channels.inbound import MAX_ATTEMPTS, InboundStore, row_id_of
+from vikingbot.channels.inbound import (
+    GAVE_UP,
+    MAX_ATTEMPTS,
+    InboundStore,
+    apology,
+    gave_up,
+    row_id_of,
+)
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import FakeClock
 from vikingbot.store.leases import default_time_source, store_now
@@ -52,14 +61,14 @@ def test_a_dead_gateways_messages_are_taken_once_in_order_a_live_ones_are_not(
 
     taken = inbound.take_orphans("gw-new", "webhook")
 
-    assert [m.text for m in taken.messages] == ["lost 0", "lost 1", "lost 2", never.text]
-    assert [row_id_of(m) for m in taken.messages] == [row_id_of(m) for m in [*lost, never]]
-    assert taken.messages[1].chat_id == "c1" and taken.messages[1].sender_id == "u1"
-    assert row_id_of(mine) not in [row_id_of(m) for m in taken.messages]
+    assert [m.text for m in taken] == ["lost 0", "lost 1", "lost 2", never.text]
+    assert [row_id_of(m) for m in taken] == [row_id_of(m) for m in [*lost, never]]
+    assert taken[1].chat_id == "c1" and taken[1].sender_id == "u1"
+    assert row_id_of(mine) not in [row_id_of(m) for m in taken]
     # a second gateway looking at the same moment finds nothing: "gw-new" never registered
     # either, but the rows are no longer the dead gateway's
     _gateway(store, "gw-new", alive=True)
-    assert inbound.take_orphans("gw-other", "webhook").messages == []
+    assert inbound.take_orphans("gw-other", "webhook") == []
     assert inbound.counts() == {"pending": 5}
 
 
@@ -70,25 +79,32 @@ def test_answered_messages_are_not_taken_again(store: Any) -> None:
     assert row is not None
     assert kept.metadata["run_id"] == f"inbound-{row}"  # replies' dedupe keys start so
     inbound.answered(row)
-    assert inbound.take_orphans("gw-new", "webhook").messages == []
+    assert inbound.take_orphans("gw-new", "webhook") == []
     assert inbound.counts("webhook") == {"answered": 1}
 
 
-def test_a_message_that_keeps_crashing_the_gateway_is_given_up(store: Any) -> None:
+def test_a_message_that_keeps_crashing_the_gateway_is_answered_with_an_apology(
+    store: Any,
+) -> None:
     inbound = InboundStore(store, FakeClock(NOW))
     kept = inbound.keep(_msg("poison"), "gw-0")
     row = row_id_of(kept)
     assert row is not None
     for n in range(20):  # queued by gateways that died before they got to it: no try spent
-        (taken,) = inbound.take_orphans(f"gw-queued-{n}", "webhook").messages
-        assert taken.text == "poison"
+        (taken,) = inbound.take_orphans(f"gw-queued-{n}", "webhook")
+        assert taken.text == "poison" and gave_up(taken) is None
     for n in range(MAX_ATTEMPTS):  # each gateway began a turn on it, then crashed
         inbound.started(row)
         if n < MAX_ATTEMPTS - 1:
-            assert len(inbound.take_orphans(f"gw-{n}", "webhook").messages) == 1
-    gave_up = inbound.take_orphans("gw-last", "webhook")
-    assert gave_up.messages == [] and len(gave_up.failed) == 1
-    assert inbound.counts() == {"failed": 1}
+            (taken,) = inbound.take_orphans(f"gw-{n}", "webhook")
+            assert gave_up(taken) is None
+    (last,) = inbound.take_orphans("gw-last", "webhook")
+    assert gave_up(last) == MAX_ATTEMPTS
+    assert apology(last, MAX_ATTEMPTS) == (
+        'Sorry, I could not answer your message "poison": answering it stopped the bot '
+        "5 times. Please send it again, perhaps in other words."
+    )
+    assert inbound.counts() == {"pending": 1}  # answered (the apology) like any other
 
 
 async def test_the_202_comes_after_the_message_is_kept_and_a_restart_answers_it(
@@ -182,3 +198,26 @@ async def test_while_the_database_is_away_a_message_is_refused_503_not_accepted(
     finally:
         with psycopg.connect(pg_url, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+async def test_a_given_up_message_gets_the_apology_and_the_agent_is_not_run(
+    tmp_path: Path,
+) -> None:
+    from vikingbot.gateway.supervisor import Gateway
+    from vikingbot.testing.fake_openai import FakeOpenAI, reply
+    from vikingbot.testing.harness import build_harness
+
+    with FakeOpenAI.start(default=reply("an answer")) as fake:
+        async for h in build_harness(tmp_path, fake):
+            gw = Gateway(h.rt, say=lambda _line: None)
+            poison = replace(
+                _msg("make the bot fall over"),
+                channel="telegram",
+                chat_id="42",
+                metadata={"inbound_id": 7, "run_id": "inbound-7", GAVE_UP: MAX_ATTEMPTS},
+            )
+            await gw.dispatch.answer(poison)
+            assert fake.requests == []  # not run again
+            [sent] = h.sent
+            assert sent.text.startswith('Sorry, I could not answer your message "make the bot')
+            assert sent.dedupe_key == "inbound-7:1"  # sent once, whoever answers it

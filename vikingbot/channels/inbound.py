@@ -16,15 +16,16 @@ row was marked) still sends one reply: the outbox sends a key once.
 
 ``attempts`` counts the turns started on a row (:meth:`InboundStore.started`);
 a row whose turn was started ``MAX_ATTEMPTS`` times without an answer (a message
-that crashes the gateway every time) is marked ``failed`` and logged, not taken
-again. Being queued by a gateway that died before it got to the row costs nothing.
+that crashes the gateway every time) is handed out marked :func:`gave_up`: the
+gateway answers it with an apology instead of running the agent on it again, so
+the sender still gets one answer and a crash loop ends. Being queued by a
+gateway that died before it got to the row costs nothing.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, delete, insert, or_, select, update
 
@@ -39,23 +40,16 @@ if TYPE_CHECKING:
 
     from vikingbot.store.db import StateStore
 
-PENDING, ANSWERED, FAILED = "pending", "answered", "failed"
+PENDING, ANSWERED = "pending", "answered"
 MAX_ATTEMPTS = 5
-KEEP_ANSWERED = timedelta(days=7)  # answered and failed rows older than this are deleted
+KEEP_ANSWERED = timedelta(days=7)  # answered rows older than this are deleted
 INBOUND_ID = "inbound_id"  # InboundMessage.metadata key of the stored row's id
+GAVE_UP = "inbound_gave_up"  # metadata key: turns begun on it without an answer
 
 
 def run_id(row_id: int) -> str:
     """The run id of the turn answering row ``row_id`` (its replies' dedupe keys start so)."""
     return f"inbound-{row_id}"
-
-
-@dataclass(frozen=True)
-class Taken:
-    """Rows handed to a taker, and rows given up on (``MAX_ATTEMPTS`` turns started)."""
-
-    messages: list[InboundMessage]
-    failed: list[int]
 
 
 class InboundStore:
@@ -120,7 +114,7 @@ class InboundStore:
                 update(table).where(table.c.id == row_id).values(attempts=table.c.attempts + 1)
             )
 
-    def take_orphans(self, taker: str, channel: str, limit: int = 500) -> Taken:
+    def take_orphans(self, taker: str, channel: str, limit: int = 500) -> list[InboundMessage]:
         """Take the pending rows of ``channel`` whose taker is not a live gateway, oldest first."""
         table = inbound_messages
         with (
@@ -141,44 +135,33 @@ class InboundStore:
                 .limit(limit)
             ).all()
             taken: list[InboundMessage] = []
-            failed: list[int] = []
             for r in rows:
-                if r.attempts >= MAX_ATTEMPTS:
-                    values: dict[str, Any] = {"status": FAILED, "answered_at": now}
-                else:
-                    values = {"taker": taker}
                 # compare-and-set: another gateway taking the same row at once changed taker
                 same = table.c.taker.is_(None) if r.taker is None else table.c.taker == r.taker
                 won = conn.execute(
                     update(table)
                     .where(table.c.id == r.id, table.c.status == PENDING, same)
-                    .values(**values)
+                    .values(taker=taker)
                 ).rowcount
                 if not won:
                     continue
-                if "status" in values:
-                    failed.append(r.id)
-                    continue
-                taken.append(
-                    _with_id(
-                        InboundMessage(
-                            channel=r.channel,
-                            chat_id=r.chat_id,
-                            sender_id=r.sender_id,
-                            text=r.text,
-                            thread=r.thread,
-                            channel_id=r.channel_id,
-                            received_at=r.received_at,
-                        ),
-                        r.id,
-                    )
+                msg = InboundMessage(
+                    channel=r.channel,
+                    chat_id=r.chat_id,
+                    sender_id=r.sender_id,
+                    text=r.text,
+                    thread=r.thread,
+                    channel_id=r.channel_id,
+                    received_at=r.received_at,
+                    metadata={GAVE_UP: r.attempts} if r.attempts >= MAX_ATTEMPTS else {},
                 )
+                taken.append(_with_id(msg, r.id))
             conn.execute(
                 delete(table).where(
                     and_(table.c.status != PENDING, table.c.answered_at < now - KEEP_ANSWERED)
                 )
             )
-        return Taken(taken, failed)
+        return taken
 
     def counts(self, channel: str | None = None) -> dict[str, int]:
         """How many rows are in each status (for tests, status and the dashboard)."""
@@ -196,6 +179,24 @@ def _with_id(msg: InboundMessage, row_id: int) -> InboundMessage:
     from dataclasses import replace
 
     return replace(msg, metadata={**msg.metadata, INBOUND_ID: row_id, "run_id": run_id(row_id)})
+
+
+def gave_up(msg: InboundMessage) -> int | None:
+    """How many turns were begun on ``msg`` without an answer, when that is too many
+    (``MAX_ATTEMPTS``): answer it with an apology, not with the agent. Else None."""
+    value = msg.metadata.get(GAVE_UP)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def apology(msg: InboundMessage, tries: int) -> str:
+    """The answer to a message that stopped the bot ``tries`` times."""
+    quoted = " ".join(msg.text.split())
+    if len(quoted) > 200:
+        quoted = quoted[:199] + "…"
+    return (
+        f'Sorry, I could not answer your message "{quoted}": answering it stopped the bot '
+        f"{tries} times. Please send it again, perhaps in other words."
+    )
 
 
 def row_id_of(msg: InboundMessage) -> int | None:

@@ -31,7 +31,7 @@ from loguru import logger
 
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel, Problems, has_secret
-from vikingbot.channels.inbound import MAX_ATTEMPTS, InboundStore, row_id_of
+from vikingbot.channels.inbound import InboundStore, gave_up, row_id_of
 from vikingbot.config.schema import ChannelBase, WebhookConfig
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, StoreError
 
@@ -92,19 +92,20 @@ class WebhookChannel(Channel):
             except StoreError as exc:
                 logger.warning("webhook: cannot look for unanswered messages: {}", exc)
             else:
-                for row in taken.failed:
-                    logger.error(
-                        "webhook: inbound message {} was tried {} times without an answer "
-                        "(a gateway crashed on it each time); giving up on it",
-                        row,
-                        MAX_ATTEMPTS,
-                    )
-                if taken.messages:
+                for msg in taken:
+                    if gave_up(msg) is not None:
+                        logger.error(
+                            "webhook: inbound message {} was tried {} times without an answer "
+                            "(a gateway crashed on it each time); answering it with an apology",
+                            row_id_of(msg),
+                            gave_up(msg),
+                        )
+                if taken:
                     logger.info(
                         "webhook: answering {} accepted message(s) a previous run left",
-                        len(taken.messages),
+                        len(taken),
                     )
-                for msg in taken.messages:
+                for msg in taken:
                     await self._bus.publish_inbound(msg)
             await asyncio.sleep(self.sweep_s)
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.agent.dispatch import run_turn_text, turn_json
+from vikingbot.channels.inbound import apology, gave_up
 from vikingbot.delivery.adapter import ChatDelivery, TurnDelivery
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.errors import StoreError
@@ -111,6 +112,10 @@ class Dispatcher:
         # after a crash reuses the replies' dedupe keys, and the outbox sends a key once
         run_id = msg.metadata.get("run_id") or f"chat-{uuid.uuid4().hex}"
         deliver = ChatDelivery(self.delivery, session=key, thread=msg.thread, run_id=run_id)
+        tries = gave_up(msg)
+        if tries is not None:  # it stopped the bot again and again: do not run it again
+            await deliver(apology(msg, tries))
+            return
         out = await run_turn_text(
             self._agent_or_none(),
             msg.text,
