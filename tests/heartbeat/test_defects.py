@@ -149,7 +149,7 @@ async def test_a_unit_held_by_another_gateway_is_busy(tmp_path: Path, fake: Fake
     async for h in build_harness(tmp_path, fake):
         h.user_session()
         h.write(with_tasks("- Check the build"))
-        other = Leases(h.rt.store, h.clock).claim("hb:shared:checklist", "gw-b:4242", 600)
+        other = Leases(h.rt.store, h.clock).claim("hb:shared:checklist@first", "gw-b:4242", 600)
         report = await h.cycle()
         busy = [(r.reason, r.error) for r in report.rows if r.reason == "busy"]  # type: ignore[attr-defined]
         assert busy == [("busy", "held by gw-b:4242")] and h.model_calls() == 0

@@ -24,8 +24,6 @@ from loguru import logger
 from vikingbot import registry
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel
-from vikingbot.channels.leadership import CHECK_S as LEASE_CHECK_S
-from vikingbot.channels.leadership import TTL_S as LEASE_TTL_S
 from vikingbot.channels.leadership import Leadership, channel_key
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
@@ -86,7 +84,7 @@ class ChannelManager:
         retry_delay_s: float = 0.5,
         on_resent: Callable[[OutboundMessage], Awaitable[None]] | None = None,
         sender: str | None = None,
-        outbox_sweep_s: float = 30.0,
+        outbox_sweep_s: float | None = None,
         spawn: Spawn | None = None,
     ) -> None:
         self.config = config
@@ -95,8 +93,9 @@ class ChannelManager:
         self.clock: Clock = clock or SystemClock()
         self.retry_delay_s = retry_delay_s
         self.on_resent = on_resent
-        self.outbox = Outbox(store, self.clock, sender=sender)
-        self.outbox_sweep_s = outbox_sweep_s
+        lease_s = config.bot.gateway.lease_s  # several gateways: docs/scaling.md
+        self.outbox = Outbox(store, self.clock, sender=sender, dead_after_s=2 * lease_s)
+        self.outbox_sweep_s = outbox_sweep_s if outbox_sweep_s is not None else lease_s
         self._spawn: Spawn = spawn or _plain_spawn
         self.store_wait_s = STORE_WAIT_S
         self._channels: dict[str, Channel] = {}
@@ -105,8 +104,8 @@ class ChannelManager:
         self._recovery: asyncio.Task[int] | None = None
         self._sweeper: asyncio.Task[Any] | None = None
         self._leaders: dict[str, tuple[Leadership, asyncio.Task[None]]] = {}
-        self.lease_ttl_s = LEASE_TTL_S
-        self.lease_check_s = LEASE_CHECK_S
+        self.lease_ttl_s = lease_s
+        self.lease_check_s = lease_s / 3
 
     # ---- lifecycle -------------------------------------------------------
 

@@ -349,6 +349,11 @@ class GatewayConfig(Model):
     port: int = Field(default=18790, ge=1, le=65535)
     token: SecretStr | None = None
     shutdown_grace_s: float = Field(default=1, ge=0)
+    # Several gateways on one PostgreSQL database (docs/scaling.md): how long a claim
+    # on a heartbeat unit or a chat channel lasts without renewal (renewed every third
+    # of it), so a dead gateway's work moves on after about this long; a gateway
+    # silent for twice this long counts as dead.
+    lease_s: float = Field(default=15, ge=1, le=3600)
 
 
 class MemoryConfig(Model):

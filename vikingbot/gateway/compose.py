@@ -133,7 +133,8 @@ def registry(core: Core, address: str) -> GatewayRegistry:
     """This gateway's row among the gateways sharing the database."""
     from vikingbot.gateway.registry import GatewayRegistry
 
-    return GatewayRegistry(core.store, core.clock, address=address)
+    lease_s = core.config().bot.gateway.lease_s  # silent for two leases: dead
+    return GatewayRegistry(core.store, core.clock, address=address, dead_after_s=2 * lease_s)
 
 
 def channels(core: Core, sender: str, spawn: Spawn | None = None) -> ChannelManager:

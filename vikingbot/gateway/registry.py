@@ -133,6 +133,7 @@ class GatewayRegistry:
             conn.execute(
                 update(gateways).where(gateways.c.id == self.id).values(seen_at=now, **values)
             )
+            self._reap_local(conn, now)  # a gateway on this host that was killed: gone now
 
     def stopped(self) -> None:
         """Mark this gateway stopped (a clean exit)."""

@@ -252,7 +252,8 @@ class Gateway:
         core, stop, spawn = self.core, self.stop_event, self.services.spawn
         # join the gateways registry (several gateways may share a PostgreSQL store)
         self.registry = registry = compose.registry(core, f"{self.host}:{self.port}")
-        self.membership = member = Membership(registry, self._held)
+        beat_s = core.config().bot.gateway.lease_s / 3  # several gateways: scaling.md
+        self.membership = member = Membership(registry, self._held, beat_s=beat_s)
         await member.join()
         spawn("registry", lambda: member.run(stop), f"gateway id {registry.id}")
         owner = registry.id

@@ -12,14 +12,16 @@ units: recycle the dedicated heartbeat session, stop a workspace over budget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot.errors import VikingbotError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import (
     BACK_TEXT,
@@ -39,7 +41,7 @@ from vikingbot.heartbeat.outcome import (
     unpark_moves,
 )
 from vikingbot.heartbeat.parts import HeartbeatParts
-from vikingbot.heartbeat.planner import CLAIM_MARGIN_S, budget_exceeded, session_skip
+from vikingbot.heartbeat.planner import budget_exceeded, session_skip
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.rewrite import Move, RewriteReport
 from vikingbot.heartbeat.state import HeartbeatState
@@ -54,19 +56,35 @@ from vikingbot.heartbeat.types import (
     WorkspaceState,
 )
 from vikingbot.session.types import SessionMeta
-from vikingbot.store.leases import Claim, Held, Leases
+from vikingbot.store.leases import Claim, Held, LeaseLost, Leases
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
 
-def unit_key(workspace: str, unit: Unit) -> str:
-    """The claim key of a unit: ``hb:<workspace>:<entry or checklist>[:<slot>]``."""
+def unit_key(workspace: str, unit: Unit, after: str = "first") -> str:
+    """The claim key of a unit: ``hb:<workspace>:<entry or checklist>`` and its slot.
+
+    A ``daily:``/``cron:`` entry's slot is its scheduled instant (``:<slot>``). Any
+    other unit (the checklist, a task, an ``every:`` entry, a continuation) is keyed
+    by the run it follows, ``@<after>`` (see ``UnitRunner._after``): every gateway
+    that read the same state asks for the same key, and once the unit ran (the key
+    is marked done) a gateway that read the state before that run cannot run it
+    again; a gateway that read it after computes the next key, and its plan says
+    whether that one is due.
+    """
     if unit.entry is None:
         who = f":{unit.session.key}" if unit.session is not None else ""
-        return f"hb:{workspace}:checklist{who}"
-    slot = f":{unit.slot.isoformat()}" if unit.slot is not None else ""
-    return f"hb:{workspace}:{unit.entry.ident}{slot}"
+        return f"hb:{workspace}:checklist{who}@{after}"
+    schedule = unit.entry.schedule
+    if unit.slot is not None and schedule is not None and schedule.kind != "every":
+        return f"hb:{workspace}:{unit.entry.ident}:{unit.slot.isoformat()}"
+    return f"hb:{workspace}:{unit.entry.ident}@{after}"
+
+
+def unit_prefix(workspace: str, entry: str) -> tuple[str, str]:
+    """The starts of every claim key of ``entry`` (see ``unit_key``)."""
+    return f"hb:{workspace}:{entry}:", f"hb:{workspace}:{entry}@"
 
 
 @dataclass
@@ -144,20 +162,29 @@ class UnitRunner:
             session=d.session,
             entry=unit.entry.ident if unit.entry else None,
         )
-        claim, held = await self._claim(wsin.name, unit)
-        if held is not None:
-            return await self._commit_skip(
-                wsin, replace(row, decision="skip", reason="busy", error=held)
-            )
+        claim, held = await self._claim(wsin, unit)
+        if held is not None:  # only the ledger row: the holder writes the unit's state
+            busy = replace(row, decision="skip", reason="busy", error=held)
+            if self.parts.metrics:
+                self.parts.metrics.heartbeat_skips.labels("busy").inc()
+            if self.cycle.keep_row(busy):
+                await asyncio.to_thread(self.cycle.state.record, [busy])
+            self.report.rows.append(busy)
+            return busy
         done: LedgerRow | None = None
-        hold = _Hold(claim, unit.slot is not None) if claim is not None else None
+        hold = _Hold(claim) if claim is not None else None
+        fence = Fence(self.parts.leases, claim, self._lease_s())
         try:
-            done = await self._run_claimed(wsin, unit, row, eligible, path, hold)
+            async with fence.kept():
+                done = await self._run_claimed(wsin, unit, row, eligible, path, fence, hold)
             return done
+        except LeaseLost as exc:  # another gateway took the unit over: its result stands
+            logger.bind(workspace=wsin.name).warning("{}", exc)
+            return replace(row, decision="skip", reason="busy", error=str(exc))
         finally:
             if hold is None or not hold.ended:  # the unit's commit did not end it
                 used = done is not None and _uses_slot(done)
-                await self._release(claim, unit, used=used)
+                await self._release(claim, used=used)
 
     async def _run_claimed(
         self,
@@ -166,6 +193,7 @@ class UnitRunner:
         row: LedgerRow,
         eligible: list[SessionMeta],
         path: Path,
+        fence: Fence,
         hold: _Hold | None = None,
     ) -> LedgerRow:
         waiting = self.cycle.health.waiting(self.parts.clock.now())
@@ -195,9 +223,12 @@ class UnitRunner:
             await self._save_entry(wsin, st)
         run_id = None
         if st is not None and st.running_since is not None:
-            run_id = run_identity(unit_key(wsin.name, unit), st.running_since)
-        facts = await self._turn(wsin, unit, eligible, path, context, run_id)
+            run_id = run_identity(
+                unit_key(wsin.name, unit, self._after(wsin, unit)), st.running_since
+            )
+        facts = await self._turn(wsin, unit, eligible, path, context, fence, run_id)
         settlement = settle(unit, facts, st, ctx)
+        await fence.check("record its result")  # a late finisher writes nothing
         return await self._commit(wsin, settlement, moves, entry, hold)
 
     def _ctx(self, workspace: str, row: LedgerRow, entry: Entry | None) -> Ctx:
@@ -211,27 +242,44 @@ class UnitRunner:
 
     # ------------------------------------------------------------ claims
 
-    async def _claim(self, workspace: str, unit: Unit) -> tuple[Claim | None, str | None]:
-        """(the claim, or None and why the unit is someone else's). A crashed holder's
-        claim expires after the turn timeout plus a margin."""
+    def _lease_s(self) -> float:
+        return self.parts.config.bot.gateway.lease_s
+
+    def _after(self, wsin: WorkspaceInput, unit: Unit) -> str:
+        """The run a unit follows, as its claim key says it (``unit_key``)."""
+        if self.cycle.trigger == "manual":  # asked for by hand: a run of its own
+            return f"manual-{self.report.cycle_id}"
+        if unit.entry is None:
+            last = wsin.state.last_checklist_at
+            return last.isoformat() if last is not None else "first"
+        st = wsin.entries.get(unit.entry.ident)
+        if st is None or st.last_fired is None:
+            return "first"
+        more = f"+{st.continuations}" if unit.continuation else ""
+        return st.last_fired.isoformat() + more
+
+    async def _claim(self, wsin: WorkspaceInput, unit: Unit) -> tuple[Claim | None, str | None]:
+        """(the claim, or None and why the unit is someone else's). The claim lasts
+        ``bot.gateway.lease_s`` and is renewed while the unit runs (``Fence``), so a
+        dead gateway's unit moves on after about that long."""
         leases = self.parts.leases
         if leases is None:
             return None, None
-        key = unit_key(workspace, unit)
-        ttl = self.cfg.task_timeout_s + CLAIM_MARGIN_S
-        got = await asyncio.to_thread(leases.claim, key, self.parts.owner, ttl)
+        key = unit_key(wsin.name, unit, self._after(wsin, unit))
+        got = await asyncio.to_thread(leases.claim, key, self.parts.owner, self._lease_s())
         if isinstance(got, Held):
-            return None, "this slot already fired" if got.done else f"held by {got.holder}"
+            return None, "this unit already ran" if got.done else f"held by {got.holder}"
         return got, None
 
-    async def _release(self, claim: Claim | None, unit: Unit, *, used: bool) -> None:
+    async def _release(self, claim: Claim | None, *, used: bool) -> None:
         leases = self.parts.leases
         if leases is None or claim is None:
             return
         try:
-            if unit.slot is not None and used:
+            if used:
                 await asyncio.to_thread(leases.mark_done, claim)
-            await asyncio.to_thread(leases.release, claim)
+            else:
+                await asyncio.to_thread(leases.release, claim)
         except Exception:
             logger.exception("could not release the heartbeat claim {}", claim.key)
 
@@ -384,26 +432,43 @@ class UnitRunner:
         eligible: list[SessionMeta],
         path: Path,
         context: str | None,
+        fence: Fence,
         run_id: str | None = None,
     ) -> TurnFacts:
         return await make_turn(
-            self.parts, self.report.cycle_id, wsin.name, unit, eligible, path, context, run_id
+            self.parts,
+            self.report.cycle_id,
+            wsin.name,
+            unit,
+            eligible,
+            path,
+            context,
+            run_id,
+            fence=fence.check,
         )
 
 
 @dataclass
 class _Hold:
     """The claim a unit runs under. Ending it goes into the unit's last commit, so the
-    results and the release are one transaction (``ended`` once that committed)."""
+    results and the release are one transaction (``ended`` once that committed).
+
+    Every claim key names one run of its unit (``unit_key``), so a used claim is
+    marked done: no gateway runs that run again. Marking it done checks the fence
+    under the row lock: when another gateway has taken the unit over meanwhile the
+    whole commit (ledger row, states) is rolled back (``LeaseLost``).
+    """
 
     claim: Claim
-    slot: bool
     ended: bool = False
 
     def end_in(self, leases: Leases, used: bool) -> Callable[[Connection], None]:
         def end(conn: Connection) -> None:
-            if self.slot and used:  # a fired slot is closed for good
-                leases.mark_done_in(conn, self.claim)
+            if used and not leases.mark_done_in(conn, self.claim):
+                raise LeaseLost(
+                    f"heartbeat unit {self.claim.key!r}: another gateway took it over "
+                    f"from {self.claim.owner} (fence {self.claim.fence}); result not recorded"
+                )
             leases.release_in(conn, self.claim)
 
         return end
@@ -412,6 +477,83 @@ class _Hold:
 def _uses_slot(row: LedgerRow) -> bool:
     """A slot is used up by a run or a checker's skip, not by an outage."""
     return "provider-down" not in (row.outcome, row.reason)
+
+
+def drop_dead_marks(leases: Leases | None, inputs: list[WorkspaceInput]) -> None:
+    """Forget "running" marks whose unit nobody holds a claim on any more.
+
+    A gateway that dies mid-turn leaves the entry marked running; its claim runs
+    out after ``bot.gateway.lease_s``, and from then on the unit is free for
+    whichever gateway plans it next (instead of ``pending`` until the turn
+    timeout). One query, only when some entry carries a mark.
+    """
+    marked = [(w, st) for w in inputs for st in w.entries.values() if st.running_since]
+    if leases is None or not marked:
+        return
+    live = [h.key for h in leases.holders("hb:")]
+    for wsin, st in marked:
+        if not any(key.startswith(unit_prefix(wsin.name, st.entry)) for key in live):
+            wsin.entries = {**wsin.entries, st.entry: replace(st, running_since=None)}
+
+
+class Fence:
+    """Keeps a unit's claim while the unit runs, and checks it before effects.
+
+    ``kept()`` renews the claim every third of its lease in the background.
+    ``check(doing)`` renews it once more and raises ``LeaseLost`` when the claim
+    is no longer this gateway's newest (its lease ran out while the turn still
+    ran, the database was away, and another gateway claimed the unit): the late
+    finisher then neither delivers nor records, so the newer claimant's result
+    stands. A successful check leaves the claim good for a whole lease, ample for
+    the delivery or the commit that follows it. No claim (no leases): always good.
+    """
+
+    def __init__(self, leases: Leases | None, claim: Claim | None, lease_s: float) -> None:
+        self.leases = leases
+        self.claim = claim
+        self.lease_s = lease_s
+        self.lost: str | None = None
+
+    async def check(self, doing: str = "go on") -> None:
+        if self.leases is None or self.claim is None:
+            return
+        if self.lost is None:
+            try:
+                kept = await asyncio.to_thread(self.leases.renew, self.claim, self.lease_s)
+            except VikingbotError as exc:  # cannot prove the claim is still ours
+                raise LeaseLost(
+                    f"cannot {doing} for {self.claim.key!r}: the claim could not be renewed ({exc})"
+                ) from exc
+            if not kept:
+                self.lost = "another gateway has taken it over"
+        if self.lost is not None:
+            raise LeaseLost(
+                f"heartbeat unit {self.claim.key!r}: the lease of {self.claim.owner} "
+                f"(fence {self.claim.fence}) was lost ({self.lost}); did not {doing}"
+            )
+
+    @contextlib.asynccontextmanager
+    async def kept(self) -> AsyncIterator[None]:
+        if self.leases is None or self.claim is None:
+            yield
+            return
+        task = asyncio.create_task(self._renew_forever())
+        try:
+            yield
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    async def _renew_forever(self) -> None:
+        assert self.leases is not None and self.claim is not None
+        while self.lost is None:
+            await asyncio.sleep(self.lease_s / 3)
+            try:
+                if not await asyncio.to_thread(self.leases.renew, self.claim, self.lease_s):
+                    self.lost = "another gateway has taken it over"
+            except VikingbotError as exc:  # the next renewal (or check) tries again
+                logger.warning("heartbeat claim {}: renewal failed: {}", self.claim.key, exc)
 
 
 def describe_rewrite(rep: RewriteReport) -> str:

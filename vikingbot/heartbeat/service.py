@@ -27,7 +27,7 @@ from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
-from vikingbot.heartbeat.runner import Cycle, UnitRunner
+from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks
 from vikingbot.heartbeat.scan import QUIET_REASONS, Kept, Scanner
 from vikingbot.heartbeat.state import HeartbeatState
 from vikingbot.heartbeat.turn import heartbeat_session_key
@@ -46,6 +46,7 @@ __all__ = ["GLOBAL", "CycleReport", "HeartbeatService", "budget_text"]
 
 GLOBAL = "*"
 STORE_RETRY_S = 2.0  # while the state database is away, look again this often
+JOIN_POLL_S = 2.0  # several gateways: look this often for a cycle another one started
 
 
 class HeartbeatService:
@@ -65,6 +66,7 @@ class HeartbeatService:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._semaphore: asyncio.Semaphore | None = None  # shared by overlapping cycles
         self._sem_limit = 0
+        self._joined: datetime | None = None  # the latest cycle this gateway ran or joined
 
     # ------------------------------------------------------------ basics
 
@@ -166,6 +168,7 @@ class HeartbeatService:
             detail = self.quiet_hours() if why == "quiet-hours" else None
             return Kept.none(), [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
+        drop_dead_marks(self.parts.leases, inputs)  # a dead gateway's turn is not "pending"
         now = self.now()
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
@@ -412,11 +415,15 @@ class HeartbeatService:
     # ------------------------------------------------------------ the loop
 
     def _next_cycle_at(self) -> datetime:
-        g = self.state.workspace(GLOBAL)
         interval = timedelta(seconds=self.cfg.interval_seconds)
-        if g.last_cycle_at is None:
+        last = (
+            self.state.cycle_started(GLOBAL)
+            if self._shared()
+            else self.state.workspace(GLOBAL).last_cycle_at
+        )
+        if last is None:
             return self.now()
-        return g.last_cycle_at + interval
+        return last + interval
 
     def _mark_cycle(self, at: datetime) -> None:
         self.state.mark_cycle(GLOBAL, at)
@@ -431,27 +438,49 @@ class HeartbeatService:
             await asyncio.to_thread(self.scanner.close)
         logger.info("heartbeat loop stopped")
 
+    def _shared(self) -> bool:
+        """Several gateways may share this database (PostgreSQL): join their cycles."""
+        return self.parts.leases is not None and self.parts.store.backend == "postgresql"
+
+    def _cycle_to_join(self, now: datetime) -> datetime | None:
+        """A cycle another gateway started less than an interval ago that this one has
+        not run: joining it spreads its units over the gateways (each claims what it
+        can run, up to ``max_concurrency``)."""
+        started = self.state.cycle_started(GLOBAL)
+        if started is None or (self._joined is not None and started <= self._joined):
+            return None
+        if now - started >= timedelta(seconds=self.cfg.interval_seconds):
+            return None
+        return started
+
     async def _loop(self, stop: asyncio.Event) -> None:
         if not await asyncio.to_thread(self.scanner.watch):
             logger.info("heartbeat: no file system events, polling for changes each cycle")
         while not stop.is_set() and not self._stopping:
+            join = None
             try:  # the database may be away (PostgreSQL restart, network): wait, never die
                 due = await asyncio.to_thread(self._next_cycle_at)
                 now = self.now()
                 if now >= due:
                     await asyncio.to_thread(self._mark_cycle, now)
+                    self._joined = now
+                elif self._shared():
+                    join = await asyncio.to_thread(self._cycle_to_join, now)
                 self._store_back()
             except (StoreError, SQLAlchemyError) as exc:
                 await self._store_away(exc, stop)
                 continue
-            if now >= due:
+            if now >= due or join is not None:
+                if join is not None:
+                    self._joined = join
+                    logger.info("heartbeat: joining the cycle another gateway started")
                 try:
                     await self.run_cycle("scheduled", wait=False)
                 except Exception:
                     logger.exception("heartbeat cycle failed")
                 continue
             self._wake.clear()
-            wait_s = min((due - now).total_seconds(), 60.0)
+            wait_s = min((due - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait_s)
 

@@ -148,7 +148,14 @@ class HeartbeatState:
         return self._ws
 
     def refresh(self, marker: str = "*") -> None:
-        """Reload the cached rows when another process bumped the generation marker."""
+        """Reload the cached rows when another process bumped the generation marker.
+
+        On PostgreSQL other gateways write these rows all the time (docs/scaling.md):
+        they are read afresh each time (one query per cycle).
+        """
+        if self.store.backend == "postgresql":
+            self._ws = None
+            return
         with self.store.engine.connect() as conn:
             gen = conn.execute(
                 select(heartbeat_workspaces.c.hb_session_generation).where(
@@ -192,6 +199,17 @@ class HeartbeatState:
 
     def workspace(self, name: str) -> WorkspaceState:
         return self._load_ws().get(name) or WorkspaceState(workspace=name)
+
+    def cycle_started(self, marker: str = "*") -> datetime | None:
+        """When the last cycle started, read from the database (another gateway may
+        have started it)."""
+        with self.store.engine.connect() as conn:
+            found: datetime | None = conn.execute(
+                select(heartbeat_workspaces.c.last_cycle_at).where(
+                    heartbeat_workspaces.c.workspace == marker
+                )
+            ).scalar()
+        return found
 
     def all_workspaces(self) -> dict[str, WorkspaceState]:
         return dict(self._load_ws())

@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -54,18 +55,26 @@ async def make_turn(
     path: Path,
     context: str | None,
     run_id: str | None = None,
+    *,
+    fence: Callable[[str], Awaitable[None]] | None = None,
 ) -> TurnFacts:
     """One heartbeat turn: prompt, agent call, the plain reply delivered when the agent
     sent nothing itself; what happened, as ``TurnFacts`` for ``settle``.
 
     With ``run_id`` (an entry's :func:`run_identity`) each send's dedupe key is the run
     id, the text's digest and its count in this run, so a repeat after a crash that
-    sends the same text again is not sent twice; without, the n-th send's key."""
+    sends the same text again is not sent twice; without, the n-th send's key.
+
+    ``fence`` is awaited before every send; it raises ``LeaseLost`` when another
+    gateway has taken the unit over meanwhile (``runner.Fence``), so a late finisher
+    delivers nothing."""
     cfg = parts.config.bot.heartbeat
     entry = unit.entry
     stable = run_id is not None
     run_id = run_id or f"hb-{cycle_id}-{uuid.uuid4().hex[:8]}"
-    sender = Sender(parts, workspace, run_id, unit, entry, eligible, cfg.target, stable=stable)
+    sender = Sender(
+        parts, workspace, run_id, unit, entry, eligible, cfg.target, stable=stable, fence=fence
+    )
     prompt = (
         CHECKLIST_PROMPT
         if entry is None
@@ -159,9 +168,11 @@ class Sender:
         default_target: str,
         *,
         stable: bool = False,
+        fence: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.parts = parts
         self.stable = stable
+        self.fence = fence
         self._texts: dict[str, int] = {}
         self.workspace = workspace
         self.run_id = run_id
@@ -181,6 +192,8 @@ class Sender:
         return f"{self.run_id}:{what}:{seen}"
 
     async def send(self, text: str, explicit: str | None = None) -> SendStatus:
+        if self.fence is not None:
+            await self.fence("deliver its result")
         report = await self.parts.delivery.deliver(
             text,
             explicit or self.target,
