@@ -16,6 +16,7 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +34,7 @@ from vikingbot.heartbeat.outage import (
 from vikingbot.heartbeat.outcome import (
     CheckFacts,
     Ctx,
+    SendStatus,
     Settlement,
     TurnFacts,
     fresh_state,
@@ -163,6 +165,10 @@ class UnitRunner:
             entry=unit.entry.ident if unit.entry else None,
         )
         claim, held = await self._claim(wsin, unit)
+        if claim is not None and held is None:
+            held = await self._ran_meanwhile(wsin, unit, path)
+            if held is not None:
+                await self._release(claim, used=False)
         if held is not None:  # only the ledger row: the holder writes the unit's state
             busy = replace(row, decision="skip", reason="busy", error=held)
             if self.parts.metrics:
@@ -211,6 +217,7 @@ class UnitRunner:
         if entry is not None:
             moves = unpark_moves(entry, wsin.entries.get(entry.ident))
             st = fresh_state(entry, wsin.entries.get(entry.ident), ctx)
+            st = replace(st, last_outcome=None)  # running: says nothing of earlier runs
             if entry.only_if and not unit.continuation:
                 check = await self._check(entry)
                 st, skip = settle_check(unit, st, _facts_of(check), ctx)
@@ -223,10 +230,11 @@ class UnitRunner:
             await self._save_entry(wsin, st)
         run_id = None
         if st is not None and st.running_since is not None:
-            run_id = run_identity(
-                unit_key(wsin.name, unit, self._after(wsin, unit)), st.running_since
-            )
-        facts = await self._turn(wsin, unit, eligible, path, context, fence, run_id)
+            key = unit_key(wsin.name, unit, self._after(wsin, unit))
+            run_id = run_identity(key, st.running_since)
+        facts = await self._prior_delivery(fence, run_id)  # a dead holder's turn got out
+        if facts is None:
+            facts = await self._turn(wsin, unit, eligible, path, context, fence, run_id)
         settlement = settle(unit, facts, st, ctx)
         await fence.check("record its result")  # a late finisher writes nothing
         return await self._commit(wsin, settlement, moves, entry, hold)
@@ -271,6 +279,37 @@ class UnitRunner:
             return None, "this unit already ran" if got.done else f"held by {got.holder}"
         return got, None
 
+    async def _ran_meanwhile(self, wsin: WorkspaceInput, unit: Unit, path: Path) -> str | None:
+        """Why the unit, now claimed, is no longer due, or None.
+
+        The plan was made from HEARTBEAT.md and the entry's state as read at the
+        start of the cycle; another gateway may have run the entry since (a task
+        completed and moved to Completed, a new ``last_fired``). Both are read
+        again under the claim: the other gateway moved the file before it wrote
+        the state, and wrote the state before it gave the claim up.
+        """
+        entry = unit.entry
+        if entry is None or self.parts.leases is None or self.cycle.trigger == "manual":
+            return None
+        from vikingbot.heartbeat.parser import read_heartbeat
+
+        def fresh() -> tuple[bool, EntryState | None]:
+            parsed = read_heartbeat(path / "HEARTBEAT.md", max_bytes=self.cfg.max_file_bytes)
+            return parsed.find(entry.ident) is not None, self.cycle.state.entry(
+                wsin.name, entry.ident
+            )
+
+        active, st = await asyncio.to_thread(fresh)
+        if not active:
+            return "this unit already ran (the entry is no longer active)"
+        before = wsin.entries.get(entry.ident)
+        was = before.last_fired if before is not None else None
+        if st is not None and st.last_fired != was:
+            return "this unit already ran (on another gateway, after this cycle read it)"
+        if st is not None:  # as stored: a run cut off keeps its start (its identity)
+            wsin.entries = {**wsin.entries, entry.ident: st}
+        return None
+
     async def _release(self, claim: Claim | None, *, used: bool) -> None:
         leases = self.parts.leases
         if leases is None or claim is None:
@@ -309,7 +348,12 @@ class UnitRunner:
         return row
 
     async def _finish(
-        self, rows: list[LedgerRow], ws: WorkspaceState, row: LedgerRow, hold: _Hold | None
+        self,
+        rows: list[LedgerRow],
+        ws: WorkspaceState,
+        row: LedgerRow,
+        hold: _Hold | None,
+        entries: list[EntryState] | None = None,
     ) -> None:
         """The unit's ledger row and workspace state, and the end of its claim, in one
         transaction (when the claims live in the same database as the state)."""
@@ -317,7 +361,9 @@ class UnitRunner:
         then = None
         if hold is not None and leases is not None and leases.store is state.store:
             then = hold.end_in(leases, _uses_slot(row))
-        await asyncio.to_thread(functools.partial(state.finish, [(rows, ws)], then=then))
+        await asyncio.to_thread(
+            functools.partial(state.finish, [(rows, ws)], entries or [], then=then)
+        )
         if hold is not None and then is not None:
             hold.ended = True
 
@@ -331,14 +377,27 @@ class UnitRunner:
     ) -> LedgerRow:
         """Everything one unit's settlement says, written before the next unit starts."""
         row = s.row
-        await self._apply_moves(wsin.name, moves + s.moves)
-        if s.entry is not None:
-            st = s.entry
-            if s.recheck and entry is not None:
-                again = await self._check(entry)
-                if not again.error:
-                    st = replace(st, signature=again.signature)
-            await self._save_entry(wsin, st)
+        st = s.entry
+        if st is not None and s.recheck and entry is not None:
+            again = await self._check(entry)
+            if not again.error:
+                st = replace(st, signature=again.signature)
+        all_moves = moves + s.moves
+        ws, over_budget = self._account(wsin.state, row)
+        self.cycle.keep_row(row)
+        # The ledger row, the entry's and the workspace's state in one transaction,
+        # then the file. Until the file is written the entry stays marked running:
+        # a gateway killed in between leaves a mark that says a move is owed
+        # (``drop_dead_marks``), not a unit to run again.
+        owed = st is not None and bool(all_moves)
+        written = [replace(st, running_since=self.now) if owed else st] if st else []
+        await self._finish([row], ws, row, hold, written)
+        await self._apply_moves(wsin.name, all_moves)
+        if st is not None:
+            if owed:
+                await self._save_entry(wsin, st)
+            else:
+                wsin.entries = {**wsin.entries, st.entry: st}
         await self._provider_news(row)
         for notice in s.notices:
             await self.cycle.notifier.tell(
@@ -346,9 +405,6 @@ class UnitRunner:
             )
         for key in s.resolved:
             await self.cycle.notifier.resolve(wsin.name, key)
-        ws, over_budget = self._account(wsin.state, row)
-        self.cycle.keep_row(row)
-        await self._finish([row], ws, row, hold)
         if over_budget:
             await self.cycle.notifier.tell(
                 wsin.name, "budget", budget_text(wsin.name), kind="budget"
@@ -447,6 +503,42 @@ class UnitRunner:
             fence=fence.check,
         )
 
+    async def _prior_delivery(self, fence: Fence, run_id: str | None) -> TurnFacts | None:
+        """The turn of a holder that died after delivering and before recording.
+
+        Its sends are in the outbox under the run's keys (``turn.run_identity``: a
+        run cut off keeps its identity); the unit is then settled on that result,
+        not run again (a row still pending is sent by the outbox sweep). Only looked
+        up when the claim was taken over from a holder whose lease ran out.
+        """
+        if fence.claim is None or fence.claim.fence == 1 or run_id is None:
+            return None
+        from sqlalchemy import select
+
+        from vikingbot.store.tables import outbox
+
+        base = run_id
+
+        def prior() -> list[str]:
+            with self.parts.store.engine.connect() as conn:
+                rows = conn.execute(
+                    select(outbox.c.text)
+                    .where(outbox.c.dedupe_key.startswith(base + ":", autoescape=True))
+                    .order_by(outbox.c.id)
+                )
+                return [r.text for r in rows]
+
+        texts = await asyncio.to_thread(prior)
+        if not texts:
+            return None
+        logger.info(
+            "heartbeat unit {}: the previous holder delivered before it died; not run again",
+            fence.claim.key,
+        )
+        delivered: SendStatus = "delivered"
+        sends = tuple(delivered for _ in texts)
+        return TurnFacts("reply", reply=texts[-1], sends=sends)
+
 
 @dataclass
 class _Hold:
@@ -479,21 +571,66 @@ def _uses_slot(row: LedgerRow) -> bool:
     return "provider-down" not in (row.outcome, row.reason)
 
 
-def drop_dead_marks(leases: Leases | None, inputs: list[WorkspaceInput]) -> None:
+COMPLETING = frozenset({"delivered", "inboxed", "refused", "completed"})
+
+
+def drop_dead_marks(
+    leases: Leases | None, inputs: list[WorkspaceInput]
+) -> list[tuple[WorkspaceInput, EntryState]]:
     """Forget "running" marks whose unit nobody holds a claim on any more.
 
     A gateway that dies mid-turn leaves the entry marked running; its claim runs
     out after ``bot.gateway.lease_s``, and from then on the unit is free for
     whichever gateway plans it next (instead of ``pending`` until the turn
     timeout). One query, only when some entry carries a mark.
+
+    Returns the marks of tasks whose run was recorded as completed but whose move
+    to ``## Completed`` was not written (the gateway died in between): the caller
+    owes that move (``settle_owed``), the task is not run again.
     """
     marked = [(w, st) for w in inputs for st in w.entries.values() if st.running_since]
     if leases is None or not marked:
-        return
+        return []
     live = [h.key for h in leases.holders("hb:")]
+    owed = []
     for wsin, st in marked:
         if not any(key.startswith(unit_prefix(wsin.name, st.entry)) for key in live):
             wsin.entries = {**wsin.entries, st.entry: replace(st, running_since=None)}
+            if st.last_outcome in COMPLETING:
+                owed.append((wsin, replace(st, running_since=None)))
+    return owed
+
+
+def settle_owed(
+    parts: HeartbeatParts,
+    state: HeartbeatState,
+    owed: list[tuple[WorkspaceInput, EntryState]],
+    today: date,
+) -> None:
+    """Write the moves a dead gateway recorded but did not make (``drop_dead_marks``)."""
+    from vikingbot.heartbeat.rewrite import Complete, Delete, apply_moves
+
+    cfg = parts.config.bot.heartbeat
+    for wsin, st in owed:
+        parsed = wsin.parsed
+        entry = parsed.find(st.entry) if parsed is not None else None
+        if entry is not None and not entry.scheduled:
+            move: Move = (
+                Delete(entry.ident, expect=entry.raw)
+                if cfg.on_complete == "delete"
+                else Complete(entry.ident, today, expect=entry.raw)
+            )
+            path = parts.paths.workspace_root / wsin.name / "HEARTBEAT.md"
+            try:
+                rep = apply_moves(path, [move])
+                logger.bind(workspace=wsin.name).info(
+                    "HEARTBEAT.md: {} (recorded by a gateway that died before it)",
+                    describe_rewrite(rep),
+                )
+            except Exception:
+                logger.bind(workspace=wsin.name).exception("could not update HEARTBEAT.md")
+                continue
+        state.save_entry(st)
 
 
 class Fence:

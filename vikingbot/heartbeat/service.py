@@ -27,7 +27,7 @@ from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
-from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks
+from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks, settle_owed
 from vikingbot.heartbeat.scan import QUIET_REASONS, Kept, Scanner
 from vikingbot.heartbeat.state import HeartbeatState
 from vikingbot.heartbeat.turn import heartbeat_session_key
@@ -168,7 +168,10 @@ class HeartbeatService:
             detail = self.quiet_hours() if why == "quiet-hours" else None
             return Kept.none(), [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
-        drop_dead_marks(self.parts.leases, inputs)  # a dead gateway's turn is not "pending"
+        owed = drop_dead_marks(self.parts.leases, inputs)  # a dead gateway's turn: not "pending"
+        if owed and memo:  # the gateway's cycle (not a plan): make the moves it owed
+            day = self.now().astimezone(self.tz()).date()
+            settle_owed(self.parts, self.state, owed, day)
         now = self.now()
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
@@ -353,7 +356,7 @@ class HeartbeatService:
                     st = EntryState(wsin.name, e.ident, first_seen=now)
                     wsin.entries = {**wsin.entries, e.ident: st}
                     new.append(st)
-        self.state.save_entries(new)
+        self.state.add_entries(new)  # never over a row another gateway wrote meanwhile
 
     def _fold(self, report: CycleReport, d: Decision, trigger: str) -> list[LedgerRow]:
         """A ledger row for a skip, unless it repeats the previous decision for that subject."""

@@ -15,7 +15,7 @@ folds a skip that follows a run.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -231,10 +231,11 @@ class HeartbeatState:
     def finish(
         self,
         finished: list[tuple[list[LedgerRow], WorkspaceState]],
+        entries: Sequence[EntryState] = (),
         *,
         then: Callable[[Any], None] | None = None,
     ) -> None:
-        """Ledger rows and workspaces' new state, all in one transaction.
+        """Ledger rows, workspaces' new state and ``entries``, all in one transaction.
 
         ``then(conn)`` runs last in the same transaction (the runner ends the unit's
         claim there: results and release commit together, one transaction less).
@@ -261,6 +262,7 @@ class HeartbeatState:
                 conn.execute(insert(heartbeat_runs), rows)
             self._upsert(conn, list(states.values()))
             self._write_streaks(conn)
+            self._save_entries(conn, entries)
             if then is not None:
                 then(conn)
         cache.update(states)
@@ -283,8 +285,13 @@ class HeartbeatState:
             for ws in states
             if ws.workspace in existing
         ]
-        if new:
-            conn.execute(insert(t), new)
+        if new:  # another gateway may insert the same row meanwhile: then it is updated
+            from sqlalchemy.dialects import postgresql, sqlite
+
+            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+            conn.execute(dialect.insert(t).on_conflict_do_nothing(), new)
+            if conn.dialect.name == "postgresql":
+                old += [{f"v_{k}": v for k, v in row.items()} for row in new]
         if old:
             stmt = (
                 update(t)
@@ -309,6 +316,21 @@ class HeartbeatState:
                     rows += conn.execute(stmt.where(t.c.workspace.in_(chunk))).all()
         return {(r[0], r[1]): EntryState(*r) for r in rows}
 
+    def entry(self, workspace: str, entry: str) -> EntryState | None:
+        """One entry's row, read from the database now."""
+        with self.store.engine.connect() as conn:
+            r = (
+                conn.execute(
+                    select(heartbeat_entries).where(
+                        heartbeat_entries.c.workspace == workspace,
+                        heartbeat_entries.c.entry == entry,
+                    )
+                )
+                .mappings()
+                .first()
+            )
+        return EntryState(**{k: r[k] for k in _ENTRY_FIELDS}) if r is not None else None
+
     def save_entry(self, st: EntryState) -> None:
         self.save_entries([st])
 
@@ -316,17 +338,33 @@ class HeartbeatState:
         """Insert or update entry rows, all in one transaction."""
         if not states:
             return
-        t = heartbeat_entries
         with self.store.engine.begin() as conn:
-            for st in states:
-                values = {k: getattr(st, k) for k in _ENTRY_FIELDS}
-                done = conn.execute(
-                    update(t)
-                    .where(and_(t.c.workspace == st.workspace, t.c.entry == st.entry))
-                    .values(**values)
-                )
-                if done.rowcount == 0:
-                    conn.execute(insert(t).values(**values))
+            self._save_entries(conn, states)
+
+    @staticmethod
+    def _save_entries(conn: Any, states: Sequence[EntryState]) -> None:
+        t = heartbeat_entries
+        for st in states:
+            values = {k: getattr(st, k) for k in _ENTRY_FIELDS}
+            done = conn.execute(
+                update(t)
+                .where(and_(t.c.workspace == st.workspace, t.c.entry == st.entry))
+                .values(**values)
+            )
+            if done.rowcount == 0:
+                conn.execute(insert(t).values(**values))
+
+    def add_entries(self, states: list[EntryState]) -> None:
+        """Insert rows for entries first seen now; a row already there (written by
+        another gateway meanwhile) is left as it is."""
+        if not states:
+            return
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        dialect = postgresql if self.store.backend == "postgresql" else sqlite
+        rows = [{k: getattr(st, k) for k in _ENTRY_FIELDS} for st in states]
+        with self.store.engine.begin() as conn:
+            conn.execute(dialect.insert(heartbeat_entries).on_conflict_do_nothing(), rows)
 
     def record(self, rows: list[LedgerRow]) -> None:
         """Ledger rows, and the streaks they started, in one transaction."""

@@ -34,8 +34,10 @@ class GatewayProcess:
         env: dict[str, str] | None = None,
         args: list[str] | None = None,
         start_timeout_s: float = 60.0,
+        log: Path | None = None,
     ) -> None:
         self.home = home
+        self.log = log or home / "gateway.out"  # several gateways on one home: one each
         self.port = port or free_port()
         self.env = {
             **os.environ,
@@ -56,7 +58,7 @@ class GatewayProcess:
         return f"http://127.0.0.1:{self.port}"
 
     def start(self) -> GatewayProcess:
-        home_log = self.home / "gateway.out"
+        home_log = self.log
         self.home.mkdir(parents=True, exist_ok=True)
         self._log = home_log.open("w")
         t0 = time.monotonic()
@@ -118,10 +120,10 @@ class GatewayProcess:
         self.returncode = self.proc.returncode
         if not self._log.closed:
             self._log.close()
-        self.output = (self.home / "gateway.out").read_text(errors="replace")
+        self.output = self.log.read_text(errors="replace")
 
     def read_output(self) -> str:
-        return (self.home / "gateway.out").read_text(errors="replace")
+        return self.log.read_text(errors="replace")
 
     def __enter__(self) -> GatewayProcess:
         return self.start()
