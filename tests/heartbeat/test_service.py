@@ -301,8 +301,9 @@ async def test_pause_during_a_turn_is_not_undone_when_it_ends(
 
 
 async def test_a_units_claim_ends_with_its_commit(harness: Harness) -> None:
-    """The checklist's claim is free after the cycle (the next cycle may run it), and a
-    scheduled slot that ran is closed for good: both committed with the unit's results."""
+    """Nothing is held after the cycle, and each run's claim (the checklist's, a
+    scheduled slot's) is closed for good: committed with the unit's results. The next
+    run of a unit asks for the key of the run it follows, a new one."""
     from vikingbot.store.leases import Leases
 
     harness.user_session()
@@ -315,9 +316,11 @@ async def test_a_units_claim_ends_with_its_commit(harness: Harness) -> None:
     assert sorted(r.entry or "checklist" for r in ran) == ["Plants", "checklist"]
     leases = Leases(harness.rt.store, harness.clock)
     assert leases.holders("hb:") == []  # nothing is held after the cycle
-    slot = [k for k in _all_leases(harness) if k.startswith("hb:shared:Plants:")]
+    # an every: entry's claim is keyed by the run it follows (runner.unit_key)
+    slot = [k for k in _all_leases(harness) if k.startswith("hb:shared:Plants@")]
     assert len(slot) == 1 and leases.done(slot[0])
-    assert leases.holder("hb:shared:checklist") is None
+    checklist = [k for k in _all_leases(harness) if k.startswith("hb:shared:checklist@")]
+    assert len(checklist) == 2 and all(leases.done(k) for k in checklist)  # one per run
 
 
 def _all_leases(harness: Harness) -> list[str]:
