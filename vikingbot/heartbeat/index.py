@@ -63,6 +63,7 @@ from vikingbot.session.types import SessionKey, SessionMeta
 from vikingbot.watch import Watcher
 
 HEARTBEAT_FILE = "HEARTBEAT.md"
+_HB_TAIL = os.sep + HEARTBEAT_FILE
 SAFETY_PASS_S = 3600.0
 SETTLE_NS = 2_000_000_000  # a folder mtime is trusted once it is this old
 RENEW_AFTER = 64  # polled workspace folders before the watch is renewed to cover them
@@ -181,7 +182,7 @@ class HeartbeatIndex:
     def heartbeat_path(self, workspace: str) -> str:
         path = self._hb_paths.get(workspace)
         if path is None:
-            path = self._hb_paths[workspace] = os.path.join(self._root_s, workspace, HEARTBEAT_FILE)
+            path = self._hb_paths[workspace] = f"{self._root_s}{os.sep}{workspace}{_HB_TAIL}"
         return path
 
     def parsed_for(self, workspace: str) -> ParseResult:

@@ -67,7 +67,7 @@ def with_fix(d: Decision, ctx: FixContext) -> str | None:
 
 def _file(d: Decision, ctx: FixContext) -> str:
     # a string join, not two Path objects: `plan` builds this for 10,000 workspaces
-    return os.path.join(ctx.workspace_root, d.workspace, "HEARTBEAT.md")
+    return f"{ctx.workspace_root}{os.sep}{d.workspace}{os.sep}HEARTBEAT.md"
 
 
 def _duration(seconds: float) -> str:
