@@ -28,7 +28,8 @@
     ├── GatewayUnavailable          the CLI cannot reach the gateway (gateway/client.py)
     ├── GatewayRefused              the gateway answered with an error (gateway/client.py)
     ├── BadRequest                  a control request answered 400 (gateway/errors.py)
-    └── NotFound                    a control request answered 404 (gateway/errors.py)
+    ├── NotFound                    a control request answered 404 (gateway/errors.py)
+    └── ClientGone                  a control request's client hung up mid-turn (gateway/control.py)
 
 Classes defined in this module are the ones several packages catch; a class
 only one package raises and catches lives there (the module is named above).
