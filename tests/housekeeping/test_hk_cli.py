@@ -26,9 +26,13 @@ def test_sessions_search(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
     result = runner.invoke(app, ["sessions", "search", "blue van"])
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip() == (
-        "2026-02-03 09:30  telegram:default:7  user: Where did I park the **blue** **van**?"
-    )
+    # The listing style of cli/tables.py: the hit's time, session and role on its
+    # row, the matching line whole (never cut) under it.
+    lines = [line.rstrip() for line in result.stdout.strip().splitlines()]
+    assert lines[0] == "Matches for 'blue van'"
+    assert lines[3].split() == ["2026-02-03", "09:30", "telegram:default:7", "user"]
+    assert lines[4].strip() == "Where did I park the **blue** **van**?"
+    assert len(lines) == 5
 
     sessions.append("slack:T1:C1", Message("user", "the van needs new tyres", at))
     result = runner.invoke(app, ["sessions", "search", "van", "--json"])
