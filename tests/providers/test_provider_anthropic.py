@@ -113,7 +113,7 @@ async def test_persistent_503_becomes_a_provider_error(
     fake_anthropic: FakeAnthropic, provider: Callable[..., AnthropicProvider]
 ) -> None:
     fake_anthropic.script([error(503), error(503)])
-    with pytest.raises(ProviderError, match=r"failed \(503\) after 1 retries"):
+    with pytest.raises(ProviderError, match=r"failed \(503\) after 1 retry"):
         await provider(fake_anthropic.base_url, max_retries=1).complete(request())
 
 

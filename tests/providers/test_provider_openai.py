@@ -115,7 +115,7 @@ async def test_gives_up_after_max_retries_with_a_clear_message(
 ) -> None:
     fake_openai.script([error(429), error(429), error(429)])
     p = provider(fake_openai.base_url, max_retries=1)
-    with pytest.raises(ProviderError, match=r"rate limiting \(429\) after 1 retries"):
+    with pytest.raises(ProviderError, match=r"rate limiting \(429\) after 1 retry"):
         await p.complete(request())
     assert len(fake_openai.requests) == 2
     assert fake_openai.remaining == 1
@@ -187,7 +187,7 @@ async def test_unreachable_endpoint_names_the_url(
     p = provider(closed_port_url + "/v1", max_retries=1)
     with pytest.raises(ProviderUnreachable) as exc:
         await p.complete(request())
-    assert f"{closed_port_url}/v1 is unreachable after 1 retries" in str(exc.value)
+    assert f"{closed_port_url}/v1 is unreachable after 1 retry" in str(exc.value)
     assert "bot.providers.openai.api_base" in str(exc.value)
 
 

@@ -218,9 +218,15 @@ class ErrorContext(NamedTuple):
     retries: int
 
 
+def _after_retries(retries: int) -> str:
+    if not retries:
+        return ""
+    return f" after {retries} {'retry' if retries == 1 else 'retries'}"
+
+
 def unreachable_error(ctx: ErrorContext, *, timed_out: bool) -> ProviderError:
     what = "timed out" if timed_out else "is unreachable"
-    tried = f" after {ctx.retries} retries" if ctx.retries else ""
+    tried = _after_retries(ctx.retries)
     return ProviderUnreachable(
         f"the {ctx.name} endpoint {ctx.base_url} {what}{tried}; check that the server is "
         f"running and bot.providers.{ctx.name}.api_base is right"
@@ -241,7 +247,7 @@ def status_error(
     ctx: ErrorContext, status: int, detail: str, code: str | None = None
 ) -> ProviderError:
     """An HTTP error status from a model API -> the ``vikingbot.errors`` type a user can act on."""
-    tried = f" after {ctx.retries} retries" if ctx.retries else ""
+    tried = _after_retries(ctx.retries)
     if status in (401, 403):
         return ProviderAuthError(
             f"the {ctx.name} API key was rejected ({status}); set {ctx.key_hint}"
