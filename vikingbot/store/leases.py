@@ -19,7 +19,8 @@ there is one prepared upsert; PostgreSQL inserts with ``ON CONFLICT DO NOTHING``
 and locks the one existing row with ``SELECT ... FOR UPDATE`` (``claim`` uses
 ``SKIP LOCKED``: a row another claimant is deciding about right now is reported
 as ``Held`` rather than waited for). The statements on every unit's path (the
-SQLite claim, the release) are built once: building one cost more than running it.
+SQLite claim, renew, release, mark_done) are built once: building one cost more
+than running it.
 
 Time. On PostgreSQL expiry is judged by the database's clock
 (``clock_timestamp()``), so gateways on machines whose clocks disagree by seconds
@@ -196,9 +197,7 @@ class Leases:
         ttl = _ttl(ttl_s)
         with self._tx(f"renew lease {claim.key!r}") as conn:
             expires = self._now(conn) + ttl
-            done = conn.execute(
-                update(leases).where(_is(claim)).values(expires_at=expires)
-            ).rowcount
+            done = conn.execute(_SET_EXPIRY, {**_claim_params(claim), "b_at": expires}).rowcount
         return bool(done == 1)
 
     def release(self, claim: Claim) -> None:
@@ -208,7 +207,7 @@ class Leases:
 
     def release_in(self, conn: Connection, claim: Claim) -> None:
         """``release`` inside a transaction the caller holds (with the unit's results)."""
-        conn.execute(_RELEASE, {**_claim_params(claim), "b_now": self._now(conn)})
+        conn.execute(_SET_EXPIRY, {**_claim_params(claim), "b_at": self._now(conn)})
 
     def mark_done(self, claim: Claim) -> bool:
         """Close ``claim.key`` for good; ``False`` if the claim was lost before."""
@@ -217,10 +216,7 @@ class Leases:
 
     def mark_done_in(self, conn: Connection, claim: Claim) -> bool:
         """``mark_done`` inside a transaction the caller holds (e.g. ``fenced``'s)."""
-        now = self._now(conn)
-        found = conn.execute(
-            update(leases).where(_is(claim)).values(done_at=now, expires_at=now)
-        ).rowcount
+        found = conn.execute(_DONE, {**_claim_params(claim), "b_at": self._now(conn)}).rowcount
         return bool(found == 1)
 
     @contextmanager
@@ -363,16 +359,19 @@ _SQLITE_CLAIM = (
 )
 
 
-# Built once too (every claim is released): end the claim now, if it is still this one.
-_RELEASE = (
+# Built once too (every unit renews, releases or closes its claim): statements on a
+# claim that is still this one (same key, owner and fence, not done).
+_THIS_CLAIM = and_(
+    leases.c.key == bindparam("b_key"),
+    leases.c.owner == bindparam("b_owner"),
+    leases.c.fence == bindparam("b_fence"),
+    leases.c.done_at.is_(None),
+)
+_SET_EXPIRY = update(leases).where(_THIS_CLAIM).values(expires_at=bindparam("b_at"))
+_DONE = (
     update(leases)
-    .where(
-        leases.c.key == bindparam("b_key"),
-        leases.c.owner == bindparam("b_owner"),
-        leases.c.fence == bindparam("b_fence"),
-        leases.c.done_at.is_(None),
-    )
-    .values(expires_at=bindparam("b_now"))
+    .where(_THIS_CLAIM)
+    .values(done_at=bindparam("b_at"), expires_at=bindparam("b_at"))
 )
 
 
@@ -398,15 +397,6 @@ def _holder_died_here(owner: str) -> bool:
 
 def _claim_params(claim: Claim) -> dict[str, Any]:
     return {"b_key": claim.key, "b_owner": claim.owner, "b_fence": claim.fence}
-
-
-def _is(claim: Claim) -> Any:
-    return and_(
-        leases.c.key == claim.key,
-        leases.c.owner == claim.owner,
-        leases.c.fence == claim.fence,
-        leases.c.done_at.is_(None),
-    )
 
 
 def _held(row: Any) -> Held:
