@@ -77,4 +77,10 @@ def quiet() -> None:
     """No console logs (default for one-shot CLI commands; errors are printed by the CLI)."""
     logger.remove()
     logger.configure(patcher=_mask)
-    logger.add(sys.stderr, level="WARNING", format="{level}: {message}")
+    logger.add(sys.stderr, level="WARNING", format=_short)
+
+
+def _short(record: Any) -> str:
+    """``LEVEL: message``, then the masked traceback when there is one."""
+    trace = f"{{extra[{TRACE}]}}" if TRACE in record["extra"] else ""
+    return "{level}: {message}\n" + trace
