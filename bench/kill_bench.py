@@ -151,6 +151,11 @@ def main() -> None:
         took = time.monotonic() - started
         # per task result: how many outbox rows (one per dedupe key) carried it
         rows = Counter(r.text for r in home.outbox() if r.text.startswith("Finished: "))
+        from vikingbot.channels.inbound import InboundStore
+        from vikingbot.store.db import StateStore
+
+        with StateStore.open(home.database_url) as store:
+            kept = InboundStore(store).counts("webhook")  # rows by status after the run
     deliveries = Counter(m["text"] for m in tg.sent if m["text"].startswith("Finished: "))
     dupes = {t: n for t, n in deliveries.items() if n > 1}
     replied = _replied(receiver)
@@ -173,6 +178,7 @@ def main() -> None:
         f"{sum(dupes.values()) - len(dupes) - resent}"
     )
     print(f"webhook messages: {sent} posted, {len(accepted)} accepted (202)")
+    print(f"kept webhook messages by status at the end: {kept}")
     print(
         f"accepted messages lost: {len(lost)} (target 0); answered with the apology for a "
         f"message whose turn was begun 5 times without an answer: {len(sorry)}"
