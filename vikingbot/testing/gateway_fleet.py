@@ -58,6 +58,7 @@ class FleetRun:
     killed: int = 0  # gateways SIGKILLed while they held heartbeat claims
     by_gateway: tuple[int, ...] = ()  # units each gateway ran (done heartbeat claims)
     started_in_s: float = 0.0  # until every gateway answered /health
+    work_s: float = 0.0  # database time from the first unit claimed to the last finished
 
     def _extra(self, counts: Counter[int]) -> int:
         return sum(n - 1 for n in counts.values() if n > 1)
@@ -92,6 +93,11 @@ class FleetRun:
     @property
     def per_second(self) -> float:
         return self.units / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def work_per_second(self) -> float:
+        """Units claimed and finished per second, start-up not counted."""
+        return self.units / self.work_s if self.work_s > 0 else 0.0
 
 
 def _answer(request: RecordedRequest) -> Step:
@@ -309,7 +315,7 @@ def _count(
     telegram: FakeTelegram,
     procs: list[GatewayProcess],
 ) -> None:
-    from sqlalchemy import select
+    from sqlalchemy import func, select
 
     from vikingbot.store.tables import heartbeat_runs, leases
 
@@ -322,6 +328,13 @@ def _count(
                 leases.c.key.startswith("hb:"), leases.c.done_at.is_not(None)
             )
         ).all()
+        first, last = conn.execute(
+            select(func.min(leases.c.acquired_at), func.max(leases.c.done_at)).where(
+                leases.c.key.startswith("hb:"), leases.c.done_at.is_not(None)
+            )
+        ).one()
+    if first is not None and last is not None:
+        run.work_s = (last - first).total_seconds()
     run.ledger = Counter(names[r.workspace] for r in rows if r.workspace in names)
     run.delivered = Counter(
         int(m.group(1)) for s in telegram.sent if (m := UNIT.search(s["text"])) is not None
