@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # The schema the newest migration leaves, table -> columns, on both backends. When
 # tables.py or the revisions change: if RECORDED_VERSION was never released, update
 # this record; otherwise add a revision and record its version here.
-RECORDED_VERSION = 6
+RECORDED_VERSION = 7
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
     "cron_jobs": {
@@ -48,6 +48,7 @@ SCHEMA: dict[str, set[str]] = {
         "workspace",
     },
     "heartbeat_streaks": {"entry", "session", "signature", "workspace"},
+    "channel_offsets": {"channel", "next_update", "updated_at"},
     "heartbeat_workspaces": {
         "budget_day", "cost_today", "hb_session_generation", "hb_session_prompts",
         "last_checklist_at", "last_cycle_at", "last_decision", "last_decision_at",
@@ -247,6 +248,7 @@ def test_a_database_from_before_alembic_is_adopted_and_upgraded(
                 conn.exec_driver_sql("DROP TABLE leases")
             conn.exec_driver_sql("DROP TABLE inbound_messages")  # revision 0005 is newer
             conn.exec_driver_sql("DROP TABLE heartbeat_streaks")  # and 0006
+            conn.exec_driver_sql("DROP TABLE channel_offsets")  # and 0007
             if legacy < 4:  # the old runner never had revision 0004 (several gateways)
                 conn.exec_driver_sql("DROP TABLE gateways")
                 conn.exec_driver_sql("ALTER TABLE outbox DROP COLUMN sender")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     Float,
@@ -112,6 +113,17 @@ heartbeat_streaks = Table(
     Column("session", String(600), primary_key=True),
     Column("entry", String(500), primary_key=True),
     Column("signature", Text, nullable=False),
+)
+
+# Where a polled chat channel's updates continue ("telegram:default" -> the next
+# update id to fetch), shared by the gateways on one database: the gateway that takes
+# the channel over neither answers an update again nor skips one (issue 14).
+channel_offsets = Table(
+    "channel_offsets",
+    metadata,
+    Column("channel", String(200), primary_key=True),
+    Column("next_update", BigInteger, nullable=False),
+    Column("updated_at", UtcDateTime()),
 )
 
 # Things the owner has been told once (errors, parks, budget pauses), by digest.

@@ -4,8 +4,9 @@
 
 Opens the state database, starts a ``ChannelManager`` with only Telegram enabled
 (sender id ``NAME``, channel lease ``TTL_S``/``CHECK_S``) and prints one line per
-change of leadership: ``<unix time> held`` or ``<unix time> standby``. Runs until
-killed; SIGTERM stops it cleanly (the lease is released).
+change of leadership: ``<unix time> held`` or ``<unix time> standby``, and one
+line per message received: ``<unix time> got <text>``. Runs until killed; SIGTERM
+stops it cleanly (the lease is released).
 """
 
 from __future__ import annotations
@@ -36,7 +37,15 @@ async def _main(argv: list[str]) -> int:
             }
         }
     )
-    manager = ChannelManager(config, bus=MessageBus(), store=store, sender=name)
+    bus = MessageBus()
+    manager = ChannelManager(config, bus=bus, store=store, sender=name)
+
+    async def received() -> None:
+        while True:
+            msg = await bus.next_inbound()
+            print(f"{time.time():.3f} got {msg.text}", flush=True)
+
+    reader = asyncio.create_task(received())
     manager.lease_ttl_s, manager.lease_check_s = float(ttl_s), float(check_s)
     stop = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
@@ -49,6 +58,7 @@ async def _main(argv: list[str]) -> int:
             last = state
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.02)
+    reader.cancel()
     await manager.stop()
     store.close()
     return 0

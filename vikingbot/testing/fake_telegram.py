@@ -85,6 +85,7 @@ class FakeTelegram:
         self.updates: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
         self.polls = 0
+        self.confirmed = 0  # the highest getUpdates offset seen (updates below are gone)
         self.polling = 0  # getUpdates requests in flight right now
         self.overlaps = 0  # getUpdates begun while another was in flight (answered 409)
         self.send_errors: list[tuple[int, str, int | None]] = []  # (code, description, retry_after)
@@ -211,8 +212,11 @@ class FakeTelegram:
         return self._fail(404, "Not Found: method not found")
 
     def _pending(self, offset: int) -> list[dict[str, Any]]:
+        """Updates from ``offset`` on. Like Telegram, an offset confirms (and forgets)
+        every update before it: a later call without an offset does not get them."""
         with self._cond:
-            return [u for u in self.updates if u["update_id"] >= offset]
+            self.confirmed = max(self.confirmed, offset)
+            return [u for u in self.updates if u["update_id"] >= self.confirmed]
 
     async def _get_updates_once(self, params: dict[str, Any], request: Request) -> Response:
         """Like Telegram: a second concurrent consumer gets 409 Conflict."""
