@@ -141,4 +141,8 @@ def test_accepted_webhook_messages_are_answered_once_after_a_sigkill(
     from vikingbot.store.db import StateStore
 
     with StateStore.open(home.database_url) as store:
-        assert InboundStore(store).counts("webhook") == {"answered": len(accepted)}
+        kept = InboundStore(store).counts("webhook")
+    assert set(kept) == {"answered"}  # nothing left pending
+    # one post is in flight at a time: the message kept just before the kill may have lost
+    # its 202 on the way (the poster counted it refused); it is answered all the same
+    assert len(accepted) <= kept["answered"] <= len(accepted) + 1
