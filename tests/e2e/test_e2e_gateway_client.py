@@ -15,7 +15,7 @@ import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 from vikingbot.testing.fake_openai import reply, tool_call
 from vikingbot.testing.gateway_proc import GatewayProcess
@@ -70,10 +70,17 @@ def test_two_concurrent_run_nows_make_one_model_call(home: Home, gateways: Start
     gateways(home)
     first_cycle_done(home)
     home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
-    home.llm.script([reply("HEARTBEAT_OK", delay_s=1.0)])
+    # The model holds its answer until one of the two commands has finished: the
+    # one that found the workspace claimed. However slowly each CLI starts, the
+    # turn is still running when the other asks (no timing decides the order).
+    home.llm.script([reply("HEARTBEAT_OK", delay_s=120)])
 
     with ThreadPoolExecutor(2) as pool:
-        results = list(pool.map(lambda _: home.cli("heartbeat", "run-now", "--json"), range(2)))
+        runs = [pool.submit(home.cli, "heartbeat", "run-now", "--json") for _ in range(2)]
+        done, _ = wait(runs, timeout=120, return_when=FIRST_COMPLETED)
+        assert done, "neither run-now finished while the model held its answer"
+        home.llm.release()
+        results = [run.result() for run in runs]
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
     rows = [row for r in results for row in json.loads(r.stdout) if row["workspace"] == "shared"]
     assert len(home.llm.requests) == 1

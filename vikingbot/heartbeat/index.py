@@ -233,6 +233,17 @@ class HeartbeatIndex:
         changed |= self.polled
         return changed
 
+    def recheck_files(self, now: datetime) -> set[str]:
+        """Look at every eligible HEARTBEAT.md now (one ``lstat`` each), whatever the
+        watcher has said so far: the workspaces whose file changed.
+
+        For what a user asks for by hand (``run-now``, ``plan``): the watcher reports
+        an edit only after its debounce, and a file saved a moment ago must count.
+        """
+        if self._settings is None:
+            return set()
+        return self._poll_files(now)
+
     def _load_all(self, now: datetime) -> None:
         self.store.move_system_sessions()
         self.files.clear()

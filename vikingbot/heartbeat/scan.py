@@ -208,6 +208,10 @@ class Scanner:
     ) -> tuple[list[WorkspaceInput], Kept]:
         self._state().refresh()
         self._refresh()
+        if not memo:  # asked for by hand: an edit the watcher has not reported yet counts
+            rechecked = self.index.recheck_files(self.now())
+            if self._pending is not None:
+                self._pending |= rechecked
         ws_states = self._state().all_workspaces()
         if memo and only is None:
             changed, self._pending = self._pending, set()

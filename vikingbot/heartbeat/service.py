@@ -230,9 +230,12 @@ class HeartbeatService:
         report = CycleReport(uuid.uuid4().hex[:12], trigger, now)
         if self.metrics:
             self.metrics.cycles.inc()
+        # A manual run looks at every workspace afresh (no kept quiet decisions, every
+        # HEARTBEAT.md checked now): the user may have saved the file a moment ago.
+        memo = trigger != "manual"
         reused, decisions, inputs = await asyncio.to_thread(
             lambda: self._plan(
-                trigger, workspace=workspace, force=force, include_idle=False, memo=True
+                trigger, workspace=workspace, force=force, include_idle=False, memo=memo
             )
         )
         report.decisions = decisions
