@@ -65,7 +65,7 @@ def test_killed_while_the_model_thinks(home: Home, gateways: Start) -> None:
     finally:
         if cli.poll() is None:
             cli.kill()
-            cli.wait()
+            cli.communicate()  # reaps it and closes its pipes
     (row,) = [r for r in home.outbox() if r.text == TEXT]
     assert row.status == "sent"
 
@@ -98,7 +98,7 @@ def test_killed_while_a_message_waits_in_the_outbox(home: Home, gateways: Start)
     finally:
         if cli.poll() is None:
             cli.kill()
-            cli.wait()
+            cli.communicate()  # reaps it and closes its pipes
     (row,) = [r for r in home.outbox() if r.text == TEXT]
     assert row.status == "pending"
     assert home.telegram.sent == []
