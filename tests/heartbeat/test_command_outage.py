@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from vikingbot.clock import FakeClock
-from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
-from vikingbot.delivery.service import Outgoing
-from vikingbot.runtime import Runtime
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.harness import Harness, make_config, with_tasks
+from vikingbot.testing.harness import Harness, build_harness, make_config, with_tasks
 
 
 @pytest.fixture
@@ -26,29 +21,8 @@ async def command_harness(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Har
     data["bot"]["agents"] = {"provider": "mine", "model": ""}
     data["bot"]["providers"] = {"mine": {"kind": "command", "command": [str(program)]}}
     data["bot"]["heartbeat"]["mode"] = "per-task"
-    home = tmp_path / "home"
-    paths = Paths(
-        home=home,
-        config_file=home / "config.json",
-        data_dir=home / "data",
-        database_url=f"sqlite:///{home / 'data' / 'state.db'}",
-    )
-    clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
-    rt = Runtime(Config.model_validate(data), paths, clock=clock, environ={})
-    h = Harness(rt=rt, fake=fake, clock=clock)
-
-    async def record(item: Outgoing) -> bool:
-        h.sent.append(item.message)
-        return True
-
-    rt.delivery.connect(record)
-    try:
+    async for h in build_harness(tmp_path, fake, Config.model_validate(data)):
         yield h
-    finally:
-        if h.svc is not None:
-            h.svc.stop()
-            await h.svc.drain(5)
-        await rt.aclose()
 
 
 async def test_a_missing_command_is_provider_down_told_once_down_and_once_back(

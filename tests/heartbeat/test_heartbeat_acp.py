@@ -5,19 +5,14 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from vikingbot.clock import FakeClock
-from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
-from vikingbot.delivery.service import Outgoing
-from vikingbot.runtime import Runtime
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.harness import OWNER, Harness, make_config, with_tasks
+from vikingbot.testing.harness import OWNER, Harness, build_harness, make_config, with_tasks
 
 pytest.importorskip("acp")
 
@@ -39,31 +34,9 @@ def acp_config(base_url: str, script: Path, log: Path) -> Config:
 async def acp_harness(tmp_path: Path, fake: FakeOpenAI) -> AsyncIterator[Harness]:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"*": [{"text": "HEARTBEAT_OK"}]}))
-    home = tmp_path / "home"
-    paths = Paths(
-        home=home,
-        config_file=home / "config.json",
-        data_dir=home / "data",
-        database_url=f"sqlite:///{home / 'data' / 'state.db'}",
-    )
-    clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
-    rt = Runtime(
-        acp_config(fake.base_url, script, tmp_path / "log.jsonl"), paths, clock=clock, environ={}
-    )
-    h = Harness(rt=rt, fake=fake, clock=clock)
-
-    async def record(item: Outgoing) -> bool:
-        h.sent.append(item.message)
-        return True
-
-    rt.delivery.connect(record)
-    try:
+    config = acp_config(fake.base_url, script, tmp_path / "log.jsonl")
+    async for h in build_harness(tmp_path, fake, config):
         yield h
-    finally:
-        if h.svc is not None:
-            h.svc.stop()
-            await h.svc.drain(5)
-        await rt.aclose()
 
 
 async def test_an_acp_agents_heartbeat_answer_reaches_the_owner(

@@ -103,10 +103,13 @@ def make_config(base_url: str, **heartbeat: Any) -> Config:
 
 
 async def build_harness(
-    tmp_path: Path, fake: FakeOpenAI, **heartbeat: Any
+    tmp_path: Path, fake: FakeOpenAI, config: Config | None = None, **heartbeat: Any
 ) -> AsyncIterator[Harness]:
+    """A heartbeat on a home under ``tmp_path``: ``config`` as given, else
+    :func:`make_config` with the ``heartbeat`` settings."""
     clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
-    config = make_config(fake.base_url, **heartbeat)
+    if config is None:
+        config = make_config(fake.base_url, **heartbeat)
     home = tmp_path / "home"
     paths = Paths(
         home=home,
