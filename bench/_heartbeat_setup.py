@@ -7,10 +7,12 @@ them through the real ``SessionStore``.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from vikingbot.agent.types import TurnResult
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
@@ -91,3 +93,21 @@ def build_home(
         keys.append(key)
         files.append(hb)
     return keys, files
+
+
+class WritingAgent:
+    """Answers at once, and writes the turn to its session as the built-in loop does."""
+
+    def __init__(self, rt: Any) -> None:
+        self.rt = rt
+        self.calls = 0
+
+    async def run_turn(self, prompt: str, key: Any, metadata: Any = None, **_: Any) -> TurnResult:
+        self.calls += 1
+        now = self.rt.clock.now()
+        msgs = [
+            Message("user", prompt, now, metadata={"heartbeat": True}),
+            Message("assistant", "HEARTBEAT_OK", now, metadata={"heartbeat": True}),
+        ]
+        await asyncio.to_thread(self.rt.sessions.append, key, *msgs)
+        return TurnResult(text="HEARTBEAT_OK", model_calls=1)

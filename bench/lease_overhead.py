@@ -35,38 +35,18 @@ import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _heartbeat_setup import BENCH_CONFIG, build_home, make_runtime
+from _heartbeat_setup import BENCH_CONFIG, WritingAgent, build_home, make_runtime
 from loguru import logger
 
-from vikingbot.agent.types import TurnResult
 from vikingbot.clock import FakeClock
 from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.session.types import Message, SessionKey
 
 TARGET = 0.05
 SETTLE_S = 0.2
-
-
-class WritingAgent:
-    """Answers at once, and writes the turn to its session as the built-in loop does."""
-
-    def __init__(self, rt: Any) -> None:
-        self.rt = rt
-        self.calls = 0
-
-    async def run_turn(self, prompt: str, key: Any, metadata: Any = None, **_: Any) -> TurnResult:
-        self.calls += 1
-        now = self.rt.clock.now()
-        msgs = [
-            Message("user", prompt, now, metadata={"heartbeat": True}),
-            Message("assistant", "HEARTBEAT_OK", now, metadata={"heartbeat": True}),
-        ]
-        await asyncio.to_thread(self.rt.sessions.append, key, *msgs)
-        return TurnResult(text="HEARTBEAT_OK", model_calls=1)
 
 
 class Side:
