@@ -203,12 +203,12 @@ class TelegramChannel(Channel):
         if self._store is None:
             return
         from sqlalchemy import func
-        from sqlalchemy.dialects import postgresql, sqlite
 
+        from vikingbot.store.db import upsert_insert
         from vikingbot.store.tables import channel_offsets as t
 
         pg = self._store.backend == "postgresql"
-        insert = (postgresql.insert if pg else sqlite.insert)(t).values(
+        insert = upsert_insert(self._store.backend, t).values(
             channel=self._offset_key, next_update=offset, updated_at=self._clock.now()
         )
         larger = (func.greatest if pg else func.max)(t.c.next_update, insert.excluded.next_update)

@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import and_, bindparam, delete, desc, insert, select, update
 
 from vikingbot.heartbeat.types import EntryState, LedgerRow, WorkspaceState, text_hash
-from vikingbot.store.db import StateStore
+from vikingbot.store.db import StateStore, upsert_insert
 from vikingbot.store.tables import (
     heartbeat_entries,
     heartbeat_runs,
@@ -113,26 +113,7 @@ class HeartbeatState:
         ]
         if not rows:
             return
-        name = conn.dialect.name
-        if name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert as upsert
-        elif name == "sqlite":
-            from sqlalchemy.dialects.sqlite import insert as upsert  # type: ignore[assignment]
-        else:  # pragma: no cover - vikingbot runs on SQLite and PostgreSQL
-            keys = [{"w": r["workspace"], "s": r["session"], "e": r["entry"]} for r in rows]
-            conn.execute(
-                delete(t).where(
-                    and_(
-                        t.c.workspace == bindparam("w"),
-                        t.c.session == bindparam("s"),
-                        t.c.entry == bindparam("e"),
-                    )
-                ),
-                keys,
-            )
-            conn.execute(insert(t), rows)
-            return
-        stmt = upsert(t)
+        stmt = upsert_insert(conn.dialect.name, t)
         stmt = stmt.on_conflict_do_update(
             index_elements=[t.c.workspace, t.c.session, t.c.entry],
             set_={"signature": stmt.excluded.signature},
@@ -286,10 +267,7 @@ class HeartbeatState:
             if ws.workspace in existing
         ]
         if new:  # another gateway may insert the same row meanwhile: then it is updated
-            from sqlalchemy.dialects import postgresql, sqlite
-
-            dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-            conn.execute(dialect.insert(t).on_conflict_do_nothing(), new)
+            conn.execute(upsert_insert(conn.dialect.name, t).on_conflict_do_nothing(), new)
             if conn.dialect.name == "postgresql":
                 old += [{f"v_{k}": v for k, v in row.items()} for row in new]
         if old:
@@ -359,12 +337,10 @@ class HeartbeatState:
         another gateway meanwhile) is left as it is."""
         if not states:
             return
-        from sqlalchemy.dialects import postgresql, sqlite
-
-        dialect = postgresql if self.store.backend == "postgresql" else sqlite
         rows = [{k: getattr(st, k) for k in _ENTRY_FIELDS} for st in states]
         with self.store.engine.begin() as conn:
-            conn.execute(dialect.insert(heartbeat_entries).on_conflict_do_nothing(), rows)
+            insert_new = upsert_insert(conn.dialect.name, heartbeat_entries)
+            conn.execute(insert_new.on_conflict_do_nothing(), rows)
 
     def record(self, rows: list[LedgerRow]) -> None:
         """Ledger rows, and the streaks they started, in one transaction."""

@@ -46,6 +46,15 @@ def mask_url(url: URL | str) -> str:
     return redact.mask_url(url)
 
 
+def upsert_insert(dialect: str, table: Any) -> Any:
+    """``INSERT`` on ``table`` with ``ON CONFLICT`` support for this database
+    (``dialect``: ``"postgresql"``, else SQLite), for ``on_conflict_do_nothing`` /
+    ``on_conflict_do_update`` and ``.excluded``."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+
+
 def _json_dumps(value: Any) -> str:
     # Audit details may carry paths or datetimes; record them as text, never fail.
     return json.dumps(value, ensure_ascii=False, default=str)
