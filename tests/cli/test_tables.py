@@ -15,6 +15,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rich.cells import cell_len
 from typer.testing import Result
 
 from vikingbot.cli.tables import Col, ago, local, render, until
@@ -79,6 +82,70 @@ def test_notes_go_under_their_row_indented_and_wrapped() -> None:
     assert all(len(x) <= 60 for x in lines)
     assert lines[-1].startswith("2 h ago")
     assert " ".join(" ".join(lines[3:-1]).split()) == " ".join(note.split())
+
+
+WIDE_COLS = [Col("entry", wrap=True), Col("reason"), Col("calls", right=True)]
+WIDE_ROWS = [
+    ["天気を確認して、明日ベルリンで雨が降るか教えてください", "due", "1"],
+    ["Morning brief ☀️ for 👨‍👩‍👧 family", "skip-flag", "12"],
+    ["Café déjà vu (e\u0301 combining)", "not-due", "3"],
+    ["plain", "stale", "100"],
+]
+
+
+def body(text: str) -> list[str]:
+    """The header, rule and row lines of a rendered table (no title)."""
+    lines = text.splitlines()
+    rule = next(i for i, x in enumerate(lines) if x and set(x) <= {"─", " "})
+    return lines[rule - 1 :]
+
+
+def test_cjk_and_emoji_rows_line_up_on_screen() -> None:
+    # the last column is right-aligned: a row whose cells are padded by display width
+    # ends exactly under the rule; padded by len() a CJK row ends 26 cells further right
+    lines = body(render(None, WIDE_COLS, WIDE_ROWS, width=None))
+    rule = cell_len(lines[1])
+    assert [cell_len(x) for x in lines[2:]] == [rule] * len(WIDE_ROWS), "\n".join(lines)
+    assert lines[2].startswith("天気を確認して")
+
+
+def test_wide_text_wraps_by_display_width_and_keeps_every_character() -> None:
+    text = render(None, WIDE_COLS, WIDE_ROWS, width=40)
+    lines = body(text)
+    assert all(cell_len(x) <= 40 for x in lines), text
+    # the CJK entry (54 cells) is folded between characters, every character kept in order
+    entry = "".join(x[: x.index("  ")] if "  " in x else x for x in lines[2:6])
+    assert "天気を確認して、明日ベルリンで雨が降るか教えてください" in entry.replace(" ", ""), text
+    assert "👨‍👩‍👧" in text  # an emoji sequence is never cut apart
+
+
+def test_control_characters_are_shown_not_sent_to_the_terminal() -> None:
+    text = render(None, WIDE_COLS, [["evil\x1b[2Jname\u202e", "due", "1"]], notes=["a\x07b"])
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "evil\\x1b[2Jname\\u202e" in text and "a\\x07b" in text
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.text(st.characters(exclude_characters="|"), max_size=40), st.integers(0, 99)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([None, 30, 80]),
+)
+def test_every_row_ends_under_the_rule_whatever_the_text(
+    data: list[tuple[str, int]], width: int | None
+) -> None:
+    rows: list[list[str | None]] = [[text, "skip-flag", f"{n}|"] for text, n in data]
+    lines = body(render(None, WIDE_COLS, rows, width=width))
+    rule = cell_len(lines[1])
+    # each row's first line carries its right-aligned "n|" (no text has a "|"), which
+    # ends under the rule
+    ends = [cell_len(x) for x in lines[2:] if x.endswith("|")]
+    assert len(ends) == len(rows) and set(ends) == {rule}, "\n".join(lines)
+    if width is not None:
+        assert all(cell_len(x) <= max(width, rule) for x in lines), "\n".join(lines)
 
 
 def test_no_rows_prints_the_empty_text() -> None:

@@ -16,6 +16,11 @@ columns are two spaces apart. Nothing is ever cut with "…":
 
 The width is ``COLUMNS`` when set, else the terminal's; when stdout is not a
 terminal (a pipe, a file) rows are never wrapped, one line each, for grep.
+Widths are display widths (terminal cells, ``rich.cells``): a CJK character or
+an emoji takes two cells, a combining accent none, so such rows line up; rich is
+imported only when a table holds a non-ASCII text. Control characters in a value
+(an escape sequence in a session key or an entry) are shown escaped (``\\x1b``),
+never sent to the terminal.
 Laid out here rather than by Rich's ``Table``: for the 10,000 rows of
 ``heartbeat plan --all`` at 80 columns Rich took about 8 s, this 0.4 s
 (bench/cli_tables.py). Times: local, to the minute, or "in 3 min" / "2 h ago".
@@ -24,6 +29,7 @@ Laid out here rather than by Rich's ``Table``: for the 10,000 rows of
 from __future__ import annotations
 
 import os
+import re
 import sys
 import textwrap
 from collections.abc import Iterable, Sequence
@@ -110,7 +116,29 @@ def render(
 
 
 def _flat(value: str | None) -> str:
-    return "" if value is None else " ".join(str(value).split())
+    return "" if value is None else _visible(" ".join(str(value).split()))
+
+
+# C0/C1 controls and the bidirectional overrides (which reorder what follows them)
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _visible(text: str) -> str:
+    """``text`` with control characters written as escapes (tabs and newlines are the
+    caller's: cells have none left, notes split and expand them first)."""
+    if text.isascii() and text.isprintable():
+        return text
+    return _UNSAFE.sub(lambda m: ascii(m.group())[1:-1], text)
+
+
+def width_of(text: str) -> int:
+    """Display width of ``text`` in terminal cells (``len`` for ASCII, which is all of a
+    table after ``_visible`` except what users wrote)."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def _merge_constant(
@@ -130,15 +158,17 @@ def _merge_constant(
     return [cols[i] for i in keep], [[r[i] for i in keep] for r in cells], merged
 
 
-def _widths(cols: Sequence[Col], cells: list[list[str]], width: int | None) -> list[int]:
-    natural = [max([len(c.header), *(len(r[i]) for r in cells)]) for i, c in enumerate(cols)]
+def _widths(cols: Sequence[Col], rows: list[list[str]], width: int | None) -> list[int]:
+    natural = [
+        max([width_of(c.header), *(width_of(r[i]) for r in rows)]) for i, c in enumerate(cols)
+    ]
     total = sum(natural) + len(GAP) * (len(cols) - 1)
     if width is None or total <= width:
         return natural
     fixed = sum(n for n, c in zip(natural, cols, strict=True) if not c.wrap)
     avail = width - fixed - len(GAP) * (len(cols) - 1)
     floors = [
-        min(n, max(len(c.header), _MIN_TEXT)) if c.wrap else n
+        min(n, max(width_of(c.header), _MIN_TEXT)) if c.wrap else n
         for n, c in zip(natural, cols, strict=True)
     ]
     wrapped = [i for i, c in enumerate(cols) if c.wrap]
@@ -154,14 +184,16 @@ def _widths(cols: Sequence[Col], cells: list[list[str]], width: int | None) -> l
 
 
 def _line(values: Sequence[str], cols: Sequence[Col], widths: Sequence[int]) -> str:
+    # pad by display width: a value of n cells in len(v) characters gets w - n spaces
     parts = [
-        v.rjust(w) if c.right else v.ljust(w) for v, c, w in zip(values, cols, widths, strict=True)
+        (v.rjust if c.right else v.ljust)(w if v.isascii() else w - width_of(v) + len(v))
+        for v, c, w in zip(values, cols, widths, strict=True)
     ]
     return GAP.join(parts).rstrip()
 
 
 def _row_lines(row: list[str], cols: Sequence[Col], widths: Sequence[int]) -> list[str]:
-    if all(len(v) <= w for v, w in zip(row, widths, strict=True)):
+    if all(width_of(v) <= w for v, w in zip(row, widths, strict=True)):
         return [_line(row, cols, widths)]
     pieces = [_wrap(v, w) for v, w in zip(row, widths, strict=True)]
     height = max(len(p) for p in pieces)
@@ -171,19 +203,60 @@ def _row_lines(row: list[str], cols: Sequence[Col], widths: Sequence[int]) -> li
 
 
 def _wrap(text: str, width: int) -> list[str]:
-    if len(text) <= width:
+    if width_of(text) <= width:
         return [text]
-    return textwrap.wrap(
-        text, width=max(1, width), break_long_words=True, break_on_hyphens=False
-    ) or [""]
+    if text.isascii():
+        return textwrap.wrap(
+            text, width=max(1, width), break_long_words=True, break_on_hyphens=False
+        ) or [""]
+    return _wrap_cells(text, max(1, width))
+
+
+def _wrap_cells(text: str, width: int) -> list[str]:
+    """``textwrap.wrap`` by display width: words packed at spaces, a word wider than the
+    column folded between characters (an emoji sequence or an accented letter is never
+    split); a character wider than the column still gets a line of its own."""
+    lines: list[str] = []
+    line, used = "", 0
+    for word in text.split():
+        size = width_of(word)
+        if line and used + 1 + size <= width:
+            line, used = f"{line} {word}", used + 1 + size
+            continue
+        if line:
+            lines.append(line)
+        line, used = word, size
+        if size > width:
+            *full, line = _fold(word, width)
+            lines += full
+            used = width_of(line)
+    if line or not lines:
+        lines.append(line)
+    return lines
+
+
+def _fold(word: str, width: int) -> list[str]:
+    """``word`` cut into pieces of at most ``width`` cells, at grapheme boundaries."""
+    from rich.cells import split_graphemes
+
+    spans, _ = split_graphemes(word)
+    pieces: list[str] = []
+    start, used = 0, 0
+    for begin, _end, size in spans:
+        if used and used + size > width:
+            pieces.append(word[start:begin])
+            start, used = begin, 0
+        used += size
+    pieces.append(word[start:])
+    return pieces
 
 
 def _note_lines(note: str, width: int | None) -> list[str]:
     """A note's own lines, indented; a line longer than ``width`` wraps under itself."""
     out = []
     for para in note.expandtabs(4).splitlines() or [""]:
-        line = para.rstrip()
-        if width is None or len(line) <= width:
+        line = _visible(para.rstrip())
+        if width is None or width_of(line) <= width:
             out.append(NOTE_INDENT + line if line else "")
             continue
         lead = line[: len(line) - len(line.lstrip())]
