@@ -325,6 +325,44 @@ def test_plan_skip_rows_say_how_to_change_them(
     )
 
 
+def test_run_now_skip_rows_say_what_plan_says(cli: Cli, shared: Path, fresh_session: Fresh) -> None:
+    """Issue 9 item 7: `run-now` printed a skip-flag row with no word on how to change it,
+    while `plan` gave the command; both now say the same."""
+    from vikingbot.testing.fake_openai import FakeOpenAI, reply
+
+    add_task(shared, "- every: 30m title: Reviews task: Summarise new review requests.\n")
+    assert cli("sessions", "heartbeat", "off", "telegram:default:42").exit_code == 0
+    fresh_session("cli:default:local")
+    with FakeOpenAI.start() as llm:
+        llm.default = reply("HEARTBEAT_OK")
+        for key, value in (
+            ("bot.agents.provider", "openai"),
+            ("bot.agents.model", "fake-model"),
+            ("bot.providers.openai", json.dumps({"apiKey": "sk-t", "apiBase": llm.base_url})),
+            ("bot.heartbeat.mode", "per-task"),
+        ):
+            assert cli("config", "set", key, value).exit_code == 0
+        planned = {(r["reason"], r["session"] or r["entry"]): r["detail"] for r in plan(cli)}
+        fix = planned[("skip-flag", "telegram:default:42")]
+        assert fix == (
+            "heartbeat is off for telegram:default:42: "
+            "`vikingbot sessions heartbeat on telegram:default:42`"
+        )
+        result = cli("heartbeat", "run-now", env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.stderr
+        lines = result.stdout.splitlines()
+        (at,) = [i for i, x in enumerate(lines) if re.match(r"telegram:default:42\s+skip-flag", x)]
+        assert lines[at + 1] == f"    {fix}", result.stdout  # the note under the row
+        assert "\n    every 30m\n" in result.stdout  # a skip with no fix keeps its detail
+
+        result = cli("heartbeat", "run-now", "--json")
+        assert result.exit_code == 0, result.stderr
+        rows = json.loads(result.stdout)
+        skips = {r["session"] or r["entry"]: r["detail"] for r in rows if r["decision"] == "skip"}
+        assert skips.get("Reviews") == planned[("not-due", "Reviews")]
+        assert all(r["detail"] is None for r in rows if r["decision"] == "run")
+
+
 def test_status_lists_an_unconfigured_checker_as_a_problem(cli: Cli, shared: Path) -> None:
     add_task(shared, README_ENTRY)
     problems = hb_status(cli)["problems"]

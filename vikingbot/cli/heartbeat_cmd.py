@@ -305,10 +305,12 @@ def _counts(r: dict[str, Any]) -> list[str]:
 
 
 def _note(r: dict[str, Any]) -> str | None:
+    """A run's error; a skip's detail (run-now's rows carry `plan`'s words, fix included;
+    the ledger's rows the planner's own detail)."""
+    if r["decision"] != "run":
+        return r.get("detail") or r.get("error") or None
     text = r.get("error")
-    if not text:
-        return None
-    return f"error: {text}" if r["decision"] == "run" else text
+    return f"error: {text}" if text else None
 
 
 @app.command("check")

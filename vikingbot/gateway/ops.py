@@ -30,18 +30,31 @@ if TYPE_CHECKING:
 async def heartbeat_run_now(
     svc: HeartbeatService, *, workspace: str | None, force: bool
 ) -> list[dict[str, Any]]:
-    """One manual cycle (the scheduled cadence is not moved); the `run-now --json` rows."""
+    """One manual cycle (the scheduled cadence is not moved); the `run-now --json` rows,
+    each skip with ``detail``: the words `plan` shows for it, fix included."""
+    from vikingbot.heartbeat.reasons import row_fix
+
     report = await svc.run_cycle("manual", workspace=workspace, force=force)
-    return report.results()
+    fixes = _fix_context(svc)
+    return [
+        {**result, "detail": row_fix(row, fixes)}
+        for row, result in zip(report.rows, report.results(), strict=True)
+    ]
+
+
+def _fix_context(svc: HeartbeatService) -> Any:
+    from vikingbot.heartbeat.reasons import FixContext
+
+    return FixContext(svc.parts.paths.workspace_root, svc.cfg.stale_after)
 
 
 def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, Any]:
     """What a cycle would do now: every decision (the `plan --json` rows), the number of
     workspaces looked at, and the HEARTBEAT.md problems."""
-    from vikingbot.heartbeat.reasons import FixContext, with_fix
+    from vikingbot.heartbeat.reasons import with_fix
 
     decisions, inputs = svc.plan("scheduled", workspace=workspace)
-    fixes = FixContext(svc.parts.paths.workspace_root, svc.cfg.stale_after)
+    fixes = _fix_context(svc)
     return {
         "decisions": [decision_json(d, with_fix(d, fixes)) for d in decisions],
         "workspaces": len(inputs),

@@ -3,7 +3,8 @@ the dashboard's run listings and docs/heartbeat.md ("Reason codes").
 
 Pure: ``MEANING`` is a short sentence per code (``Reason`` in types.py; a test
 keeps the two equal); ``with_fix`` turns a planner decision's detail into what
-`plan` shows, naming the window, the session or the command that changes it.
+`plan` shows, naming the window, the session or the command that changes it;
+``row_fix`` gives `run-now`'s skip rows the same words.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
-from vikingbot.heartbeat.types import Decision
+from vikingbot.heartbeat.types import Decision, LedgerRow, Reason
 
 MEANING: dict[str, str] = {
     "disabled": "the heartbeat is switched off",
@@ -63,6 +65,18 @@ def with_fix(d: Decision, ctx: FixContext) -> str | None:
         return d.detail
     fix = _FIXES.get(d.reason)
     return fix(d, ctx) if fix is not None else d.detail
+
+
+def row_fix(row: LedgerRow, ctx: FixContext) -> str | None:
+    """The same text for a skip as ``run-now`` recorded it (the row keeps the planner's
+    detail in ``error``); None for a run, whose ``error`` is its own."""
+    if row.decision != "skip":
+        return None
+    reason = cast(Reason, row.reason)  # a skip row's reason is its decision's
+    d = Decision(
+        row.workspace, "skip", reason, session=row.session, entry=row.entry, detail=row.error
+    )
+    return with_fix(d, ctx)
 
 
 def _file(d: Decision, ctx: FixContext) -> str:
