@@ -12,17 +12,16 @@ units: recycle the dedicated heartbeat session, stop a workspace over budget.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from loguru import logger
 
-from vikingbot.errors import VikingbotError
+from vikingbot.heartbeat.claims import Fence, Hold, Renewals
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import (
     BACK_TEXT,
@@ -59,9 +58,6 @@ from vikingbot.heartbeat.types import (
 )
 from vikingbot.session.types import SessionMeta
 from vikingbot.store.leases import Claim, Held, LeaseLost, Leases
-
-if TYPE_CHECKING:
-    from sqlalchemy import Connection
 
 
 def unit_key(workspace: str, unit: Unit, after: str = "first") -> str:
@@ -110,6 +106,8 @@ class UnitRunner:
         self.report = cycle.report
         self.cfg = parts.config.bot.heartbeat
         self.now = cycle.report.started_at  # the cycle's time keeps every entry on the rhythm
+        leases = parts.leases
+        self.renewals = Renewals(leases, self._lease_s()) if leases is not None else None
 
     # ------------------------------------------------------------ workspace
 
@@ -178,16 +176,19 @@ class UnitRunner:
             self.report.rows.append(busy)
             return busy
         done: LedgerRow | None = None
-        hold = _Hold(claim) if claim is not None else None
+        hold = Hold(claim) if claim is not None else None
         fence = Fence(self.parts.leases, claim, self._lease_s())
+        if self.renewals is not None:
+            self.renewals.hold(fence)
         try:
-            async with fence.kept():
-                done = await self._run_claimed(wsin, unit, row, eligible, path, fence, hold)
+            done = await self._run_claimed(wsin, unit, row, eligible, path, fence, hold)
             return done
         except LeaseLost as exc:  # another gateway took the unit over: its result stands
             logger.bind(workspace=wsin.name).warning("{}", exc)
             return replace(row, decision="skip", reason="busy", error=str(exc))
         finally:
+            if self.renewals is not None:
+                self.renewals.let_go(fence)
             if hold is None or not hold.ended:  # the unit's commit did not end it
                 used = done is not None and _uses_slot(done)
                 await self._release(claim, used=used)
@@ -200,7 +201,7 @@ class UnitRunner:
         eligible: list[SessionMeta],
         path: Path,
         fence: Fence,
-        hold: _Hold | None = None,
+        hold: Hold | None = None,
     ) -> LedgerRow:
         waiting = self.cycle.health.waiting(self.parts.clock.now())
         if waiting is not None:  # another unit of this cycle found the provider down
@@ -334,7 +335,7 @@ class UnitRunner:
         row: LedgerRow,
         moves: tuple[Move, ...] = (),
         *,
-        hold: _Hold | None = None,
+        hold: Hold | None = None,
     ) -> LedgerRow:
         await self._apply_moves(wsin.name, moves)
         metrics = self.parts.metrics
@@ -352,7 +353,7 @@ class UnitRunner:
         rows: list[LedgerRow],
         ws: WorkspaceState,
         row: LedgerRow,
-        hold: _Hold | None,
+        hold: Hold | None,
         entries: list[EntryState] | None = None,
     ) -> None:
         """The unit's ledger row and workspace state, and the end of its claim, in one
@@ -373,7 +374,7 @@ class UnitRunner:
         s: Settlement,
         moves: tuple[Move, ...],
         entry: Entry | None,
-        hold: _Hold | None = None,
+        hold: Hold | None = None,
     ) -> LedgerRow:
         """Everything one unit's settlement says, written before the next unit starts."""
         row = s.row
@@ -540,32 +541,6 @@ class UnitRunner:
         return TurnFacts("reply", reply=texts[-1], sends=sends)
 
 
-@dataclass
-class _Hold:
-    """The claim a unit runs under. Ending it goes into the unit's last commit, so the
-    results and the release are one transaction (``ended`` once that committed).
-
-    Every claim key names one run of its unit (``unit_key``), so a used claim is
-    marked done: no gateway runs that run again. Marking it done checks the fence
-    under the row lock: when another gateway has taken the unit over meanwhile the
-    whole commit (ledger row, states) is rolled back (``LeaseLost``).
-    """
-
-    claim: Claim
-    ended: bool = False
-
-    def end_in(self, leases: Leases, used: bool) -> Callable[[Connection], None]:
-        def end(conn: Connection) -> None:
-            if used and not leases.mark_done_in(conn, self.claim):
-                raise LeaseLost(
-                    f"heartbeat unit {self.claim.key!r}: another gateway took it over "
-                    f"from {self.claim.owner} (fence {self.claim.fence}); result not recorded"
-                )
-            leases.release_in(conn, self.claim)
-
-        return end
-
-
 def _uses_slot(row: LedgerRow) -> bool:
     """A slot is used up by a run or a checker's skip, not by an outage."""
     return "provider-down" not in (row.outcome, row.reason)
@@ -631,66 +606,6 @@ def settle_owed(
                 logger.bind(workspace=wsin.name).exception("could not update HEARTBEAT.md")
                 continue
         state.save_entry(st)
-
-
-class Fence:
-    """Keeps a unit's claim while the unit runs, and checks it before effects.
-
-    ``kept()`` renews the claim every third of its lease in the background.
-    ``check(doing)`` renews it once more and raises ``LeaseLost`` when the claim
-    is no longer this gateway's newest (its lease ran out while the turn still
-    ran, the database was away, and another gateway claimed the unit): the late
-    finisher then neither delivers nor records, so the newer claimant's result
-    stands. A successful check leaves the claim good for a whole lease, ample for
-    the delivery or the commit that follows it. No claim (no leases): always good.
-    """
-
-    def __init__(self, leases: Leases | None, claim: Claim | None, lease_s: float) -> None:
-        self.leases = leases
-        self.claim = claim
-        self.lease_s = lease_s
-        self.lost: str | None = None
-
-    async def check(self, doing: str = "go on") -> None:
-        if self.leases is None or self.claim is None:
-            return
-        if self.lost is None:
-            try:
-                kept = await asyncio.to_thread(self.leases.renew, self.claim, self.lease_s)
-            except VikingbotError as exc:  # cannot prove the claim is still ours
-                raise LeaseLost(
-                    f"cannot {doing} for {self.claim.key!r}: the claim could not be renewed ({exc})"
-                ) from exc
-            if not kept:
-                self.lost = "another gateway has taken it over"
-        if self.lost is not None:
-            raise LeaseLost(
-                f"heartbeat unit {self.claim.key!r}: the lease of {self.claim.owner} "
-                f"(fence {self.claim.fence}) was lost ({self.lost}); did not {doing}"
-            )
-
-    @contextlib.asynccontextmanager
-    async def kept(self) -> AsyncIterator[None]:
-        if self.leases is None or self.claim is None:
-            yield
-            return
-        task = asyncio.create_task(self._renew_forever())
-        try:
-            yield
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-
-    async def _renew_forever(self) -> None:
-        assert self.leases is not None and self.claim is not None
-        while self.lost is None:
-            await asyncio.sleep(self.lease_s / 3)
-            try:
-                if not await asyncio.to_thread(self.leases.renew, self.claim, self.lease_s):
-                    self.lost = "another gateway has taken it over"
-            except VikingbotError as exc:  # the next renewal (or check) tries again
-                logger.warning("heartbeat claim {}: renewal failed: {}", self.claim.key, exc)
 
 
 def describe_rewrite(rep: RewriteReport) -> str:

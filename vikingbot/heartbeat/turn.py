@@ -66,7 +66,7 @@ async def make_turn(
     sends the same text again is not sent twice; without, the n-th send's key.
 
     ``fence`` is awaited before every send; it raises ``LeaseLost`` when another
-    gateway has taken the unit over meanwhile (``runner.Fence``), so a late finisher
+    gateway has taken the unit over meanwhile (``claims.Fence``), so a late finisher
     delivers nothing."""
     cfg = parts.config.bot.heartbeat
     entry = unit.entry

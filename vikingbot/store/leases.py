@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,12 +62,19 @@ class LeaseLost(StoreError):
 
 @dataclass(frozen=True)
 class Claim:
-    """This owner holds ``key`` until ``expires_at`` (in the lease time source's frame)."""
+    """This owner holds ``key`` until ``expires_at`` (in the lease time source's frame).
+
+    ``stamp`` is ``Leases.stamp()`` read before the claim's transaction began: the
+    expiry was set later than that, so while ``Leases.stamp() - stamp`` is below
+    the ttl the claim is provably still this owner's (``Fence`` in the heartbeat
+    relies on it instead of asking the database).
+    """
 
     key: str
     owner: str
     fence: int
     expires_at: datetime
+    stamp: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -125,6 +133,7 @@ class Leases:
         raised by one.
         """
         stored, who, ttl = lease_key(key), _owner(owner), _ttl(ttl_s)
+        stamp = self.stamp()
         with self._tx(f"claim lease {stored!r}") as conn:
             now = self._now(conn)
             expires = now + ttl
@@ -136,7 +145,7 @@ class Leases:
                 "expires_at": expires,
             }
             if not self._postgres:
-                return self._claim_one_statement(conn, row)
+                return self._claim_one_statement(conn, row, stamp)
             inserted = conn.execute(
                 postgresql.insert(leases)
                 .values(**row)
@@ -144,7 +153,7 @@ class Leases:
                 .returning(leases.c.key)
             ).first()
             if inserted is not None:
-                return Claim(stored, who, 1, expires)
+                return Claim(stored, who, 1, expires, stamp)
             query = select(leases).where(leases.c.key == stored)
             if self._postgres:
                 query = query.with_for_update(skip_locked=True)
@@ -159,9 +168,11 @@ class Leases:
                 .where(leases.c.key == stored)
                 .values(owner=who, fence=fence, acquired_at=now, expires_at=expires)
             )
-            return Claim(stored, who, fence, expires)
+            return Claim(stored, who, fence, expires, stamp)
 
-    def _claim_one_statement(self, conn: Connection, row: dict[str, Any]) -> Claim | Held:
+    def _claim_one_statement(
+        self, conn: Connection, row: dict[str, Any], stamp: float
+    ) -> Claim | Held:
         """SQLite: insert, or take over an expired claim, in one upsert.
 
         The transaction already holds the database's write lock (``BEGIN
@@ -171,7 +182,7 @@ class Leases:
         """
         taken = conn.execute(_SQLITE_CLAIM, row).scalar_one_or_none()
         if taken is not None:
-            return Claim(row["key"], row["owner"], int(taken), row["expires_at"])
+            return Claim(row["key"], row["owner"], int(taken), row["expires_at"], stamp)
         current = conn.execute(select(leases).where(leases.c.key == row["key"])).mappings().one()
         if current["done_at"] is None and _holder_died_here(current["owner"]):
             fence = int(current["fence"]) + 1
@@ -185,7 +196,7 @@ class Leases:
                     expires_at=row["expires_at"],
                 )
             )
-            return Claim(row["key"], row["owner"], fence, row["expires_at"])
+            return Claim(row["key"], row["owner"], fence, row["expires_at"], stamp)
         return _held(current)
 
     def renew(self, claim: Claim, ttl_s: float) -> bool:
@@ -199,6 +210,32 @@ class Leases:
             expires = self._now(conn) + ttl
             done = conn.execute(_SET_EXPIRY, {**_claim_params(claim), "b_at": expires}).rowcount
         return bool(done == 1)
+
+    def renew_all(self, claims: list[Claim], ttl_s: float) -> set[str]:
+        """``renew`` every claim in one transaction; the keys of those still held.
+
+        Stamp (``stamp()``) before calling: the new expiries are later than that.
+        """
+        ttl = _ttl(ttl_s)
+        if not claims:
+            return set()
+        kept = set()
+        with self._tx(f"renew {len(claims)} leases") as conn:
+            expires = self._now(conn) + ttl
+            for claim in claims:
+                params = {**_claim_params(claim), "b_at": expires}
+                if conn.execute(_SET_EXPIRY, params).rowcount == 1:
+                    kept.add(claim.key)
+        return kept
+
+    def stamp(self) -> float:
+        """Seconds on a clock that runs at the rate expiries are judged by: the
+        monotonic clock when the database judges (its clock's offset from this
+        machine's does not matter for a difference), the injected clock otherwise
+        (tests move it by hand). Only differences of two stamps mean anything."""
+        if self.time_source == "database":
+            return time.monotonic()
+        return self.clock.now().timestamp()
 
     def release(self, claim: Claim) -> None:
         """Give ``key`` up now (others may claim it at once). No-op if already lost."""

@@ -1,0 +1,56 @@
+"""A unit's claim while its turn runs (heartbeat/claims.py), on SQLite with the harness's
+clock: the fence proves the claim locally only while it is fresh, and asks the database
+once that margin is gone; a late finisher whose claim was taken over delivers nothing."""
+
+from __future__ import annotations
+
+from tests.heartbeat.conftest import Harness, with_tasks
+from vikingbot.store.leases import Claim, Leases
+
+KEY = "hb:shared:checklist@first"  # the checklist's first run (runner.unit_key)
+
+
+def _ran(report: object) -> list[tuple[str, str | None]]:
+    return [(r.reason, r.outcome) for r in report.rows if r.decision == "run"]  # type: ignore[attr-defined]
+
+
+async def test_a_turn_past_half_its_lease_renews_and_delivers(harness: Harness) -> None:
+    """The claim is no longer provably fresh (10 s of a 15 s lease went by during the
+    turn), so the check before the send asks the database: still ours, delivered."""
+    h = harness
+    h.user_session()
+    h.write(with_tasks("- Check the build"))
+
+    def slow(_req: object) -> str:
+        h.clock.advance(seconds=10)
+        return "The build is broken on main."
+
+    h.fake.responder = slow
+    report = await h.cycle()
+    assert _ran(report) == [("due", "delivered")]
+    assert h.texts() == ["The build is broken on main."]
+    assert Leases(h.rt.store, h.clock).done(KEY)
+
+
+async def test_a_late_finisher_whose_unit_was_taken_over_neither_sends_nor_records(
+    harness: Harness,
+) -> None:
+    """The lease ran out during the turn and another gateway claimed the unit: the
+    local proof has expired, the database says the claim is gone, nothing goes out."""
+    h = harness
+    h.user_session()
+    h.write(with_tasks("- Check the build"))
+    taken: list[object] = []
+
+    def stalled(_req: object) -> str:
+        h.clock.advance(seconds=16)  # past bot.gateway.lease_s (15 s)
+        taken.append(Leases(h.rt.store, h.clock).claim(KEY, "gw-b:4242", 600))
+        return "The build is broken on main."
+
+    h.fake.responder = stalled
+    report = await h.cycle()
+    assert isinstance(taken[0], Claim)  # the other gateway holds the unit now
+    assert h.texts() == [] and _ran(report) == []
+    assert h.model_calls() == 1
+    holder = Leases(h.rt.store, h.clock).holder(KEY)
+    assert holder is not None and holder.holder == "gw-b:4242" and not holder.done
