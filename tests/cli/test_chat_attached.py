@@ -116,9 +116,14 @@ def test_ctrl_c_cancels_the_turn_in_the_gateway(gw_home: Home, gateway: GatewayP
         chat.close()
 
 
+@pytest.mark.parametrize("session_heartbeat", ["off", "on"])
 def test_the_terminal_only_user_sees_the_heartbeat_result_arrive_in_the_chat(
-    gw_home: Home,
+    gw_home: Home, session_heartbeat: str
 ) -> None:
+    """Issue 9 item 7. "on": following `heartbeat plan`'s fix for the terminal session's
+    skip-flag (`vikingbot sessions heartbeat on cli:default:local`) made the session the
+    result's destination, and the gateway printed it on its own stdout as `delivered`;
+    it lands in the inbox and the attached chat either way."""
     gw_home.write_config(
         owner=None,
         channels={"cli": {"enabled": True}, "telegram": {"enabled": False}},
@@ -132,11 +137,18 @@ def test_the_terminal_only_user_sees_the_heartbeat_result_arrive_in_the_chat(
         chat.line("hi")
         chat.wait_for(r"Hello, I am here\.", after=at)
         at = chat.prompt(at)
+        res = gw_home.cli("sessions", "heartbeat", session_heartbeat, SESSION)
+        assert res.returncode == 0, res.stderr
         gw_home.llm.script([reply("Free disk space: 40 GB on /.")])
         gw_home.write_heartbeat(with_tasks("- Tell me how much disk space is free"))
         # the next scheduled cycle runs the task; its result is printed at the prompt
         chat.wait_for(r"from heartbeat.*\n.*Free disk space: 40 GB on /\.", after=at)
         assert len(gw_home.llm.requests) == 2
+        (run,) = [r for r in gw_home.ledger() if r["decision"] == "run"]
+        assert run["outcome"] == "inboxed", run
+        items = gw_home.cli_json("inbox")
+        assert [i["text"] for i in items] == ["Free disk space: 40 GB on /."]
+        assert "Free disk space" not in gw.read_output()  # not on the gateway's stdout
     finally:
         chat.close()
         gw.kill()

@@ -10,6 +10,13 @@ sends to the connected sink (the channel manager's outbox makes it exactly-once 
 history, and puts anything that could not be delivered into the inbox, so a
 result is never lost silently.
 
+The terminal is no place to push to: a chat on the ``cli`` channel (`vikingbot
+chat`'s session, chosen by ``last``/``all``, as the owner, or named as a target)
+resolves to the owner's inbox, where an attached `vikingbot chat` prints it as it
+arrives; the outcome is ``inboxed``, never ``delivered`` onto a process's stdout
+nobody reads. A result for a terminal session is still written into that
+session's history, as a chat delivery is.
+
 The one outbound path: a message leaves for a chat only as an :class:`Outgoing`,
 which only this module can make (its constructor wants the module's private
 seal), handed to the sink the gateway connects (the channel manager's
@@ -44,6 +51,7 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 MAX_KEY_CHARS = 200
+TERMINAL = "cli"  # `vikingbot chat`'s channel: its chats are the owner's inbox
 INBOX_CHANNEL = "dashboard"  # outbox rows that record inbox deliveries (never re-sent)
 _SEAL: Final = object()  # only this module holds it: only DeliveryService makes an Outgoing
 
@@ -91,6 +99,17 @@ def _history_metadata(source: str, dest: Destination) -> dict[str, str]:
     """
     key = dest.session_key
     return {"source": source, "session": str(key)} if key is not None else {"source": source}
+
+
+def _terminal_to_inbox(dests: Sequence[Destination]) -> list[Destination]:
+    """Chats on the terminal channel as the inbox's default slot (keeping the session, whose
+    history records the result); one inbox destination however many terminal chats."""
+    out: dict[str, Destination] = {}
+    for dest in dests:
+        if dest.kind == "chat" and dest.channel == TERMINAL:
+            dest = Destination("inbox", slot=DEFAULT_SLOT, session=dest.session_key)
+        out.setdefault(str(dest), dest)
+    return list(out.values())
 
 
 def dedupe_key_for(base: str, dest: Destination, *, several: bool) -> str:
@@ -188,8 +207,14 @@ class DeliveryService:
     def resolve(self, target: str | None, *, sessions: Sequence[SessionMeta] = ()) -> Resolution:
         """Concrete destinations for ``target`` (None: ``bot.heartbeat.target``).
 
-        ``sessions`` are the eligible sessions ``last`` and ``all`` choose from.
+        ``sessions`` are the eligible sessions ``last`` and ``all`` choose from. A
+        terminal chat becomes the inbox (see the module docstring).
         """
+        res = self._resolve(target, sessions)
+        res.destinations = _terminal_to_inbox(res.destinations)
+        return res
+
+    def _resolve(self, target: str | None, sessions: Sequence[SessionMeta]) -> Resolution:
         text = self.config.bot.heartbeat.target if target is None else target
         res = Resolution(target=text if isinstance(text, str) else repr(text))
         try:
@@ -229,6 +254,9 @@ class DeliveryService:
         section = channel_sections(self.config)[channel]
         if not section.enabled:
             return self._refuse(res, f"channel {channel!r} is not enabled", sessions)
+        if channel == TERMINAL:  # the owner's own terminal: any chat there is the inbox
+            res.destinations = [Destination.inbox(DEFAULT_SLOT)]
+            return res
         owner_chat = owner_chat_for(self.config, channel)
         if parsed.chat_id is None:
             if owner_chat is None:
@@ -284,6 +312,7 @@ class DeliveryService:
                 await asyncio.to_thread(self._to_inbox, dest, clean, source, key)
                 report.delivered.append(str(dest))
                 report.inboxed.append(str(dest))
+                await self._record(dest.session, clean, source)  # a terminal session's
         return report
 
     async def reply(

@@ -16,7 +16,8 @@ class Destination:
     """One place a result goes: a chat on a channel, an inbox slot, or a prompt slot.
 
     ``session`` is the chat's session when the destination came from one
-    (``last`` / ``all``); the delivered text is recorded there.
+    (``last`` / ``all``); the delivered text is recorded there. An inbox destination
+    that stands for a terminal chat (the ``cli`` channel) keeps that chat's session too.
     """
 
     kind: DestinationKind
