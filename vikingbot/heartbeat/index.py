@@ -47,6 +47,7 @@ import heapq
 import json
 import os
 import time
+import weakref
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -71,6 +72,8 @@ SNAPSHOT_VERSION = 1
 SNAPSHOT_TEXT_BYTES = 4 << 20  # HEARTBEAT.md texts kept in the snapshot, at most
 SAVE_AFTER_READS = 200  # a first pass that read this many files writes the snapshot at once
 _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 Ident = tuple[int, int, int]  # inode, mtime_ns, size
 
@@ -157,6 +160,8 @@ class HeartbeatIndex:
         self.polled: set[str] = set()  # workspace folders the watch does not cover
         self.watcher: Watcher | None = None
         self._hb_paths: dict[str, str] = {}
+        self._hb_rel: dict[str, str] = {}  # workspace -> "<ws>/HEARTBEAT.md", from the root
+        self._root = _RootFolder(self._root_s)
         self._hb_idents: dict[str, Any] = {}  # workspace -> HEARTBEAT.md identity when read
         self._heap: list[tuple[datetime, str]] = []
         self._next: dict[str, datetime] = {}  # workspace -> its entry in the heap
@@ -480,23 +485,27 @@ class HeartbeatIndex:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
 
         The loop is the polling fallback's hot path (10,000 files): one syscall and
-        three integers compared per file, nothing else.
+        three integers compared per file, nothing else. The path is looked up from
+        the workspace root's open folder (two components, not the whole absolute path).
         """
         changed = set()
         parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
-        paths = self._hb_paths
+        root = self._root.open()
+        paths = self._hb_paths if root is None else self._hb_rel
+        path_of = self.heartbeat_path if root is None else self._relative_path
         settled_before = time.time_ns() - SETTLE_NS
         for ws, until in self.until.items():
             if until is None or until < now:
                 if parsed.pop(ws, None) is not None:
                     idents.pop(ws, None)
                 continue
-            path = paths.get(ws) or self.heartbeat_path(ws)
+            path = paths.get(ws) or path_of(ws)
+            st: os.stat_result | None
             try:
-                st = lstat(path)
+                st = lstat(path, dir_fd=root)
             except OSError as exc:
                 ident: Any = exc.errno
-                settled = True
+                settled, st = True, None
             else:
                 ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
                 if ident == idents.get(ws):
@@ -507,7 +516,7 @@ class HeartbeatIndex:
                 continue
             # unsettled: a second write could keep this identity, so look again next time
             idents[ws] = ident if settled else None
-            new = parsed[ws] = self._read(ws)
+            new = parsed[ws] = self._read(ws, st)
             if old is None or (new is not old and new != old):
                 changed.add(ws)
         return changed
@@ -623,12 +632,19 @@ class HeartbeatIndex:
             self._next[ws] = nxt
             heapq.heappush(self._heap, (nxt, ws))
 
-    def _read(self, ws: str) -> ParseResult:
+    def _relative_path(self, ws: str) -> str:
+        path = self._hb_rel[ws] = f"{ws}{_HB_TAIL}"
+        return path
+
+    def _read(self, ws: str, lstat: os.stat_result | None = None) -> ParseResult:
+        """Read and parse the workspace's file (``lstat``: what the caller just saw)."""
         from vikingbot.heartbeat.parser import read_heartbeat_text
 
         assert self._settings is not None
         self._reads += 1
-        result, text = read_heartbeat_text(self.heartbeat_path(ws), max_bytes=self._settings[2])
+        result, text = read_heartbeat_text(
+            self.heartbeat_path(ws), max_bytes=self._settings[2], lstat=lstat
+        )
         if text is None:
             self._texts.pop(ws, None)
         else:
@@ -681,6 +697,52 @@ class HeartbeatIndex:
             self.watcher = None
         if self._reads:
             self.save()
+        self._root.close()
+
+
+class _RootFolder:
+    """The workspace root held open, so each HEARTBEAT.md is looked up relative to it.
+
+    Checked on every use (one ``stat`` of the root's path): a root that was replaced
+    or renamed since it was opened is opened again, a missing one gives ``None``
+    (absolute paths then, which fail as the files are gone). ``None`` too where the
+    platform has no ``dir_fd`` for ``lstat``.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+        self._id: tuple[int, int] | None = None
+        self._finalizer: weakref.finalize[Any, Any] | None = None
+
+    def open(self) -> int | None:
+        if os.stat not in os.supports_dir_fd:  # lstat is stat without following links
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self.close()
+            return None
+        if self.fd is not None and self._id == (st.st_dev, st.st_ino):
+            return self.fd
+        self.close()
+        try:
+            fd = os.open(self.path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        except OSError:
+            return None
+        try:
+            held = os.fstat(fd)
+        except OSError:
+            os.close(fd)
+            return None
+        self.fd, self._id = fd, (held.st_dev, held.st_ino)
+        self._finalizer = weakref.finalize(self, os.close, fd)
+        return fd
+
+    def close(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # closes the fd, once
+        self.fd = self._id = self._finalizer = None
 
 
 def _ident(entry: os.DirEntry[str]) -> Ident | None:

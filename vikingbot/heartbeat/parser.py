@@ -84,17 +84,24 @@ def read_heartbeat(path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES) -> Pars
 
 
 def read_heartbeat_text(
-    path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES
+    path: Path | str, max_bytes: int = DEFAULT_MAX_BYTES, *, lstat: os.stat_result | None = None
 ) -> tuple[ParseResult, str | None]:
     """Like :func:`read_heartbeat` (without its cache), and the text that was parsed
     (``None`` when the file was not read whole as UTF-8): the heartbeat's index keeps
-    it so a restart parses the text again instead of reading the file."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return ParseResult(missing=True), None
-    except OSError as exc:
-        return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
+    it so a restart parses the text again instead of reading the file.
+
+    ``lstat``: the caller's ``os.lstat(path)`` of a moment ago (the index has just
+    looked at the file), so it is not looked at twice; the file is checked again
+    once opened, whatever it says."""
+    if lstat is not None:
+        st = lstat
+    else:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return ParseResult(missing=True), None
+        except OSError as exc:
+            return ParseResult(unreadable=f"could not be read ({exc.strerror or exc})"), None
     problem = _file_problem(st, max_bytes)
     if problem:
         return ParseResult(unreadable=problem), None
@@ -156,7 +163,11 @@ def _read_file(
 
 
 def _read_at_most(fd: int, expected: int, limit: int) -> bytes:
-    """Read to EOF or ``limit`` bytes; sized by ``expected`` so the common case is one call."""
+    """Read to EOF or ``limit`` bytes; sized by ``expected`` so the common case is one call.
+
+    A first read that asked for one byte more than ``expected`` and got exactly
+    ``expected`` bytes met the end of the file: no second call to learn it (a file
+    that grows afterwards has a new mtime, and is read again when that is seen)."""
     chunks: list[bytes] = []
     total = 0
     want = min(expected + 1, limit)
@@ -166,6 +177,8 @@ def _read_at_most(fd: int, expected: int, limit: int) -> bytes:
             break
         chunks.append(chunk)
         total += len(chunk)
+        if total == expected < want:
+            break
         want = min(65536, limit - total)
     return b"".join(chunks)
 
