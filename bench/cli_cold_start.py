@@ -13,7 +13,15 @@ For ``--help`` it then prints the ten modules with the largest cumulative
 import time (``python -X importtime``, best of three runs per module), so a
 heavy import that slipped into the CLI's start path is easy to spot.
 
-    uv run python bench/cli_cold_start.py [--runs 10] [--no-bytecode-cache]
+Then the first start: ``vikingbot status`` on a fresh home (a new empty folder
+each run: no config, no database), alternating run by run with ``status`` on the
+existing home (the baseline, same run), with the paired CPU ratio. It checks
+that the fresh status created no database. ``--baseline-src DIR`` adds the same
+fresh-home status run from another checkout's ``vikingbot`` package (e.g. one
+unpacked with ``git archive`` from an older commit), in the same alternation, for a
+before/after figure.
+
+    uv run python bench/cli_cold_start.py [--runs 10] [--no-bytecode-cache] [--baseline-src DIR]
 
 Target: median under 300 ms for each command.
 """
@@ -44,6 +52,21 @@ def child_env(home: Path, pycache: Path | None) -> dict[str, str]:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = str(pycache)
     return env
+
+
+def fresh_status(
+    env: dict[str, str], root: Path, n: int, src: Path | None = None
+) -> tuple[float, float]:
+    """(wall ms, CPU ms) of ``status`` on a home that does not exist yet (``src``: with
+    that checkout's package); this checkout's leaves no database behind (checked)."""
+    home = root / f"fresh-{n}"
+    env = {**env, "VIKINGBOT_HOME": str(home)}
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    result = run_once(["status"], env, root)
+    if src is None:  # this checkout's status creates none (an older one may)
+        assert not list(home.rglob("state.db*")), f"status created a database in {home}"
+    return result
 
 
 def run_once(args: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
@@ -107,6 +130,12 @@ def main() -> None:
         action="store_true",
         help="compile every module on every start (as with PYTHONDONTWRITEBYTECODE=1)",
     )
+    parser.add_argument(
+        "--baseline-src",
+        type=Path,
+        help="a folder holding another checkout's vikingbot package: its fresh-home status "
+        "runs in the same alternation",
+    )
     opts = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="vikingbot-cold-") as tmp:
@@ -140,8 +169,41 @@ def main() -> None:
         print(f"{'cumulative':>12} {'self':>9}  module")
         for module, self_us, cum_us in top_imports(["--help"], env, root):
             print(f"{cum_us / 1000:9.1f} ms {self_us / 1000:6.1f} ms  {module}")
+        first_start(env, root, opts.runs, opts.baseline_src)
         if misses:
             print(f"\nover target: {', '.join(misses)}")
+
+
+def first_start(env: dict[str, str], root: Path, runs: int, src: Path | None) -> None:
+    """Fresh-home status against existing-home status (and ``src``'s), run by run."""
+    fresh_status(env, root, -1)  # byte-code for the first-start path
+    if src is not None:
+        fresh_status(env, root, -2, src)
+    fresh, existing, before = [], [], []
+    for n in range(runs):
+        fresh.append(fresh_status(env, root, n))
+        existing.append(run_once(["status"], env, root))
+        if src is not None:
+            before.append(fresh_status(env, root, runs + n, src))
+
+    def line(name: str, samples: list[tuple[float, float]]) -> None:
+        walls, cpus = [w for w, _ in samples], [c for _, c in samples]
+        print(
+            f"{name:<34} CPU median {statistics.median(cpus):5.0f} ms  "
+            f"wall median {statistics.median(walls):6.0f} ms  min {min(walls):6.0f} ms"
+        )
+
+    def ratio(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+        return statistics.median(x[1] / y[1] for x, y in zip(a, b, strict=True))
+
+    print(f"\nfirst start: status on a fresh home (no config, no database), {runs} pairs")
+    line("status, fresh home", fresh)
+    line("status, existing home (baseline)", existing)
+    print(f"{'fresh / existing, paired CPU':<34} {ratio(fresh, existing):.2f}x")
+    if src is not None:
+        line(f"status, fresh home ({src.name})", before)
+        print(f"{'fresh / ' + src.name + ', paired CPU':<34} {ratio(fresh, before):.2f}x")
+    print(f"no database created by a fresh-home status; target < {TARGET_MS:.0f} ms")
 
 
 if __name__ == "__main__":

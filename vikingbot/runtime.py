@@ -81,12 +81,18 @@ class Runtime:
         )
 
     def readiness(self) -> Readiness:
-        """Whether the configured agent loop can answer, or what to set (asked of the loop)."""
+        """Whether the configured agent loop can answer, or what to set (asked of the loop).
+
+        Asking builds no state store: before the agent is built the question goes to a
+        loop made without one, so `vikingbot status` on a fresh home neither creates
+        the database nor pays for its migrations (a loop's readiness reads the config
+        and the environment only, docs/agents.md)."""
         from vikingbot.agent.types import Readiness
         from vikingbot.errors import NotConfiguredError
 
         try:
-            return self.agent().readiness()
+            loop = self._agent if self._agent is not None else self._loop(store=None)
+            return loop.readiness()
         except NotConfiguredError as exc:  # the loop itself cannot be loaded
             return Readiness.missing(str(exc))
 
@@ -99,13 +105,16 @@ class Runtime:
     def new_agent(self, **extra: Any) -> AgentLoop:
         """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
         its constructor (a terminal chat's ``approval_callback`` and ``on_tool_call``)."""
+        return self._loop(store=self.store, **extra)
+
+    def _loop(self, *, store: StateStore | None, **extra: Any) -> AgentLoop:
         from vikingbot import registry
 
         loop_cls: type[AgentLoop] = registry.load("loops", self.config.bot.agents.loop)
         return loop_cls(
             self.config,
             sessions=self.sessions,
-            store=self.store,
+            store=store,
             bus=self.bus,
             workspaces=self.workspaces,
             clock=self.clock,

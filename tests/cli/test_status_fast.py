@@ -81,3 +81,35 @@ def test_unchanged_config_is_not_validated_again(cli: Cli, home: Path) -> None:
         check=True,
     )
     assert json.loads(fast.stdout) == status(cli)  # the same object as the full command
+
+
+def test_status_on_a_fresh_home_creates_no_database(tmp_path: Path) -> None:
+    """The first `status` on a new home used to create the state database and run every
+    migration (about 2 s); it shows the config and makes no database."""
+    home = tmp_path / "new-home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
+    env["VIKINGBOT_HOME"] = str(home)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "vikingbot", *args],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
+
+    first = run("status", "--json")
+    assert first.returncode == 0, first.stderr
+    data = json.loads(first.stdout)
+    assert data["database"] == f"sqlite:///{home / 'data' / 'state.db'}"
+    assert (data["sessions"], data["workspaces"]) == (0, 0)
+    assert (home / "config.json").is_file()
+    assert not list(home.rglob("state.db*"))
+    text = run("status")
+    assert text.returncode == 0 and "heartbeat:  on, every 600s" in text.stdout
+    assert not list(home.rglob("state.db*"))
+
+    # a broken config is still reported by the command, once, with exit 1
+    (home / "config.json").write_text("{not json")
+    bad = run("status")
+    assert bad.returncode == 1 and "invalid JSON" in bad.stderr, bad.stderr

@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from vikingbot.cli.common import get_config, print_json, state
 from vikingbot.redact import mask_url
+
+if TYPE_CHECKING:
+    from vikingbot.config.loader import Paths
+    from vikingbot.config.schema import Config
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 
@@ -52,13 +56,20 @@ def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
 
 
 def fast_status(argv: list[str]) -> bool:
-    """`vikingbot status [--json]` without Typer's option parsing (which loads pydantic)
-    when the config summary is cached; ``False``: let the normal command run."""
+    """`vikingbot status [--json]` without Typer's option parsing (which builds pydantic
+    adapters for every option): from the cached config summary, else (the first start,
+    a changed config) validating the config here; ``False``: let the normal command run
+    (a bad config, whose error it prints)."""
     if argv not in (["status"], ["status", "--json"]):
         return False
-    data = _status_data(None, None)
-    if data is None:
+    from vikingbot.errors import VikingbotError
+
+    os.environ.setdefault("LOGURU_LEVEL", "WARNING")  # as the app's callback sets it
+    try:
+        data = _status_data(None, _plain_view)
+    except (VikingbotError, OSError):  # the command itself reports it
         return False
+    assert data is not None
     _show_status(data, as_json=argv[-1] == "--json")
     return True
 
@@ -145,9 +156,19 @@ def _gateways(home: Path, config: Path, data_dir: Path, database: str) -> list[A
 
 def _config_view(ctx: typer.Context) -> dict[str, Any]:
     """What `status` shows that depends only on the config (validated here)."""
+    return _view(*get_config(ctx))
+
+
+def _plain_view() -> dict[str, Any]:
+    """``_config_view`` for the default config path, outside Typer (raises ConfigError)."""
+    from vikingbot.config.loader import load_config
+
+    return _view(*load_config(None))
+
+
+def _view(config: Config, paths: Paths) -> dict[str, Any]:
     from vikingbot.runtime import Runtime
 
-    config, paths = get_config(ctx)
     ready = Runtime(config, paths).readiness()  # the loop's own answer (docs/agents.md)
     hb = config.bot.heartbeat
     return {
