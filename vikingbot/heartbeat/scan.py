@@ -161,6 +161,13 @@ class Scanner:
         with self._lock:
             self.index.close()
 
+    def save_index(self) -> None:
+        """Write the index snapshot if a pass read enough to make it worth it (the
+        service calls this after a cycle's turns have started: off the cycle's path)."""
+        with self._lock:
+            if self.index.save_due:
+                self.index.save()
+
     def _refresh(self) -> None:
         """Update the index; what changed waits for the next memo scan, whoever asked."""
         cfg = self.cfg

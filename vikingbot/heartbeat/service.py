@@ -256,6 +256,8 @@ class HeartbeatService:
         )
         runner = UnitRunner(self.parts, cycle)
         tasks = [self._start(runner, wsin, todo) for wsin, todo in runs]
+        if self.scanner.index.save_due:  # bookkeeping for the next start, after the turns
+            self._track(asyncio.create_task(asyncio.to_thread(self.scanner.save_index)))
         if tasks and wait:
             await asyncio.gather(*tasks, return_exceptions=True)
         return report
