@@ -4,8 +4,11 @@ once that margin is gone; a late finisher whose claim was taken over delivers no
 
 from __future__ import annotations
 
-from tests.heartbeat.conftest import Harness, with_tasks
+from pathlib import Path
+
+from tests.heartbeat.conftest import Harness, build_harness, with_tasks
 from vikingbot.store.leases import Claim, Leases
+from vikingbot.testing.fake_openai import FakeOpenAI
 
 KEY = "hb:shared:checklist@first"  # the checklist's first run (runner.unit_key)
 
@@ -54,3 +57,28 @@ async def test_a_late_finisher_whose_unit_was_taken_over_neither_sends_nor_recor
     assert h.model_calls() == 1
     holder = Leases(h.rt.store, h.clock).holder(KEY)
     assert holder is not None and holder.holder == "gw-b:4242" and not holder.done
+
+
+async def test_a_task_claimed_ahead_that_left_the_file_meanwhile_does_not_run(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """The second task is claimed in the first one's commit; it was taken out of
+    HEARTBEAT.md during the first turn (as another gateway that ran it would), so the
+    file is read again under the claim and the task is not run."""
+    async for h in build_harness(tmp_path, fake, mode="per-task"):
+        h.user_session()
+        h.write(with_tasks("- Water the plants", "- Call the bank"))
+
+        def first(_req: object, h: Harness = h) -> str:
+            h.write(with_tasks("- Water the plants"))
+            return "Watered them."
+
+        h.fake.responder = first
+        report = await h.cycle()
+        rows = [(r.entry, r.reason, r.error) for r in report.rows if r.entry]  # type: ignore[attr-defined]
+        assert (
+            "Call the bank",
+            "busy",
+            "this unit already ran (the entry is no longer active)",
+        ) in rows
+        assert h.model_calls() == 1

@@ -297,16 +297,20 @@ class HeartbeatState:
     def entry(self, workspace: str, entry: str) -> EntryState | None:
         """One entry's row, read from the database now."""
         with self.store.engine.connect() as conn:
-            r = (
-                conn.execute(
-                    select(heartbeat_entries).where(
-                        heartbeat_entries.c.workspace == workspace,
-                        heartbeat_entries.c.entry == entry,
-                    )
+            return self.entry_in(conn, workspace, entry)
+
+    def entry_in(self, conn: Any, workspace: str, entry: str) -> EntryState | None:
+        """``entry`` on a connection the caller holds (read under a claim it just took)."""
+        r = (
+            conn.execute(
+                select(heartbeat_entries).where(
+                    heartbeat_entries.c.workspace == workspace,
+                    heartbeat_entries.c.entry == entry,
                 )
-                .mappings()
-                .first()
             )
+            .mappings()
+            .first()
+        )
         return EntryState(**{k: r[k] for k in _ENTRY_FIELDS}) if r is not None else None
 
     def save_entry(self, st: EntryState) -> None:

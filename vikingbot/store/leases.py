@@ -132,43 +132,47 @@ class Leases:
         the key is done (``Held.done``). An expired claim is taken over with the fence
         raised by one.
         """
-        stored, who, ttl = lease_key(key), _owner(owner), _ttl(ttl_s)
+        stored = lease_key(key)
         stamp = self.stamp()
         with self._tx(f"claim lease {stored!r}") as conn:
-            now = self._now(conn)
-            expires = now + ttl
-            row = {
-                "key": stored,
-                "owner": who,
-                "fence": 1,
-                "acquired_at": now,
-                "expires_at": expires,
-            }
-            if not self._postgres:
-                return self._claim_one_statement(conn, row, stamp)
-            inserted = conn.execute(
-                postgresql.insert(leases)
-                .values(**row)
-                .on_conflict_do_nothing()
-                .returning(leases.c.key)
-            ).first()
-            if inserted is not None:
-                return Claim(stored, who, 1, expires, stamp)
-            query = select(leases).where(leases.c.key == stored)
-            if self._postgres:
-                query = query.with_for_update(skip_locked=True)
-            current = conn.execute(query).mappings().first()
-            if current is None:  # locked by a claimant deciding right now (PostgreSQL)
-                return self._held_unlocked(conn, stored)
-            if current["done_at"] is not None or current["expires_at"] > now:
-                return _held(current)
-            fence = int(current["fence"]) + 1
-            conn.execute(
-                update(leases)
-                .where(leases.c.key == stored)
-                .values(owner=who, fence=fence, acquired_at=now, expires_at=expires)
-            )
-            return Claim(stored, who, fence, expires, stamp)
+            return self.claim_in(conn, stored, owner, ttl_s, stamp)
+
+    def claim_in(
+        self, conn: Connection, key: str, owner: str, ttl_s: float, stamp: float
+    ) -> Claim | Held:
+        """``claim`` inside a transaction the caller holds (the heartbeat claims a
+        unit in the commit of the one before it). ``stamp`` is ``stamp()`` read
+        before the transaction's first statement about this key was sent."""
+        stored, who, ttl = lease_key(key), _owner(owner), _ttl(ttl_s)
+        now = self._now(conn)
+        expires = now + ttl
+        row = {
+            "key": stored,
+            "owner": who,
+            "fence": 1,
+            "acquired_at": now,
+            "expires_at": expires,
+        }
+        if not self._postgres:
+            return self._claim_one_statement(conn, row, stamp)
+        inserted = conn.execute(
+            postgresql.insert(leases).values(**row).on_conflict_do_nothing().returning(leases.c.key)
+        ).first()
+        if inserted is not None:
+            return Claim(stored, who, 1, expires, stamp)
+        query = select(leases).where(leases.c.key == stored).with_for_update(skip_locked=True)
+        current = conn.execute(query).mappings().first()
+        if current is None:  # locked by a claimant deciding right now
+            return self._held_unlocked(conn, stored)
+        if current["done_at"] is not None or current["expires_at"] > now:
+            return _held(current)
+        fence = int(current["fence"]) + 1
+        conn.execute(
+            update(leases)
+            .where(leases.c.key == stored)
+            .values(owner=who, fence=fence, acquired_at=now, expires_at=expires)
+        )
+        return Claim(stored, who, fence, expires, stamp)
 
     def _claim_one_statement(
         self, conn: Connection, row: dict[str, Any], stamp: float
