@@ -233,3 +233,51 @@ async def test_a_broken_job_is_told_once_again_after_a_fix_and_a_restart_keeps_q
     assert "Europe/Atlantis" in again.text
     assert first.dedupe_key != again.dedupe_key
     assert len(rig.store.audit_events(action="cron.invalid")) == 2
+
+
+async def test_a_removed_jobs_notices_go_with_it(rig: CronRig) -> None:
+    """The owner was told once that a job cannot run; the job was removed, but its notice
+    row stayed, so the same job added again and broken the same way was never told."""
+    from vikingbot.cron.notices import LEGACY_SCOPE, invalid_key
+    from vikingbot.heartbeat.notices import digest_of
+    from vikingbot.store.tables import notices
+
+    def break_job() -> None:
+        with rig.store.engine.begin() as conn:
+            conn.execute(
+                sa.update(cron_jobs)
+                .where(cron_jobs.c.name == "broken")
+                .values(timezone="Europe/Atlantis", next_run_at=rig.clock.now())
+            )
+
+    def told() -> list[OutboundMessage]:
+        return [m for m in rig.sent.messages if "cannot run" in m.text]
+
+    def rows() -> list[tuple[str, str]]:
+        with rig.store.engine.connect() as conn:
+            found = conn.execute(sa.select(notices.c.workspace, notices.c.digest)).fetchall()
+        return [(w, d) for w, d in found]
+
+    rig.service.jobs.add("broken", "every", "1h", "Report")
+    break_job()
+    await rig.service.tick()
+    assert len(told()) == 1 and len(rows()) == 1
+    # a row kept the old way (every job under one scope) goes too
+    reason = rig.service.jobs.require("broken").last_error or ""
+    legacy = digest_of(invalid_key("broken", reason))
+    with rig.store.engine.begin() as conn:
+        conn.execute(
+            sa.insert(notices).values(
+                workspace=LEGACY_SCOPE, digest=legacy, kind="cron-invalid", at=rig.clock.now()
+            )
+        )
+
+    rig.service.jobs.remove("broken")
+    assert rows() == []  # nothing left of the job
+
+    rig.service.jobs.add("broken", "every", "1h", "Report")
+    break_job()
+    rig.clock.advance(minutes=5)
+    await rig.service.tick()
+    first, again = told()  # the new job's problem is news
+    assert "Europe/Atlantis" in again.text and first.dedupe_key != again.dedupe_key

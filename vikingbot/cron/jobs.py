@@ -160,14 +160,17 @@ class CronJobs:
         return self.require(name)
 
     def remove(self, name: str) -> CronJob:
-        """Delete a job; returns what was removed."""
+        """Delete a job and, in the same transaction, the owner's notices about it
+        (``cron.notices``); returns what was removed."""
         import sqlalchemy as sa
 
+        from vikingbot.cron.notices import forget_job
         from vikingbot.store.tables import cron_jobs
 
         job = self.require(name)
         with self.store.engine.begin() as conn:
             conn.execute(sa.delete(cron_jobs).where(cron_jobs.c.name == name))
+            forget_job(conn, name, job.last_error)
         return job
 
     def set_enabled(self, name: str, enabled: bool) -> CronJob:

@@ -35,6 +35,7 @@ from loguru import logger
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.cron import schedule
 from vikingbot.cron.jobs import CronJobs
+from vikingbot.cron.notices import LEGACY_SCOPE, invalid_key, scope
 from vikingbot.cron.types import CronJob, CronRun
 from vikingbot.delivery.adapter import TurnDelivery
 from vikingbot.errors import CronError, VikingbotError
@@ -50,14 +51,6 @@ if TYPE_CHECKING:
 
 DEFAULT_POLL_S = 20.0
 TIMEOUT_GRACE_S = 5.0
-
-
-NOTICES = "(cron)"  # the notices table's workspace column for cron's notices
-
-
-def invalid_notice_key(job_name: str, reason: str) -> str:
-    """What "job cannot run" notices are keyed by: the job and the reason."""
-    return f"cron-invalid:{job_name}:{reason}"
 
 
 def session_key(job_name: str) -> SessionKey:
@@ -185,8 +178,7 @@ class CronService:
             await self._report_invalid(job, schedule.problem(job) or "invalid")
             return None
         if job.last_outcome == "invalid":  # fixed in the database since
-            key = invalid_notice_key(job.name, job.last_error or "")
-            await self._notices(job.name).resolve(NOTICES, key)  # broken again: told again
+            await self._forget_invalid(job.name, job.last_error or "")  # broken again: news
             job = await asyncio.to_thread(
                 self.jobs.update, job.name, last_outcome=None, last_error=None
             )
@@ -290,9 +282,18 @@ class CronService:
 
         return Notifier(self.store, send, self.clock)
 
+    async def _forget_invalid(self, job_name: str, reason: str) -> None:
+        """The "cannot run" notice for ``reason`` is over (also its pre-scope row)."""
+        notifier, key = self._notices(job_name), invalid_key(job_name, reason)
+        await notifier.resolve(scope(job_name), key)
+        await notifier.resolve(LEGACY_SCOPE, key)
+
     async def _report_invalid(self, job: CronJob, reason: str) -> None:
-        """Mark the job invalid and tell the owner once per job and reason."""
+        """Mark the job invalid and tell the owner once per job and reason (a new reason
+        ends the old one's notice)."""
         if not (job.last_outcome == "invalid" and job.last_error == reason):
+            if job.last_outcome == "invalid":
+                await self._forget_invalid(job.name, job.last_error or "")
             await asyncio.to_thread(
                 self.jobs.update, job.name, last_outcome="invalid", last_error=reason
             )
@@ -300,8 +301,8 @@ class CronService:
             f"Cron job '{job.name}' cannot run: {reason}. "
             f"Fix it with `vikingbot cron remove {job.name}` and `vikingbot cron add ...`."
         )
-        key = invalid_notice_key(job.name, reason)
-        if not await self._notices(job.name).tell(NOTICES, key, text, kind="cron-invalid"):
+        key = invalid_key(job.name, reason)
+        if not await self._notices(job.name).tell(scope(job.name), key, text, kind="cron-invalid"):
             return  # told already (or delivery failed: the next tick tries again)
         logger.error("cron: job {} cannot run: {}", job.name, reason)
         self.metrics["invalid_reports_total"] += 1
