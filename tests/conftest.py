@@ -6,12 +6,17 @@ PostgreSQL comes from ``VIKINGBOT_TEST_PG_URL`` (default
 than a test, so each test session migrates one schema of its own and empties its
 tables after every test (a test that changes the schema gets a fresh one next).
 SQLite tests get a copy of a database migrated once per session.
+
+Child processes (gateways, CLI commands) keep their compiled byte-code in one
+cache folder even when ``PYTHONDONTWRITEBYTECODE`` is set (see
+``pytest_configure``).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +30,32 @@ if TYPE_CHECKING:
     from sqlalchemy import Connection
 
 DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Give the suite's Python processes a byte-code cache outside the tree.
+
+    With ``PYTHONDONTWRITEBYTECODE=1`` and a venv installed without byte-code,
+    every ``vikingbot gateway`` or CLI process the tests start compiled each
+    module it imports again: about 1.5 s of CPU per process, hundreds of times
+    per run (bench/gateway_start.py). An installed vikingbot has its byte-code,
+    so this only brings the tests' processes back to the production state.
+    Nothing is written into the source tree or the venv: the cache lives under
+    ``PYTHONPYCACHEPREFIX`` in the temporary folder (Python checks each entry
+    against its source file's mtime and size). Set by the xdist controller
+    before it starts the workers, so workers and their children inherit it.
+    """
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE") or os.environ.get("PYTHONPYCACHEPREFIX"):
+        return
+    cache = Path(tempfile.gettempdir()) / f"vikingbot-test-pycache-{os.getuid()}"
+    try:
+        cache.mkdir(mode=0o700, exist_ok=True)
+        if cache.is_symlink() or cache.stat().st_uid != os.getuid():
+            return  # not ours: leave the setting alone
+    except OSError:
+        return
+    del os.environ["PYTHONDONTWRITEBYTECODE"]
+    os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
 
 
 @pytest.fixture(scope="session")
