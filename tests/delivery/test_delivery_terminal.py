@@ -137,3 +137,17 @@ async def test_all_sends_to_the_phone_and_keeps_one_copy_for_the_terminals(
     assert [m["text"] for m in world.telegram.sent] == ["Build is green."]
     assert texts(world) == ["Build is green."]  # one inbox item for both terminal chats
     assert world.stdout.getvalue() == ""
+
+
+def test_terminal_chats_and_the_inbox_make_one_inbox_item_and_other_accounts_chats_stay() -> None:
+    from vikingbot.delivery.service import _terminal_to_inbox
+    from vikingbot.delivery.types import Destination
+
+    inbox = Destination.inbox("default")
+    term = Destination.chat("cli", "local")
+    work = Destination.chat("telegram", "42", channel_id="work")
+    home = Destination.chat("telegram", "42")  # same chat id, the default account
+    for dests in ([inbox, term, work, home], [term, inbox, work, home], [term, term, work, home]):
+        got = _terminal_to_inbox(dests)
+        assert [d.kind for d in got].count("inbox") == 1, dests
+        assert work in got and home in got  # two accounts' chats print alike; both get it

@@ -260,9 +260,9 @@ def _note_lines(note: str, width: int | None) -> list[str]:
             out.append(NOTE_INDENT + line if line else "")
             continue
         lead = line[: len(line) - len(line.lstrip())]
-        if len(lead) > width // 2:
+        if width_of(lead) > width // 2:
             lead = ""
-        for piece in _wrap(line.strip(), width - len(lead)):
+        for piece in _wrap(line.strip(), width - width_of(lead)):
             out.append(NOTE_INDENT + lead + piece)
     return out
 

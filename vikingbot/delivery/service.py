@@ -103,13 +103,20 @@ def _history_metadata(source: str, dest: Destination) -> dict[str, str]:
 
 def _terminal_to_inbox(dests: Sequence[Destination]) -> list[Destination]:
     """Chats on the terminal channel as the inbox's default slot (keeping the session, whose
-    history records the result); one inbox destination however many terminal chats."""
-    out: dict[str, Destination] = {}
+    history records the result); each inbox slot once however many terminal chats lead to it.
+    Other destinations stay as they are (``str`` of a chat leaves out its account, so two
+    accounts' chats may print alike)."""
+    out: list[Destination] = []
+    slots: set[str] = set()
     for dest in dests:
         if dest.kind == "chat" and dest.channel == TERMINAL:
             dest = Destination("inbox", slot=DEFAULT_SLOT, session=dest.session_key)
-        out.setdefault(str(dest), dest)
-    return list(out.values())
+        if dest.kind == "inbox":
+            if str(dest) in slots:
+                continue
+            slots.add(str(dest))
+        out.append(dest)
+    return out
 
 
 def dedupe_key_for(base: str, dest: Destination, *, several: bool) -> str:
