@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot.errors import VikingbotError
 from vikingbot.heartbeat.claims import Fence, Hold, Renewals
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import (
@@ -141,6 +142,49 @@ class UnitRunner:
         """The workspaces this cycle will run, in the order they wait for a slot: the
         last commit of a workspace claims the first unit of the next one."""
         self._lined_up.extend((wsin, todo[0]) for wsin, todo in runs if todo)
+
+    async def claim_lanes(self, lanes: int) -> None:
+        """Claim the first unit of each of the first ``lanes`` workspaces lined up, all
+        in one transaction, before their tasks start.
+
+        Claimed one by one, those claims were a transaction each, sent at the same
+        moment by every lane and queued on the database's write lock (SQLite's busy
+        wait sleeps in steps of milliseconds). The units after them are claimed in the
+        commits before them (``_finish``). A failure here only means each of these
+        units claims on its own when it starts.
+        """
+        leases = self.parts.leases
+        if leases is None or leases.store is not self.cycle.state.store or lanes < 1:
+            return
+        batch: list[Ahead] = []
+        while self._lined_up and len(batch) < lanes:
+            wsin, d = self._lined_up.popleft()
+            if wsin.name in self._started or wsin.state.paused:
+                continue
+            ahead = self._ahead_of((wsin, d))
+            if ahead is not None:
+                batch.append(ahead)
+                self._ahead[ahead.key] = ahead
+        if not batch:
+            return
+
+        def write() -> None:
+            with leases.transaction(f"claim {len(batch)} heartbeat units") as conn:
+                for ahead in batch:
+                    self._claim_ahead_in(conn, ahead)
+            for ahead in batch:
+                if ahead.read and ahead.unit.entry is not None:
+                    ahead.active = self._still_listed(ahead.unit.entry.ident, ahead.path)
+
+        try:
+            await asyncio.to_thread(write)
+        except VikingbotError as exc:  # each unit claims when it starts instead
+            logger.warning("heartbeat: could not claim the first units together: {}", exc)
+            for ahead in batch:
+                ahead.got, ahead.read = None, False
+        finally:
+            for ahead in batch:
+                ahead.ready.set()
 
     # ------------------------------------------------------------ workspace
 

@@ -36,7 +36,7 @@ import os
 import socket
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
@@ -346,6 +346,11 @@ class Leases:
         if row is None:  # inserted by a transaction not yet committed
             return Held(key, "(being claimed)", self._now(conn))
         return _held(row)
+
+    def transaction(self, doing: str) -> AbstractContextManager[Connection]:
+        """A write transaction for several ``*_in`` calls at once (``doing`` names it in
+        the error when the database fails)."""
+        return self._tx(doing)
 
     @contextmanager
     def _tx(self, doing: str, *, write: bool = True) -> Iterator[Connection]:
