@@ -167,13 +167,18 @@ class HeartbeatIndex:
         self.polled: set[str] = set()  # workspace folders the watch does not cover
         self.watcher: Watcher | None = None
         self._hb_paths: dict[str, str] = {}
-        self._hb_rel: dict[str, str] = {}  # workspace -> "<ws>/HEARTBEAT.md", from the root
         self._root = _RootFolder(self._root_s)
         self._hb_idents: dict[str, Any] = {}  # workspace -> HEARTBEAT.md identity when read
+        # what the polling loop needs of each workspace with sessions, in one record (a
+        # list: [eligible until, inode, ctime_ns, "<ws>/HEARTBEAT.md"]; inode -1 when the
+        # file is not known settled)
+        self._polls: dict[str, list[Any]] = {}
         self._heap: list[tuple[datetime, str]] = []
         self._next: dict[str, datetime] = {}  # workspace -> its entry in the heap
         self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
         self._dir_sig: tuple[int, int] | None = None
+        self._listing: dict[str, int] | None = None  # the sessions folder: name -> inode
+        self._racy: set[str] = set()  # session files read within SETTLE_NS of a write
         self._journal = _Journal(sessions.journal_path)
         self._settings: tuple[str, float, int] | None = None
         self._last_full: datetime | None = None
@@ -240,8 +245,7 @@ class HeartbeatIndex:
         if full and self._reads:
             self.save_due = True
         for ws in self.polled:  # folders the watch does not cover: look at them every cycle
-            self.parsed.pop(ws, None)
-            self._hb_idents.pop(ws, None)
+            self._forget_file(ws)
         changed |= self.polled
         return changed
 
@@ -261,12 +265,15 @@ class HeartbeatIndex:
         self.files.clear()
         self.members.clear()
         self.until.clear()
+        self._polls.clear()
         self.parsed.clear()
         self._hb_idents.clear()
         self._texts.clear()
         self._heap.clear()
         self._next.clear()
         self._dir_sig = None
+        self._listing = None
+        self._racy.clear()
         with _gc_paused(freeze=lambda: len(self.files) >= FREEZE_AFTER):
             self._restore()
             self._reads = 0
@@ -428,9 +435,16 @@ class HeartbeatIndex:
             if news is not None:
                 return self._poll_journal(news)
         self._journal.mark()  # before the listing: a write during it is seen next time
-        entries = self._list_sessions(True)
-        if entries is None:
-            return set()  # no file was created, replaced or removed
+        try:
+            st = os.stat(self._sessions_s)
+            with os.scandir(self._sessions_s) as it:
+                entries = list(it)
+        except OSError:
+            entries = []
+        else:
+            settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
+            self._dir_sig = (st.st_ino, st.st_mtime_ns) if settled else None
+        self._listing = {e.name: e.inode() for e in entries}
         changed: set[str] = set()
         files, suffix, system = self.files, codec.SUFFIX, _SYSTEM_PREFIXES
         for entry in entries:  # the common case inline: one stat, nothing changed
@@ -441,54 +455,72 @@ class HeartbeatIndex:
             if old is not None and old.ident == _ident(entry):
                 continue
             changed |= self._reload(name, entry)
-        names = {e.name for e in entries}
-        for name in [n for n in files if n not in names]:
+        for name in [n for n in files if n not in self._listing]:
             changed |= self._drop(name)
         return changed
 
     def _poll_journal(self, news: set[str]) -> set[str]:
         """The journal's names, and what a listing of the folder (names and inodes, no
-        stat) shows another tool created, replaced or removed."""
+        stat) shows another tool created, replaced or removed.
+
+        The listing is held against the previous one with the journal's names set to
+        what they are now: when the two are equal (one comparison of two dicts, in C),
+        every change the folder saw was a write the journal names, and the loop over
+        10,000 entries is not needed.
+        """
         changed: set[str] = set()
-        files = self.files
-        entries = self._list_sessions(False)
-        if entries is not None:
-            known = 0
-            for entry in entries:  # 10,000 entries: a dict lookup and an int compare each
-                name = entry.name
-                old = files.get(name)
-                if old is not None:
-                    known += 1
-                    if old.ident[0] != entry.inode():
-                        news.add(name)
-                elif _is_session_file(name):
-                    news.add(name)
-            if known != len(files):  # some were removed
-                listed = {e.name for e in entries}
-                for name in [n for n in files if n not in listed]:
-                    news.discard(name)
-                    changed |= self._drop(name)
+        news |= self._racy  # read too soon after a write: read again
+        listing = self._list_sessions()
+        if listing is not None:
+            before, self._listing = self._listing, listing
+            if before is not None:
+                for name in news:
+                    now = listing.get(name)
+                    if now is None:
+                        before.pop(name, None)
+                    else:
+                        before[name] = now
+            if before != listing:
+                self._compare_listing(listing, news, changed)
         for name in news:
             if _is_session_file(name):
                 changed |= self._reload(name, None)
         return changed
 
-    def _list_sessions(self, full: bool) -> list[os.DirEntry[str]] | None:
-        """The sessions folder's entries; ``None`` when its mtime says nothing changed."""
+    def _compare_listing(self, listing: dict[str, int], news: set[str], changed: set[str]) -> None:
+        """Names another tool created or replaced into ``news``; removed ones dropped."""
+        files = self.files
+        known = 0
+        for name, inode in listing.items():
+            old = files.get(name)
+            if old is not None:
+                known += 1
+                if old.ident[0] != inode:
+                    news.add(name)
+            elif _is_session_file(name):
+                news.add(name)
+        if known != len(files):  # some were removed
+            for name in [n for n in files if n not in listing]:
+                news.discard(name)
+                changed |= self._drop(name)
+
+    def _list_sessions(self) -> dict[str, int] | None:
+        """The sessions folder's entries, name to inode; ``None`` when its mtime says
+        nothing changed."""
         try:
             st = os.stat(self._sessions_s)
         except OSError:
-            return []
+            return {}
         sig = (st.st_ino, st.st_mtime_ns)
-        if not full and sig == self._dir_sig:
+        if sig == self._dir_sig:
             return None
         settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
         self._dir_sig = sig if settled else None
         try:
             with os.scandir(self._sessions_s) as it:
-                return list(it)
+                return {e.name: e.inode() for e in it}
         except OSError:
-            return []
+            return {}
 
     def _poll_files(self, now: datetime) -> set[str]:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
@@ -499,36 +531,49 @@ class HeartbeatIndex:
         """
         changed = set()
         parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
-        root = self._root.open()
-        paths = self._hb_paths if root is None else self._hb_rel
-        path_of = self.heartbeat_path if root is None else self._relative_path
+        root = self._root.open()  # None: absolute paths
         settled_before = time.time_ns() - SETTLE_NS
-        for ws, until in self.until.items():
+        for ws, rec in self._polls.items():
+            until, ino, ctime, relative = rec
             if until is None or until < now:
                 if parsed.pop(ws, None) is not None:
                     idents.pop(ws, None)
+                    rec[1] = -1
                 continue
-            path = paths.get(ws) or path_of(ws)
             st: os.stat_result | None
             try:
-                st = lstat(path, dir_fd=root)
+                st = lstat(relative if root is not None else self.heartbeat_path(ws), dir_fd=root)
             except OSError as exc:
                 ident: Any = exc.errno
                 settled, st = True, None
             else:
-                ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-                if ident == idents.get(ws):
+                # the same inode, not changed since it was read: every write, rename
+                # and utime moves ctime
+                if st.st_ctime_ns == ctime and st.st_ino == ino:
                     continue
+                ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
                 settled = ident[1] < settled_before and ident[2] < settled_before
+            # unsettled: a second write could keep this identity, so look again next time
+            if st is not None and settled:
+                rec[1], rec[2] = ident[0], ident[2]
+            else:
+                rec[1] = -1
             old = parsed.get(ws)
             if old is not None and idents.get(ws) == ident:
                 continue
-            # unsettled: a second write could keep this identity, so look again next time
             idents[ws] = ident if settled else None
             new = parsed[ws] = self._read(ws, st)
             if old is None or (new is not old and new != old):
                 changed.add(ws)
         return changed
+
+    def _forget_file(self, ws: str) -> None:
+        """Read the workspace's HEARTBEAT.md again when it is next needed."""
+        self.parsed.pop(ws, None)
+        self._hb_idents.pop(ws, None)
+        rec = self._polls.get(ws)
+        if rec is not None:
+            rec[1] = -1
 
     def _apply(self, paths: set[str], now: datetime) -> set[str]:
         """Changed paths from the watcher: re-read those sessions, mark those workspaces."""
@@ -542,15 +587,13 @@ class HeartbeatIndex:
                     changed |= self._reload(name, None)
             elif folder == root:  # a workspace folder made, removed or renamed
                 changed.add(name)
-                self.parsed.pop(name, None)
-                self._hb_idents.pop(name, None)
+                self._forget_file(name)
                 self.polled.add(name)  # its watch (if any) may be gone: poll until renewed
                 self._watched.discard(name)
             elif name == HEARTBEAT_FILE and os.path.dirname(folder) == root:
                 ws = os.path.basename(folder)
                 changed.add(ws)
-                self.parsed.pop(ws, None)
-                self._hb_idents.pop(ws, None)
+                self._forget_file(ws)
         self._settle(now)
         if len(self.polled) >= RENEW_AFTER:
             self._renew_watch()
@@ -584,6 +627,8 @@ class HeartbeatIndex:
         changed = self._drop(name)
         ws = self._workspace(meta) if meta is not None else None
         self.files[name] = _Session(ident, meta, ws)
+        if ident[0] < 0:
+            self._racy.add(name)
         if ws is not None and meta is not None:
             self.members.setdefault(ws, {})[name] = meta
             self._touched.add(ws)
@@ -591,6 +636,7 @@ class HeartbeatIndex:
         return changed
 
     def _drop(self, name: str) -> set[str]:
+        self._racy.discard(name)
         old = self.files.pop(name, None)
         if old is None or old.workspace is None:
             return set()
@@ -620,8 +666,8 @@ class HeartbeatIndex:
         group = self.members.get(ws)
         if not group:
             self.until.pop(ws, None)
-            self.parsed.pop(ws, None)
-            self._hb_idents.pop(ws, None)
+            self._polls.pop(ws, None)
+            self._forget_file(ws)
             self._next.pop(ws, None)
             return
         stale = timedelta(seconds=self._settings[1])
@@ -635,15 +681,16 @@ class HeartbeatIndex:
             if t >= now and (nxt is None or t < nxt):
                 nxt = t
         self.until[ws] = until
+        rec = self._polls.get(ws)
+        if rec is None:
+            self._polls[ws] = [until, -1, -1, f"{ws}{_HB_TAIL}"]
+        else:
+            rec[0] = until
         if nxt is None:
             self._next.pop(ws, None)
         elif self._next.get(ws) != nxt:
             self._next[ws] = nxt
             heapq.heappush(self._heap, (nxt, ws))
-
-    def _relative_path(self, ws: str) -> str:
-        path = self._hb_rel[ws] = f"{ws}{_HB_TAIL}"
-        return path
 
     def _read(self, ws: str, lstat: os.stat_result | None = None) -> ParseResult:
         """Read and parse the workspace's file (``lstat``: what the caller just saw)."""
