@@ -143,19 +143,19 @@ class UnitRunner:
         last commit of a workspace claims the first unit of the next one."""
         self._lined_up.extend((wsin, todo[0]) for wsin, todo in runs if todo)
 
-    async def claim_lanes(self, lanes: int) -> None:
+    def claim_lanes(self, lanes: int) -> asyncio.Task[None] | None:
         """Claim the first unit of each of the first ``lanes`` workspaces lined up, all
-        in one transaction, before their tasks start.
+        in one transaction, while their tasks start (each waits for its claim).
 
-        Claimed one by one, those claims were a transaction each, sent at the same
-        moment by every lane and queued on the database's write lock (SQLite's busy
+        Claimed one by one, those claims were a transaction each, sent by every lane
+        at the same moment and queued on the database's write lock (SQLite's busy
         wait sleeps in steps of milliseconds). The units after them are claimed in the
-        commits before them (``_finish``). A failure here only means each of these
+        commits before them (``_finish``). If the transaction fails, each of these
         units claims on its own when it starts.
         """
         leases = self.parts.leases
         if leases is None or leases.store is not self.cycle.state.store or lanes < 1:
-            return
+            return None
         batch: list[Ahead] = []
         while self._lined_up and len(batch) < lanes:
             wsin, d = self._lined_up.popleft()
@@ -166,7 +166,7 @@ class UnitRunner:
                 batch.append(ahead)
                 self._ahead[ahead.key] = ahead
         if not batch:
-            return
+            return None
 
         def write() -> None:
             with leases.transaction(f"claim {len(batch)} heartbeat units") as conn:
@@ -176,15 +176,18 @@ class UnitRunner:
                 if ahead.read and ahead.unit.entry is not None:
                     ahead.active = self._still_listed(ahead.unit.entry.ident, ahead.path)
 
-        try:
-            await asyncio.to_thread(write)
-        except VikingbotError as exc:  # each unit claims when it starts instead
-            logger.warning("heartbeat: could not claim the first units together: {}", exc)
-            for ahead in batch:
-                ahead.got, ahead.read = None, False
-        finally:
-            for ahead in batch:
-                ahead.ready.set()
+        async def claim() -> None:
+            try:
+                await asyncio.to_thread(write)
+            except VikingbotError as exc:
+                logger.warning("heartbeat: could not claim the first units together: {}", exc)
+                for ahead in batch:
+                    ahead.got, ahead.read = None, False
+            finally:
+                for ahead in batch:
+                    ahead.ready.set()
+
+        return asyncio.create_task(claim(), name="heartbeat:claim-lanes")
 
     # ------------------------------------------------------------ workspace
 
