@@ -33,7 +33,11 @@ FILES = {"template": TEMPLATE, "task": TASK, "scheduled": SCHEDULED, "bad": "- \
 
 class Home:
     def __init__(
-        self, root: Path, mode: str = "per-session", start: datetime | None = None
+        self,
+        root: Path,
+        mode: str = "per-session",
+        start: datetime | None = None,
+        heartbeat: dict[str, Any] | None = None,
     ) -> None:
         self.root = root
         self.clock = FakeClock(start or datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
@@ -44,7 +48,12 @@ class Home:
             database_url=f"sqlite:///{root / 'data' / 'state.db'}",
         )
         config = Config.model_validate(
-            {"bot": {"sandbox": {"mode": mode}, "heartbeat": {"timezone": "UTC"}}}
+            {
+                "bot": {
+                    "sandbox": {"mode": mode},
+                    "heartbeat": {"timezone": "UTC", **(heartbeat or {})},
+                }
+            }
         )
         self.rt = Runtime(config, paths, clock=self.clock, environ={})
         self.svc = self.rt.heartbeat()
@@ -271,6 +280,30 @@ def test_a_journal_started_afresh_makes_polling_look_at_every_file(home: Home) -
     assert index.full_passes == before  # not the hourly pass: only the sessions were listed
     assert run_decisions(rows) == sorted([home.ws(0).name, home.ws(1).name])
     assert rows == home.rescan()
+
+
+def test_the_safety_pass_comes_as_often_as_configured(tmp_path: Path) -> None:
+    """``bot.heartbeat.safety_pass_s``: a session file edited in place by hand (same
+    inode, nothing journaled, the folder unchanged) is seen by the next pass that
+    looks at every file, and not before."""
+    h = Home(tmp_path / "home", heartbeat={"safety_pass_s": 600})
+    try:
+        for chat in range(2):
+            h.talk(chat)
+            h.write(chat, TASK)
+        settle(h.svc.scanner.index)
+        assert run_decisions(h.memo_cycle()) == sorted([h.ws(0).name, h.ws(1).name])
+        path = h.rt.sessions.path_for(h.key(1))
+        text = path.read_bytes().replace(b'"skip_heartbeat": false', b'"skip_heartbeat":  true')
+        assert b'"skip_heartbeat":  true' in text
+        with path.open("r+b") as fh:
+            fh.write(text)
+        h.clock.advance(minutes=9)
+        assert run_decisions(h.memo_cycle()) == sorted([h.ws(0).name, h.ws(1).name])
+        h.clock.advance(minutes=1)
+        assert run_decisions(h.memo_cycle()) == [h.ws(0).name]
+    finally:
+        h.close()
 
 
 def time_ago(seconds: float) -> int:

@@ -133,6 +133,8 @@ class HeartbeatConfig(Model):
     on_complete: Literal["move", "delete"] = "move"
     ack_max_chars: int = Field(default=300, ge=0)
     max_file_bytes: int = Field(default=256 * 1024, ge=1024)
+    # every file looked at this often, with file events too (docs/heartbeat.md)
+    safety_pass_s: float = Field(default=3600, ge=10)
     session_max_prompts: int = Field(default=40, ge=1)
     session_context_ratio: float = Field(default=0.7, gt=0, le=1)
     safe_tools: list[str] = Field(default_factory=lambda: [*READ_ONLY_TOOLS, "message"])

@@ -171,6 +171,7 @@ class Scanner:
     def _refresh(self) -> None:
         """Update the index; what changed waits for the next memo scan, whoever asked."""
         cfg = self.cfg
+        self.index.safety_pass_s = cfg.safety_pass_s
         changed = self.index.refresh(
             self.now(), self.rt.config.bot.sandbox.mode, cfg.stale_after, cfg.max_file_bytes
         )
