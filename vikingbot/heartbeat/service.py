@@ -233,14 +233,18 @@ class HeartbeatService:
         # A manual run looks at every workspace afresh (no kept quiet decisions, every
         # HEARTBEAT.md checked now): the user may have saved the file a moment ago.
         memo = trigger != "manual"
-        reused, decisions, inputs = await asyncio.to_thread(
-            lambda: self._plan(
+
+        def prepare() -> tuple[Kept, list[Decision], list[WorkspaceInput]]:
+            planned = self._plan(
                 trigger, workspace=workspace, force=force, include_idle=False, memo=memo
             )
-        )
+            self._remember_entries(planned[2], now)
+            self.state.load_streaks()  # for the skips' ledger rows (_record_skips)
+            return planned
+
+        reused, decisions, inputs = await asyncio.to_thread(prepare)
         report.decisions = decisions
         report.kept = reused
-        await asyncio.to_thread(self._remember_entries, inputs, now)
         await self._tell_problems(inputs, decisions)
         self._count_skips(decisions, reused.counts)
         runs = await self._record_skips(report, decisions, inputs, trigger)
@@ -283,8 +287,9 @@ class HeartbeatService:
         inputs: list[WorkspaceInput],
         trigger: str,
     ) -> list[tuple[WorkspaceInput, list[Decision]]]:
-        """Ledger rows for the skips (streaks folded), new skip streaks; the runs to make."""
-        await asyncio.to_thread(self.state.load_streaks)
+        """Ledger rows for the skips (streaks folded), new skip streaks; the runs to make.
+
+        The streaks were loaded with the plan (``run_cycle``)."""
         by_ws: dict[str, list[Decision]] = defaultdict(list)
         for d in decisions:
             by_ws[d.workspace].append(d)
@@ -302,8 +307,12 @@ class HeartbeatService:
                 runs.append((wsin, todo))
             elif await self._skip_streak(wsin, ds, report.started_at):
                 ws_updates.append(wsin.state)
-        await asyncio.to_thread(self.state.record, skips)
-        await asyncio.to_thread(self.state.save_workspaces, ws_updates)
+
+        def write() -> None:
+            self.state.record(skips)
+            self.state.save_workspaces(ws_updates)
+
+        await asyncio.to_thread(write)
         report.rows.extend(skips)
         return runs
 
