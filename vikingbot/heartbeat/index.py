@@ -31,8 +31,8 @@ workspace, and each HEARTBEAT.md's identity with the text it held. The first
 pass still stats every file (files changed while nothing ran are read again),
 but reads and parses only what changed; the snapshot is a cache, never trusted
 beyond the identities it records, and a broken or foreign one is ignored. It is
-written after a first pass that had to read much, after the hourly pass when
-something was read, and when the index closes.
+written after a first pass that had to read much, after a safety pass that read
+something (at most every ``SAVE_EVERY_S``, six hours), and when the index closes.
 
 When a session's last user message grows older than ``stale_after`` its
 workspace's decisions change with nobody touching a file: those times sit in a
@@ -74,6 +74,10 @@ RENEW_AFTER = 64  # polled workspace folders before the watch is renewed to cove
 SNAPSHOT_VERSION = 1
 SNAPSHOT_TEXT_BYTES = 4 << 20  # HEARTBEAT.md texts kept in the snapshot, at most
 SAVE_AFTER_READS = 200  # a first pass that read this many files writes the snapshot at once
+# after a safety pass, the snapshot is written again at most this often (and when the index
+# closes): writing 10,000 sessions costs about as much CPU as the pass itself, and a
+# snapshot a few hours old costs a start only the reads of what changed since
+SAVE_EVERY_S = 6 * 3600.0
 FREEZE_AFTER = 2000  # session files from which a full pass's records are frozen (gc.freeze)
 _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -155,6 +159,7 @@ class HeartbeatIndex:
         # the snapshot is worth writing (after a pass that read much); the owner calls
         # save() once the cycle's work is under way, so a first cycle does not wait for it
         self.save_due = False
+        self._save_asked: datetime | None = None  # when a safety pass last asked for a save
         self.sessions_dir = Path(sessions.sessions_dir)
         self.root = Path(workspace_root)
         self._root_s = str(self.root)
@@ -243,7 +248,9 @@ class HeartbeatIndex:
         events = None if full or self.watcher is None else self.watcher.drain()
         changed = self._poll(now, full=full) if events is None else self._apply(events, now)
         if full and self._reads:
-            self.save_due = True
+            asked = self._save_asked
+            if asked is None or (now - asked).total_seconds() >= SAVE_EVERY_S:
+                self.save_due, self._save_asked = True, now
         for ws in self.polled:  # folders the watch does not cover: look at them every cycle
             self._forget_file(ws)
         changed |= self.polled
