@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -30,6 +31,7 @@ from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange
 from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.databases import SharedDb
+from vikingbot.testing.databases import shared_db as make_shared_db
 
 TEMPLATE = (
     "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"
@@ -275,3 +277,52 @@ def test_changes_that_cannot_be_merged_are_refused() -> None:
         WorkspaceChange("w", over_budget=lambda ws: True)
     with pytest.raises(ValueError, match="workspace's name"):
         WorkspaceChange("")
+
+
+@pytest.fixture
+def pg_db(pg_url: str, tmp_path: Path) -> Iterator[SharedDb]:
+    yield from make_shared_db("postgresql", tmp_path, pg_url)
+
+
+class Reads:
+    """Rows and SELECTs of ``heartbeat_workspaces`` one engine ran."""
+
+    def __init__(self, engine: Any) -> None:
+        from sqlalchemy import event
+
+        self.selects = self.rows = 0
+        event.listen(engine, "after_cursor_execute", self._after)
+
+    def _after(self, conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if statement.lstrip()[:6].upper() == "SELECT" and "FROM heartbeat_workspaces" in statement:
+            self.selects += 1
+            self.rows += max(cursor.rowcount, 0)
+
+
+def test_a_cycle_on_postgresql_reads_again_only_the_rows_it_plans(pg_db: SharedDb) -> None:
+    """Gateway A holds every row; B's units change two of them and B's user pauses a
+    third. A's next cycle reads the marker and the one row it plans (not all 50); the
+    pause moves the marker, so A's cycle after that reads every row again."""
+    store_a, store_b = pg_db.open(), pg_db.open()
+    try:
+        a, b = HeartbeatState(store_a), HeartbeatState(store_b)
+        at = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+        names = [f"w{n:02d}" for n in range(50)]
+        b.apply([WorkspaceChange(n, decision="skip", reason="empty", decided_at=at) for n in names])
+        assert len(a.all_workspaces()) == 50
+        b.apply([WorkspaceChange(n, day="2026-03-10", tokens=5) for n in ("w03", "w07")])
+        reads = Reads(store_a.engine)
+        a.refresh()
+        got = a.fresh(["w03"])
+        assert got["w03"].tokens_today == 5 and a.workspace("w03").tokens_today == 5
+        assert (reads.selects, reads.rows) == (2, 1)  # the marker (none yet) and w03
+        assert a.workspace("w07").tokens_today == 0  # not planned: not read
+        b.pause("w09", "user", at)
+        b.bump_generation("*")  # as HeartbeatService.pause does
+        a.refresh()
+        a.fresh(["w03"])
+        assert a.workspace("w09").paused and a.workspace("w07").tokens_today == 5
+        assert reads.rows == 1 + 1 + 51  # the marker, then all 50 rows and the marker row
+    finally:
+        store_a.close()
+        store_b.close()

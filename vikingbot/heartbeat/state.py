@@ -2,7 +2,10 @@
 
 Synchronous (SQLAlchemy Core); the service calls it through ``asyncio.to_thread``.
 Workspace rows are cached in memory after the first read: a cycle over 10,000
-quiet workspaces must not cost 10,000 queries.
+quiet workspaces must not cost 10,000 queries. They are read again whole when
+the generation marker moved (a pause or resume from any process), and on
+PostgreSQL, where other gateways finish units too, only the rows a cycle plans
+are read again (:meth:`HeartbeatState.fresh`).
 
 A workspace's row is never written whole from the copy in memory: several
 gateways (docs/scaling.md), or a gateway and a CLI command, may finish units of
@@ -24,7 +27,7 @@ folds a skip that follows a run.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -205,6 +208,7 @@ class HeartbeatState:
         self.store = store
         self._ws: dict[str, WorkspaceState] | None = None
         self._generation: int | None = None
+        self._current = False  # every row was read since the last refresh()
         self._streaks: dict[Subject, str] | None = None  # subject -> "reason|detail"
         self._streak_news: dict[Subject, str | None] = {}  # not yet written (None: ended)
         self._streak_lock = threading.Lock()  # keep_row in the loop, writes in workers
@@ -285,23 +289,24 @@ class HeartbeatState:
             with self.store.engine.connect() as conn:  # plain tuples: 10,000 rows at start
                 rows = conn.execute(select(*(t.c[k] for k in _WS_FIELDS))).all()
             self._ws = {r[0]: WorkspaceState(*r) for r in rows}
+            self._current = True  # every row read since the last refresh()
         return self._ws
 
     def refresh(self, marker: str = "*") -> None:
-        """Reload the cached rows when another process bumped the generation marker.
+        """Reload the cached rows when another process bumped the generation marker
+        (``heartbeat pause``/``resume``: :meth:`bump_generation`).
 
-        On PostgreSQL other gateways write these rows all the time (docs/scaling.md):
-        they are read afresh each time (one query per cycle).
+        On PostgreSQL other gateways also write rows as their units finish
+        (docs/scaling.md); those are read again per cycle for the workspaces it
+        plans (:meth:`fresh`), not all 10,000 each cycle.
         """
-        if self.store.backend == "postgresql":
-            self._ws = None
-            return
         with self.store.engine.connect() as conn:
             gen = conn.execute(
                 select(heartbeat_workspaces.c.hb_session_generation).where(
                     heartbeat_workspaces.c.workspace == marker
                 )
             ).scalar()
+        self._current = False
         if gen != self._generation:
             self._ws = None
             self._generation = gen
@@ -336,6 +341,37 @@ class HeartbeatState:
             cached.last_cycle_at = at
         else:
             self._ws = None
+
+    def fresh(self, names: Collection[str]) -> dict[str, WorkspaceState]:
+        """The rows of ``names`` as stored since the last :meth:`refresh`, on PostgreSQL
+        (read again unless every row was read since, the copies in memory updated in
+        place); on SQLite, where this process is the only one running units, the
+        copies in memory. A name without a row is left out."""
+        cache = self._load_ws()
+        if self.store.backend == "postgresql" and names and not self._current:
+            if len(names) * 4 >= max(len(cache), 1):  # most of them: one plain read
+                self._ws = None
+                cache = self._load_ws()
+            else:
+                self._reread(cache, sorted(names))
+        return {n: cache[n] for n in names if n in cache}
+
+    def _reread(self, cache: dict[str, WorkspaceState], names: list[str]) -> None:
+        t = heartbeat_workspaces
+        found: dict[str, WorkspaceState] = {}
+        with self.store.engine.connect() as conn:
+            for i in range(0, len(names), 500):
+                chunk = names[i : i + 500]
+                rows = conn.execute(select(*self._columns()).where(t.c.workspace.in_(chunk)))
+                found.update((r[0], WorkspaceState(*r)) for r in rows)
+        for name in names:
+            ws = found.get(name)
+            if ws is None:
+                cache.pop(name, None)
+            elif name in cache:
+                copy_into(cache[name], ws)
+            else:
+                cache[name] = ws
 
     def workspace(self, name: str) -> WorkspaceState:
         return self._load_ws().get(name) or WorkspaceState(workspace=name)
