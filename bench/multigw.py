@@ -16,8 +16,11 @@ to the owner on a fake Telegram. Prints:
    (target < 30 s), and whether two ever polled at once;
 3. kill runs: 4 gateways, one SIGKILLed while it holds heartbeat claims (mid-cycle)
    after a third of the units were delivered; per run and in total: units recorded
-   twice (target 0), units lost (target 0), messages Telegram got twice, turns run
-   again (the killed gateway's undelivered turns), outbox rows left pending.
+   twice (target 0), units lost (target 0), messages Telegram got twice and how many
+   of them were outbox rows taken over while possibly sent (their send was on the
+   wire at the kill; target: all of them, "other" 0) beside the survivors'
+   ``vikingbot_outbox_resent_after_crash_total``, turns run again (the killed
+   gateway's undelivered turns), outbox rows left pending.
 
 Defaults: 1,000 workspaces and 10 kill runs (the issue's figures; this takes a
 long time on a small machine). ``--quick``: 200 workspaces, 3 kill runs.
@@ -130,22 +133,33 @@ def _holder(gws: list[GatewayProcess]) -> GatewayProcess:
 
 def kill_runs(url: str, units: int, runs: int) -> None:
     print(f"3. {runs} kill runs: 4 gateways, {units} workspaces, one gateway SIGKILLed mid-cycle")
-    totals = [0, 0, 0, 0, 0]
+    totals = [0] * 8
     for n in range(runs):
         with tempfile.TemporaryDirectory() as work:
             r = run_gateways(url, Path(work), gateways=4, units=units, kills=1, timeout_s=1800)
-        row = (r.duplicates, r.lost, r.delivered_twice, r.turns_repeated, r.pending_outbox)
+        row = (
+            r.duplicates,
+            r.lost,
+            r.delivered_twice,
+            r.twice_in_flight,
+            r.twice_other,
+            r.resent_metric,
+            r.turns_repeated,
+            r.pending_outbox,
+        )
         totals = [t + v for t, v in zip(totals, row, strict=True)]
         print(
             f"   run {n + 1:2d}: killed {r.killed}, recorded twice {row[0]}, lost {row[1]}, "
-            f"Telegram got twice {row[2]}, turns run again {row[3]}, outbox pending {row[4]} "
-            f"({r.seconds:5.1f} s)",
+            f"Telegram got twice {row[2]} (possibly-sent rows {row[3]}, other {row[4]}; "
+            f"resent-after-crash metric {row[5]}), turns run again {row[6]}, "
+            f"outbox pending {row[7]} ({r.seconds:5.1f} s)",
             flush=True,
         )
     print(
         f"   total: recorded twice {totals[0]} (target 0), lost {totals[1]} (target 0), "
-        f"Telegram got twice {totals[2]}, turns run again {totals[3]}, "
-        f"outbox pending {totals[4]}"
+        f"Telegram got twice {totals[2]} (possibly-sent rows {totals[3]}, other {totals[4]} "
+        f"(target 0); resent-after-crash metric {totals[5]}), turns run again {totals[6]}, "
+        f"outbox pending {totals[7]}"
     )
 
 

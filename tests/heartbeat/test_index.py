@@ -18,6 +18,7 @@ from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.heartbeat.planner import Decision
+from vikingbot.heartbeat.state import WorkspaceChange
 from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.workspace.manager import checked_name
@@ -567,7 +568,7 @@ def test_a_restart_does_not_write_the_skip_streaks_again(tmp_path: Path) -> None
     # a run ends workspace 1's streak (as the runner records it) ...
     run = LedgerRow("c1", h.clock.now(), h.ws(1).name, "scheduled", "run", "due", outcome="ok")
     assert h.svc.keep_row(run)
-    h.svc.state.finish([([run], h.svc.state.workspace(h.ws(1).name))])
+    h.svc.state.finish([([run], WorkspaceChange(h.ws(1).name))])
     h.close()
 
     h = Home(root)  # ... so after another restart its next skip starts a new streak

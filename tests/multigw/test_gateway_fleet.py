@@ -29,6 +29,8 @@ def test_four_gateways_fire_every_unit_once_while_three_are_killed(
     # gateway that takes it over sends it again (docs/scaling.md, known limits). At most
     # the sends a killed gateway had in flight (max_concurrency 4).
     assert run.delivered_twice <= 4 * run.killed, run.delivered.most_common(5)
+    # ... and every one of them is such a row: taken over while possibly sent
+    assert run.twice_other == 0, (run.delivered.most_common(5), run.in_flight)
     assert sorted(run.model_calls) == list(range(200))  # every unit's turn ran
     # a turn is run again only when its gateway died before delivering it: at most
     # the units each killed gateway had in flight (max_concurrency 4)

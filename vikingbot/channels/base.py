@@ -127,6 +127,16 @@ class Channel(ABC):
     async def send(self, msg: OutboundMessage) -> None:
         """Send one piece of text (already split); raise :class:`ChannelError` on failure."""
 
+    async def arrived(self, msg: OutboundMessage, *, since: datetime) -> bool | None:
+        """Whether ``msg`` (a piece keyed ``msg.dedupe_key``, first sent after ``since``)
+        is already in its chat, or None when the channel cannot tell (the default).
+
+        Asked only for a piece whose sender died while sending it; a channel that
+        can look (its platform keeps the key with the message) spares the chat a
+        repeat. False or None: the piece is sent again.
+        """
+        return None
+
     async def answering(self, msg: InboundMessage) -> None:
         """A turn on ``msg`` begins (a channel that keeps messages counts the tries).
         Default: nothing to do."""

@@ -106,6 +106,12 @@ class ChannelManager:
         self._leaders: dict[str, tuple[Leadership, asyncio.Task[None]]] = {}
         self.lease_ttl_s = lease_s
         self.lease_check_s = lease_s / 3
+        # Counters for /metrics (vikingbot_outbox_*): possibly sent rows sent again
+        # (their sender died mid-send), and those the platform showed had arrived.
+        self.metrics: dict[str, int] = {
+            "resent_after_crash_total": 0,
+            "found_after_crash_total": 0,
+        }
 
     # ---- lifecycle -------------------------------------------------------
 
@@ -350,6 +356,12 @@ class ChannelManager:
                 "outbox: {} not sent to {}:{}: {}", row.dedupe_key, row.channel, row.chat_id, down
             )
             return False
+        if recovering:  # claimed with others by the sweep: marked now, as it goes out
+            begun = await self._outbox_call(self.outbox.begin, row)
+            if begun is None:
+                logger.info("outbox: {} is no longer this gateway's to send", row.dedupe_key)
+                return False
+            row = begun
         pieces = split_text(row.text, channel.max_message_chars)
         total = len(pieces)
         base = row.message()
@@ -357,6 +369,11 @@ class ChannelManager:
         for index in range(row.parts_sent, total):
             key = row.dedupe_key if total == 1 else f"{row.dedupe_key}:{index + 1}/{total}"
             piece = replace(base, text=pieces[index], dedupe_key=key)
+            doubt = index == row.parts_sent and row.possibly_sent
+            if doubt and await self._arrived(channel, row, piece, index, total):
+                if total > 1:
+                    await self._outbox_call(self.outbox.part_sent, row, index + 1)
+                continue
             tried, error = await self._send_with_retries(channel, piece)
             attempts += tried
             if error is not None:
@@ -376,6 +393,41 @@ class ChannelManager:
                 await self._outbox_call(self.outbox.part_sent, row, index + 1)
         await self._outbox_call(self.outbox.mark_sent, row.dedupe_key, attempts)
         return True
+
+    async def _arrived(
+        self, channel: Channel, row: OutboxRow, piece: OutboundMessage, index: int, total: int
+    ) -> bool:
+        """A possibly sent piece (its sender died mid-send): True when the channel can
+        show it arrived (then it is not sent again); otherwise it is sent again, with a
+        warning and a count (at least once: a lost message is worse than a repeat)."""
+        where = f"{row.channel}:{row.chat_id}"
+        part = f" (part {index + 1}/{total})" if total > 1 else ""
+        try:
+            found = await channel.arrived(piece, since=row.created_at)
+        except Exception as exc:  # asking is best effort: send again
+            logger.warning(
+                "outbox: could not ask {} whether {} arrived: {}", where, piece.dedupe_key, exc
+            )
+            found = None
+        if found:
+            self.metrics["found_after_crash_total"] += 1
+            logger.info(
+                "outbox: {}{} was in flight when its sender stopped and {} shows it arrived; "
+                "not sent again",
+                row.dedupe_key,
+                part,
+                where,
+            )
+            return True
+        self.metrics["resent_after_crash_total"] += 1
+        logger.warning(
+            "outbox: {}{} may already be in {}: its sender stopped while sending it, before "
+            "recording the result; sending it again (chat platforms have no idempotency key)",
+            row.dedupe_key,
+            part,
+            where,
+        )
+        return False
 
     @property
     def _retries(self) -> int:

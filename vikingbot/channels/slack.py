@@ -9,12 +9,23 @@ thread (``thread_ts``).
 Outbound: ``chat.postMessage`` with ``thread_ts`` for threads. Slack SDK errors
 are converted here: ``ratelimited`` becomes :class:`ChannelBusy`, errors that no
 retry can fix (unknown channel, bad token) :class:`ChannelRejected`.
+
+Each message carries its outbox key as message metadata (``event_type``
+``vikingbot_outbox``). When a gateway died while a message was on the wire, the
+gateway that takes the outbox row over asks :meth:`SlackChannel.arrived`, which
+looks for that key in the chat's history (``conversations.history``, or
+``conversations.replies`` in a thread) since the row was written, and the message
+is not sent again when it is there. The history scopes (``im:history``,
+``channels:history``, ...) are the ones the bot's message events need already;
+without them, or on any error, the answer is "cannot tell" and the message is sent
+again.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
@@ -48,6 +59,9 @@ PERMANENT_ERRORS = frozenset(
     }
 )
 ACCEPTED_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+METADATA_EVENT = "vikingbot_outbox"  # message metadata naming a message's outbox key
+ARRIVED_MARGIN_S = 300.0  # history looked at from this long before the row was written
+ARRIVED_PAGES = 5  # of 200 messages: a busier chat since then is "cannot tell"
 
 
 def _sdk_errors() -> tuple[type[BaseException], ...]:
@@ -76,6 +90,15 @@ def _convert(exc: BaseException, what: str) -> ChannelError:
             return ChannelRejected(text)
         return ChannelError(text)
     return ChannelError(f"Slack {what} failed: {type(exc).__name__}: {exc}")
+
+
+def _carries(message: Any, key: str) -> bool:
+    """Whether a history message carries outbox key ``key`` in its metadata."""
+    meta = message.get("metadata") if isinstance(message, dict) else None
+    if not isinstance(meta, dict) or meta.get("event_type") != METADATA_EVENT:
+        return False
+    payload = meta.get("event_payload")
+    return isinstance(payload, dict) and payload.get("key") == key
 
 
 class SlackChannel(Channel):
@@ -205,12 +228,57 @@ class SlackChannel(Channel):
             raise ChannelError("Slack channel is not started")
         from vikingbot.channels.markup import to_slack_mrkdwn
 
+        metadata = None
+        if msg.dedupe_key:
+            metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": msg.dedupe_key}}
         try:
             await self._web.chat_postMessage(
                 channel=msg.chat_id,
                 text=to_slack_mrkdwn(msg.text),
                 thread_ts=msg.thread,
                 mrkdwn=True,
+                metadata=metadata,
             )
         except _sdk_errors() as exc:
             raise _convert(exc, f"chat.postMessage to {msg.chat_id}") from exc
+
+    async def arrived(self, msg: OutboundMessage, *, since: datetime) -> bool | None:
+        """Whether a message carrying ``msg``'s outbox key is in the chat (or thread)
+        since ``since`` (less a margin for clocks); None when Slack cannot say."""
+        web, key = self._web, msg.dedupe_key
+        if web is None or not key:
+            return None
+        oldest = f"{since.timestamp() - ARRIVED_MARGIN_S:.6f}"
+        cursor: str | None = None
+        try:
+            for _ in range(ARRIVED_PAGES):
+                if msg.thread:
+                    page = await web.conversations_replies(
+                        channel=msg.chat_id,
+                        ts=msg.thread,
+                        oldest=oldest,
+                        include_all_metadata=True,
+                        limit=200,
+                        cursor=cursor,
+                    )
+                else:
+                    page = await web.conversations_history(
+                        channel=msg.chat_id,
+                        oldest=oldest,
+                        include_all_metadata=True,
+                        limit=200,
+                        cursor=cursor,
+                    )
+                if any(_carries(m, key) for m in page.get("messages") or []):
+                    return True
+                cursor = (page.get("response_metadata") or {}).get("next_cursor") or None
+                if cursor is None:
+                    return False
+        except _sdk_errors() as exc:
+            logger.warning(
+                "slack: cannot look up {} in {}'s history: {}",
+                key,
+                msg.chat_id,
+                _convert(exc, "conversations history"),
+            )
+        return None

@@ -15,9 +15,20 @@ out the rows of senders that are not (they stopped, went silent for
 ``dead_after_s``, or never registered, like the previous run of a restarted
 gateway) with ``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL, under SQLite's
 write lock otherwise. Liveness is judged by the database's clock on PostgreSQL
-(as in ``vikingbot.store.leases``). One window stays: a sender killed after the
-platform took a message and before it was marked sent leaves it pending, and the
-gateway that takes it over sends it again (chat platforms have no idempotency key).
+(as in ``vikingbot.store.leases``).
+
+One window stays: a sender killed after the platform took a message and before it
+was marked sent leaves it pending, and the gateway that takes it over sends it
+again (chat platforms have no idempotency key). Such a row is known: every write
+made just before a piece goes on the wire says so (``details.sending``: the insert
+of a new row, the take-over of an existing one, :meth:`Outbox.begin` before a row
+claimed by the sweep is sent, and each ``part_sent`` before the next piece), and
+only ``mark_sent``/``mark_failed`` end it. A pending row that carries the mark is
+``possibly_sent``: the piece at ``parts_sent`` may already be in the chat. Taking
+it over to send adds one to ``details.taken_in_flight`` (in the same write), so a
+message a chat got twice can be told apart from anything else. The mark errs one way only:
+a sender killed between that write and the request leaves a row marked that was
+not sent; a row without the mark was never on the wire.
 """
 
 from __future__ import annotations
@@ -62,6 +73,21 @@ class OutboxRow:
     #: Whether this outbox (this gateway) holds the row's send lease. False: another
     #: gateway is sending it right now; leave it alone.
     mine: bool = True
+    #: Pending, and a send of piece ``parts_sent`` began without its end being
+    #: recorded (its sender died or was stopped mid-send): it may be in the chat.
+    possibly_sent: bool = False
+    #: How many times a sender took the row over to send while it was possibly sent.
+    taken_in_flight: int = 0
+
+    def details(self, *, parts_sent: int | None = None, sending: bool = True) -> dict[str, Any]:
+        """The row's ``details`` column, as a write that is about to send (``sending``)
+        or has just recorded ``parts_sent`` pieces writes it."""
+        return {
+            "parts_sent": self.parts_sent if parts_sent is None else parts_sent,
+            "metadata": self.metadata or {},
+            "sending": sending,
+            "taken_in_flight": self.taken_in_flight,
+        }
 
     def message(self) -> OutboundMessage:
         return OutboundMessage(
@@ -151,6 +177,8 @@ class Outbox:
             last_error=r.last_error,
             metadata=details.get("metadata"),
             mine=mine,
+            possibly_sent=r.status == PENDING and bool(details.get("sending")),
+            taken_in_flight=int(details.get("taken_in_flight", 0)),
         )
 
     def get(self, dedupe_key: str) -> OutboxRow | None:
@@ -187,7 +215,12 @@ class Outbox:
                         status=PENDING,
                         attempts=0,
                         created_at=self._clock.now(),
-                        details={"parts_sent": 0, "metadata": _plain(msg.metadata)},
+                        # the caller sends right after this commit: the mark is on
+                        details={
+                            "parts_sent": 0,
+                            "metadata": _plain(msg.metadata),
+                            "sending": True,
+                        },
                         sender=self.sender,
                         lease_until=self._until(conn),
                     )
@@ -215,7 +248,9 @@ class Outbox:
 
         A failed row goes back to pending and becomes ours; a pending row whose
         sender's lease ran out (or that is ours) becomes ours; a pending row another
-        live sender holds comes back with ``mine=False``; a sent row as it is.
+        live sender holds comes back with ``mine=False``; a sent row as it is. A row
+        that becomes ours is marked as being sent (the caller sends at once); if it
+        was possibly sent, the take-over is counted in the same write (``taken_in_flight``).
         """
         from sqlalchemy import select, update
 
@@ -234,12 +269,20 @@ class Outbox:
                 live = bool(r.alive)
                 if r.status == PENDING and live and r.sender != self.sender:
                     return self._row(r, mine=False)
+                row = self._row(r)
+                again = row.taken_in_flight + row.possibly_sent
+                row = replace(row, status=PENDING, taken_in_flight=again)
                 conn.execute(
                     update(outbox)
                     .where(outbox.c.id == r.id)
-                    .values(status=PENDING, sender=self.sender, lease_until=self._until(conn))
+                    .values(
+                        status=PENDING,
+                        sender=self.sender,
+                        lease_until=self._until(conn),
+                        details=row.details(),
+                    )
                 )
-                return replace(self._row(r), status=PENDING)
+                return row
         return self.claim(msg, dedupe_key)  # deleted in between; try once more
 
     def claim_pending(
@@ -294,6 +337,31 @@ class Outbox:
                 found = [r for r in found if r.id in ids]
         return [self._row(r) for r in found]
 
+    def begin(self, row: OutboxRow) -> OutboxRow | None:
+        """Mark a row this sender claimed (``claim_pending``) as being sent, just
+        before it is; None when it is no longer this sender's pending row.
+
+        One statement per row the sweep sends (rows left by a dead sender, rare):
+        ``claim_pending`` takes up to a hundred rows at once, and marking them all
+        there would call rows possibly sent that this sender never started.
+        """
+        from sqlalchemy import update
+
+        from vikingbot.store.tables import outbox
+
+        again = replace(row, taken_in_flight=row.taken_in_flight + row.possibly_sent)
+        with db_errors("update the outbox"), self._store.engine.begin() as conn:
+            done = conn.execute(
+                update(outbox)
+                .where(
+                    outbox.c.dedupe_key == row.dedupe_key,
+                    outbox.c.status == PENDING,
+                    outbox.c.sender == self.sender,
+                )
+                .values(lease_until=self._until(conn), details=again.details())
+            )
+        return again if done.rowcount else None
+
     def _update(self, dedupe_key: str, **values: Any) -> None:
         from sqlalchemy import update
 
@@ -303,10 +371,9 @@ class Outbox:
             conn.execute(update(outbox).where(outbox.c.dedupe_key == dedupe_key).values(**values))
 
     def part_sent(self, row: OutboxRow, parts_sent: int) -> None:
-        """Record that the first ``parts_sent`` pieces went out (and renew the lease)."""
-        self.renew(
-            row.dedupe_key, details={"parts_sent": parts_sent, "metadata": row.metadata or {}}
-        )
+        """Record that the first ``parts_sent`` pieces went out (and renew the lease);
+        the next piece is sent right after, so the row stays marked as being sent."""
+        self.renew(row.dedupe_key, details=row.details(parts_sent=parts_sent))
 
     def renew(self, dedupe_key: str, **values: Any) -> None:
         """Keep this sender's lease on a row it is still working on."""

@@ -78,12 +78,12 @@ def decision_json(d: Any, detail: str | None = None) -> dict[str, Any]:
 def heartbeat_status(svc: HeartbeatService, agent_problem: str | None) -> dict[str, Any]:
     """The `heartbeat status --json` object."""
     cfg = svc.cfg
+    decisions, inputs = svc.plan("scheduled")  # reads the rows it plans again
+    states = svc.state.all_workspaces()
     g = svc.state.workspace("*")
     next_cycle = (
         (g.last_cycle_at + timedelta(seconds=cfg.interval_seconds)) if g.last_cycle_at else None
     )
-    decisions, inputs = svc.plan("scheduled")
-    states = svc.state.all_workspaces()
     workspaces: list[dict[str, Any]] = []
     names = sorted({w.name for w in inputs} | {n for n in states if n != "*"})
     for name in names:

@@ -259,6 +259,7 @@ class Gateway:
         owner = registry.id
         # channels first: heartbeat results need somewhere to go
         self.channels = manager = compose.channels(core, owner or "", self._spawn_for_channels)
+        self.metrics.add_dict_source("vikingbot_outbox", lambda: manager.metrics)
         try:
             await manager.start()
             for row in manager.status():

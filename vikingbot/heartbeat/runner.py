@@ -46,7 +46,7 @@ from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, session_skip
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.rewrite import Move, RewriteReport
-from vikingbot.heartbeat.state import HeartbeatState
+from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
 from vikingbot.heartbeat.turn import heartbeat_session_key, make_turn, run_identity
 from vikingbot.heartbeat.types import (
     Decision,
@@ -216,14 +216,19 @@ class UnitRunner:
             await self._after_runs(wsin, ran)
 
     async def _after_runs(self, wsin: WorkspaceInput, ran: list[LedgerRow]) -> None:
-        ws = wsin.state
-        ws.hb_session_prompts += len(ran)
-        if self._should_recycle(ws.hb_session_prompts, ran):
+        """Count the prompts into the heartbeat session; start a new session when the
+        count (every gateway's, as stored) or the last turn's context says so."""
+        change = WorkspaceChange(
+            wsin.name,
+            prompts=len(ran),
+            recycle=lambda ws: self._should_recycle(ws.hb_session_prompts, ran),
+        )
+        written = await asyncio.to_thread(self.cycle.state.apply, [change])
+        w = written[wsin.name]
+        copy_into(wsin.state, w.state)
+        if w.recycled:  # the count is back to 0 and this gateway alone starts the new one
             await asyncio.to_thread(self.parts.sessions.reset, heartbeat_session_key(wsin.name))
-            ws.hb_session_prompts = 0
-            ws.hb_session_generation += 1
             logger.bind(workspace=wsin.name).info("heartbeat session recycled")
-        await asyncio.to_thread(self.cycle.state.finish, [([], ws)])
 
     def _should_recycle(self, prompts: int, ran: list[LedgerRow]) -> bool:
         if prompts >= self.cfg.session_max_prompts:
@@ -501,10 +506,9 @@ class UnitRunner:
         metrics = self.parts.metrics
         if metrics:
             metrics.heartbeat_skips.labels(row.reason).inc()
-        ws = wsin.state
-        ws.last_decision, ws.last_reason, ws.last_decision_at = "skip", row.reason, self.now
+        change = WorkspaceChange(wsin.name, decision="skip", reason=row.reason, decided_at=self.now)
         recorded = [row] if self.cycle.keep_row(row) else []
-        await self._finish(recorded, ws, row, hold)
+        await self._finish(recorded, wsin.state, change, row, hold)
         self.report.rows.append(row)
         return row
 
@@ -512,12 +516,14 @@ class UnitRunner:
         self,
         rows: list[LedgerRow],
         ws: WorkspaceState,
+        change: WorkspaceChange,
         row: LedgerRow,
         hold: Hold | None,
         entries: list[EntryState] | None = None,
-    ) -> None:
-        """The unit's ledger row and workspace state, and the end of its claim, in one
-        transaction (when the claims live in the same database as the state)."""
+    ) -> Written:
+        """The unit's ledger row and what it changes in its workspace's row, and the
+        end of its claim, in one transaction (when the claims live in the same
+        database as the state). ``ws`` becomes the row as written."""
         leases, state = self.parts.leases, self.cycle.state
         end = None
         if hold is not None and leases is not None and leases.store is state.store:
@@ -531,15 +537,16 @@ class UnitRunner:
             if ahead is not None:
                 self._claim_ahead_in(conn, ahead)
 
-        def write() -> None:
-            state.finish([(rows, ws)], entries or [], then=then)
+        def write() -> dict[str, Written]:
+            written = state.finish([(rows, change)], entries or [], then=then)
             if ahead is not None and ahead.read and ahead.unit.entry is not None:
                 ahead.active = self._still_listed(ahead.unit.entry.ident, ahead.path)
+            return written
 
         if ahead is not None:  # its own task may reach it while this commit runs
             self._ahead[ahead.key] = ahead
         try:
-            await asyncio.to_thread(write)
+            written = (await asyncio.to_thread(write))[ws.workspace]
         except BaseException:
             if ahead is not None:  # rolled back: claimed when it runs
                 ahead.got, ahead.read = None, False
@@ -549,6 +556,8 @@ class UnitRunner:
                 ahead.ready.set()
         if hold is not None and end is not None:
             hold.ended = True
+        copy_into(ws, written.state)
+        return written
 
     async def _commit(
         self,
@@ -566,7 +575,7 @@ class UnitRunner:
             if not again.error:
                 st = replace(st, signature=again.signature)
         all_moves = moves + s.moves
-        ws, over_budget = self._account(wsin.state, row)
+        change = self._account(wsin.name, row)
         self.cycle.keep_row(row)
         # The ledger row, the entry's and the workspace's state in one transaction,
         # then the file. Until the file is written the entry stays marked running:
@@ -574,7 +583,7 @@ class UnitRunner:
         # (``drop_dead_marks``), not a unit to run again.
         owed = st is not None and bool(all_moves)
         written = [replace(st, running_since=self.now) if owed else st] if st else []
-        await self._finish([row], ws, row, hold, written)
+        over_budget = (await self._finish([row], wsin.state, change, row, hold, written)).paused
         await self._apply_moves(wsin.name, all_moves)
         if st is not None:
             if owed:
@@ -596,21 +605,26 @@ class UnitRunner:
         self.report.rows.append(row)
         return row
 
-    def _account(self, ws: WorkspaceState, row: LedgerRow) -> tuple[WorkspaceState, bool]:
-        """The workspace's tokens, cadence and last run; True when this run used up the budget."""
+    def _account(self, workspace: str, row: LedgerRow) -> WorkspaceChange:
+        """What a run changes in its workspace's row: today's tokens and cost, the
+        cadence, the latest decision and run; and a budget stop when the row as
+        written (every gateway's spend of the day) is over the budget."""
         today = self.now.astimezone(self.cycle.tz).date().isoformat()
-        if ws.budget_day != today:
-            ws.budget_day, ws.tokens_today, ws.cost_today = today, 0, 0.0
-        ws.tokens_today += row.tokens_in + row.tokens_out
-        ws.cost_today += row.cost_usd
-        if row.entry is None and row.trigger != "manual" and row.outcome != "provider-down":
-            ws.last_checklist_at = self.now  # a manual run does not move the cadence
-        ws.last_decision, ws.last_reason, ws.last_decision_at = "run", row.reason, self.now
-        ws.last_outcome, ws.last_run_at = row.outcome, self.now
-        if budget_exceeded(self.cfg, ws, today) and not ws.paused:
-            ws.paused, ws.paused_reason, ws.paused_at = True, "budget", self.now
-            return ws, True
-        return ws, False
+        checklist = row.entry is None and row.trigger != "manual"  # manual: cadence stays
+        return WorkspaceChange(
+            workspace,
+            day=today,
+            tokens=row.tokens_in + row.tokens_out,
+            cost=row.cost_usd,
+            checklist_at=self.now if checklist and row.outcome != "provider-down" else None,
+            decision="run",
+            reason=row.reason,
+            decided_at=self.now,
+            outcome=row.outcome,
+            ran_at=self.now,
+            paused_at=self.now,
+            over_budget=lambda ws: budget_exceeded(self.cfg, ws, today),
+        )
 
     async def _apply_moves(self, workspace: str, moves: tuple[Move, ...]) -> None:
         if not moves:

@@ -226,6 +226,8 @@ class Scanner:
             names, reused = self._changed(changed, ws_states)
         else:
             names, reused = self._everything(only, include_idle), Kept.none()
+        # the planned ones as stored now (on PostgreSQL other gateways write them)
+        ws_states = self._state().fresh(names)
         now = self.now()
         inputs = [self._input(name, ws_states.get(name), now) for name in sorted(names)]
         self._attach_entries(inputs)

@@ -29,7 +29,7 @@ from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks, settle_owed
 from vikingbot.heartbeat.scan import QUIET_REASONS, Kept, Scanner
-from vikingbot.heartbeat.state import HeartbeatState
+from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
 from vikingbot.heartbeat.turn import heartbeat_session_key
 from vikingbot.heartbeat.types import (
     Decision,
@@ -38,7 +38,6 @@ from vikingbot.heartbeat.types import (
     ParseResult,
     Trigger,
     WorkspaceInput,
-    WorkspaceState,
 )
 from vikingbot.session.types import SessionKey
 
@@ -294,7 +293,7 @@ class HeartbeatService:
         for d in decisions:
             by_ws[d.workspace].append(d)
         skips: list[LedgerRow] = []
-        ws_updates: list[WorkspaceState] = []
+        changes: list[WorkspaceChange] = []
         runs: list[tuple[WorkspaceInput, list[Decision]]] = []
         inputs_by_name = {w.name: w for w in inputs}
         for name, ds in by_ws.items():
@@ -305,32 +304,43 @@ class HeartbeatService:
             todo = [d for d in ds if d.decision == "run"]
             if todo:
                 runs.append((wsin, todo))
-            elif await self._skip_streak(wsin, ds, report.started_at):
-                ws_updates.append(wsin.state)
+            elif (change := self._skip_streak(wsin, ds, report.started_at)) is not None:
+                changes.append(change)
 
-        def write() -> None:
+        def write() -> dict[str, Written]:
             self.state.record(skips)
-            self.state.save_workspaces(ws_updates)
+            return self.state.apply(changes)
 
-        await asyncio.to_thread(write)
+        written = await asyncio.to_thread(write)
+        for name, w in written.items():
+            copy_into(inputs_by_name[name].state, w.state)
+            if w.paused:  # this write stopped it (another gateway's may have already)
+                await self.notifier.tell(name, "budget", budget_text(name), kind="budget")
         report.rows.extend(skips)
         return runs
 
-    async def _skip_streak(self, wsin: WorkspaceInput, ds: list[Decision], now: datetime) -> bool:
-        """Note a workspace-level skip; True when it starts a new streak (write it)."""
+    def _skip_streak(
+        self, wsin: WorkspaceInput, ds: list[Decision], now: datetime
+    ) -> WorkspaceChange | None:
+        """A workspace-level skip to note when it starts a new streak (else None); a
+        budget skip of a workspace not yet paused stops it, when the row as written
+        is still over the budget."""
         last = next((d for d in reversed(ds) if d.decision == "skip" and d.session is None), None)
         if last is None:
-            return False
+            return None
         ws = wsin.state
         today = now.astimezone(self.tz()).date().isoformat()
-        if last.reason == "budget" and not ws.paused and budget_exceeded(self.cfg, ws, today):
-            ws.paused, ws.paused_reason, ws.paused_at = True, "budget", now
-            await self.notifier.tell(wsin.name, "budget", budget_text(wsin.name), kind="budget")
-            ws.last_decision = None  # force the write below
-        if ws.last_reason == last.reason and ws.last_decision == "skip":
-            return False  # repeats of a streak cost nothing
-        ws.last_decision, ws.last_reason, ws.last_decision_at = "skip", last.reason, now
-        return True
+        stop = last.reason == "budget" and not ws.paused and budget_exceeded(self.cfg, ws, today)
+        if not stop and ws.last_reason == last.reason and ws.last_decision == "skip":
+            return None  # repeats of a streak cost nothing
+        return WorkspaceChange(
+            wsin.name,
+            decision="skip",
+            reason=last.reason,
+            decided_at=now,
+            paused_at=now if stop else None,
+            over_budget=(lambda w: budget_exceeded(self.cfg, w, today)) if stop else None,
+        )
 
     def _start(
         self, runner: UnitRunner, wsin: WorkspaceInput, todo: list[Decision]
@@ -531,18 +541,13 @@ class HeartbeatService:
     # ------------------------------------------------------------ user actions
 
     def pause(self, workspace: str, reason: str = "user") -> None:
-        ws = self.state.workspace(workspace)
-        ws.paused, ws.paused_reason, ws.paused_at = True, reason, self.now()
-        self.state.save_workspace(ws)
+        self.state.pause(workspace, reason, self.now())
         self.state.bump_generation(GLOBAL)  # a running gateway re-reads workspace rows
 
     def resume(self, workspace: str) -> None:
-        ws = self.state.workspace(workspace)
-        ws.paused, ws.paused_reason, ws.paused_at = False, None, None
-        if budget_exceeded(self.cfg, ws, self.now().astimezone(self.tz()).date().isoformat()):
-            ws.budget_day = None  # resume lifts today's budget stop
-            ws.tokens_today, ws.cost_today = 0, 0.0
-        self.state.save_workspace(ws)
+        today = self.now().astimezone(self.tz()).date().isoformat()
+        # resume lifts today's budget stop: the day's spend is forgotten
+        self.state.resume(workspace, lambda ws: budget_exceeded(self.cfg, ws, today))
         self.state.bump_generation(GLOBAL)
         self.notifier.forget_sync(workspace, "budget")
 

@@ -1,9 +1,21 @@
 """The heartbeat's memory in the state store: ledger, entry state, workspace state.
 
 Synchronous (SQLAlchemy Core); the service calls it through ``asyncio.to_thread``.
-Workspace rows are cached in memory after the first read: the service is the
-only writer, and a cycle over 10,000 quiet workspaces must not cost 10,000
-queries.
+Workspace rows are cached in memory after the first read: a cycle over 10,000
+quiet workspaces must not cost 10,000 queries. They are read again whole when
+the generation marker moved (a pause or resume from any process), and on
+PostgreSQL, where other gateways finish units too, only the rows a cycle plans
+are read again (:meth:`HeartbeatState.fresh`).
+
+A workspace's row is never written whole from the copy in memory: several
+gateways (docs/scaling.md), or a gateway and a CLI command, may finish units of
+one workspace at the same moment, each holding a copy read before the other
+wrote. A write says what it changes (:class:`WorkspaceChange`) and merges with
+what is stored, in one statement: tokens and cost are added (to the stored day's
+counters, or they start a new day), prompts are added, the cadence and the latest
+decision and run only move forward in time, and the pause is written only by a
+pause, a resume or a budget stop (never put back from an old copy). The statement returns the row as stored, which becomes the copy
+in memory.
 
 Skip streaks (:meth:`HeartbeatState.keep_row`): the ledger records a skip only
 when it starts a streak. Which skip each subject repeats is kept in memory and
@@ -15,12 +27,12 @@ folds a skip that follows a run.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import fields
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, bindparam, delete, desc, insert, select, update
+from sqlalchemy import and_, bindparam, case, delete, desc, insert, or_, select, update
 
 from vikingbot.heartbeat.types import EntryState, LedgerRow, WorkspaceState, text_hash
 from vikingbot.store.db import StateStore, upsert_insert
@@ -31,7 +43,15 @@ from vikingbot.store.tables import (
     heartbeat_workspaces,
 )
 
-__all__ = ["EntryState", "HeartbeatState", "LedgerRow", "WorkspaceState", "text_hash"]
+__all__ = [
+    "EntryState",
+    "HeartbeatState",
+    "LedgerRow",
+    "WorkspaceChange",
+    "WorkspaceState",
+    "Written",
+    "text_hash",
+]
 
 
 _WS_FIELDS = [f.name for f in fields(WorkspaceState)]  # "workspace" first (positional rows)
@@ -41,11 +61,154 @@ assert _ENTRY_FIELDS[:2] == ["workspace", "entry"]
 Subject = tuple[str, str, str]  # workspace, session or "", entry or ""
 
 
+@dataclass(frozen=True)
+class WorkspaceChange:
+    """What one write changes in a workspace's row; concurrent writers' changes merge.
+
+    - ``day``, ``tokens``, ``cost``: spend of ``day`` (``YYYY-MM-DD``), added to the
+      stored counters when they are that day's; an older stored day starts again
+      from this spend; spend of a day older than the stored one is not added.
+    - ``prompts``: prompts added to the heartbeat session's count.
+    - ``checklist_at``: the last checklist run (cadence); kept when the stored one is later.
+    - ``decision``/``reason`` at ``decided_at``: the latest decision, written only
+      when no later one is stored; ``outcome`` at ``ran_at`` likewise for the last run.
+    - ``over_budget``: asked, in the write's transaction, of the row as written (so
+      with every gateway's spend): true pauses the workspace for ``"budget"`` at
+      ``paused_at``. ``recycle`` likewise: true starts a new heartbeat session
+      (prompts back to 0, generation + 1).
+    """
+
+    workspace: str
+    day: str | None = None
+    tokens: int = 0
+    cost: float = 0.0
+    prompts: int = 0
+    checklist_at: datetime | None = None
+    decision: str | None = None
+    reason: str | None = None
+    decided_at: datetime | None = None
+    outcome: str | None = None
+    ran_at: datetime | None = None
+    paused_at: datetime | None = None
+    over_budget: Callable[[WorkspaceState], bool] | None = None
+    recycle: Callable[[WorkspaceState], bool] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.workspace:
+            raise ValueError("a workspace change needs the workspace's name")
+        if self.day is None and (self.tokens or self.cost):
+            raise ValueError(f"{self.workspace}: tokens or cost without the day they belong to")
+        if self.tokens < 0 or self.cost < 0 or self.prompts < 0:
+            raise ValueError(f"{self.workspace}: spend and prompts are only ever added")
+        if (self.decision is None) != (self.decided_at is None):
+            raise ValueError(
+                f"{self.workspace}: a decision needs its time, and a time its decision"
+            )
+        if self.over_budget is not None and self.paused_at is None:
+            raise ValueError(f"{self.workspace}: a budget stop needs its time (paused_at)")
+
+    @property
+    def shape(self) -> tuple[str, ...]:
+        """The groups of columns this change writes (one statement per shape)."""
+        groups = (
+            ("spend", self.day is not None),
+            ("prompts", self.prompts != 0),
+            ("checklist", self.checklist_at is not None),
+            ("decision", self.decided_at is not None),
+            ("outcome", self.ran_at is not None),
+        )
+        return tuple(name for name, on in groups if on)
+
+    def values(self) -> dict[str, Any]:
+        """The row a workspace without one gets (every column, the same keys each time)."""
+        return {
+            "workspace": self.workspace,
+            "last_cycle_at": None,
+            "paused": False,
+            "paused_reason": None,
+            "paused_at": None,
+            "budget_day": self.day,
+            "tokens_today": self.tokens,
+            "cost_today": self.cost,
+            "hb_session_prompts": self.prompts,
+            "hb_session_generation": 0,
+            "last_checklist_at": self.checklist_at,
+            "last_decision": self.decision,
+            "last_reason": self.reason if self.decided_at is not None else None,
+            "last_decision_at": self.decided_at,
+            "last_outcome": self.outcome if self.ran_at is not None else None,
+            "last_run_at": self.ran_at,
+        }
+
+
+@dataclass(frozen=True)
+class Written:
+    """A workspace's row as one write left it, and what the write's checks did."""
+
+    state: WorkspaceState
+    paused: bool = False  # ``over_budget`` said so: paused for "budget" by this write
+    recycled: bool = False  # ``recycle`` said so: a new heartbeat session
+
+
+def _newest(stored: Any, new: Any) -> Any:
+    """SQL: the later of a stored time and a new one (a NULL stored time loses)."""
+    return case((or_(stored.is_(None), stored < new), new), else_=stored)
+
+
+def _merge_set(stmt: Any, shape: tuple[str, ...]) -> dict[str, Any]:
+    """``ON CONFLICT DO UPDATE`` assignments merging a change (``excluded``) into the
+    stored row. Every expression reads the row as it was before this statement."""
+    t, ex = heartbeat_workspaces, stmt.excluded
+    out: dict[str, Any] = {}
+    if "spend" in shape:
+        same, later = t.c.budget_day == ex.budget_day, t.c.budget_day > ex.budget_day
+        out["budget_day"] = case((later, t.c.budget_day), else_=ex.budget_day)
+        for col in ("tokens_today", "cost_today"):
+            out[col] = case((same, t.c[col] + ex[col]), (later, t.c[col]), else_=ex[col])
+    if "prompts" in shape:
+        out["hb_session_prompts"] = t.c.hb_session_prompts + ex.hb_session_prompts
+    if "checklist" in shape:
+        out["last_checklist_at"] = _newest(t.c.last_checklist_at, ex.last_checklist_at)
+    for group, at, cols in (
+        ("decision", "last_decision_at", ("last_decision", "last_reason")),
+        ("outcome", "last_run_at", ("last_outcome",)),
+    ):
+        if group in shape:
+            newer = or_(t.c[at].is_(None), t.c[at] <= ex[at])
+            for col in (*cols, at):
+                out[col] = case((newer, ex[col]), else_=t.c[col])
+    return out
+
+
+_MERGES: dict[tuple[str, tuple[str, ...]], Any] = {}
+
+
+def _merge_stmt(dialect: str, shape: tuple[str, ...]) -> Any:
+    """The upsert of one change shape, built once per database kind (building a
+    statement costs more than running it)."""
+    stmt = _MERGES.get((dialect, shape))
+    if stmt is None:
+        t = heartbeat_workspaces
+        insert_ = upsert_insert(dialect, t)
+        stmt = insert_.on_conflict_do_update(
+            index_elements=[t.c.workspace], set_=_merge_set(insert_, shape)
+        ).returning(*(t.c[k] for k in _WS_FIELDS))
+        _MERGES[(dialect, shape)] = stmt
+    return stmt
+
+
+def copy_into(target: WorkspaceState, source: WorkspaceState) -> None:
+    """Make ``target`` (a copy someone holds) the same row as ``source``."""
+    for k in _WS_FIELDS:
+        setattr(target, k, getattr(source, k))
+
+
 class HeartbeatState:
     def __init__(self, store: StateStore) -> None:
         self.store = store
         self._ws: dict[str, WorkspaceState] | None = None
         self._generation: int | None = None
+        self._current = False  # every row was read since the last refresh()
         self._streaks: dict[Subject, str] | None = None  # subject -> "reason|detail"
         self._streak_news: dict[Subject, str | None] = {}  # not yet written (None: ended)
         self._streak_lock = threading.Lock()  # keep_row in the loop, writes in workers
@@ -126,23 +289,24 @@ class HeartbeatState:
             with self.store.engine.connect() as conn:  # plain tuples: 10,000 rows at start
                 rows = conn.execute(select(*(t.c[k] for k in _WS_FIELDS))).all()
             self._ws = {r[0]: WorkspaceState(*r) for r in rows}
+            self._current = True  # every row read since the last refresh()
         return self._ws
 
     def refresh(self, marker: str = "*") -> None:
-        """Reload the cached rows when another process bumped the generation marker.
+        """Reload the cached rows when another process bumped the generation marker
+        (``heartbeat pause``/``resume``: :meth:`bump_generation`).
 
-        On PostgreSQL other gateways write these rows all the time (docs/scaling.md):
-        they are read afresh each time (one query per cycle).
+        On PostgreSQL other gateways also write rows as their units finish
+        (docs/scaling.md); those are read again per cycle for the workspaces it
+        plans (:meth:`fresh`), not all 10,000 each cycle.
         """
-        if self.store.backend == "postgresql":
-            self._ws = None
-            return
         with self.store.engine.connect() as conn:
             gen = conn.execute(
                 select(heartbeat_workspaces.c.hb_session_generation).where(
                     heartbeat_workspaces.c.workspace == marker
                 )
             ).scalar()
+        self._current = False
         if gen != self._generation:
             self._ws = None
             self._generation = gen
@@ -178,6 +342,37 @@ class HeartbeatState:
         else:
             self._ws = None
 
+    def fresh(self, names: Collection[str]) -> dict[str, WorkspaceState]:
+        """The rows of ``names`` as stored since the last :meth:`refresh`, on PostgreSQL
+        (read again unless every row was read since, the copies in memory updated in
+        place); on SQLite, where this process is the only one running units, the
+        copies in memory. A name without a row is left out."""
+        cache = self._load_ws()
+        if self.store.backend == "postgresql" and names and not self._current:
+            if len(names) * 4 >= max(len(cache), 1):  # most of them: one plain read
+                self._ws = None
+                cache = self._load_ws()
+            else:
+                self._reread(cache, sorted(names))
+        return {n: cache[n] for n in names if n in cache}
+
+    def _reread(self, cache: dict[str, WorkspaceState], names: list[str]) -> None:
+        t = heartbeat_workspaces
+        found: dict[str, WorkspaceState] = {}
+        with self.store.engine.connect() as conn:
+            for i in range(0, len(names), 500):
+                chunk = names[i : i + 500]
+                rows = conn.execute(select(*self._columns()).where(t.c.workspace.in_(chunk)))
+                found.update((r[0], WorkspaceState(*r)) for r in rows)
+        for name in names:
+            ws = found.get(name)
+            if ws is None:
+                cache.pop(name, None)
+            elif name in cache:
+                copy_into(cache[name], ws)
+            else:
+                cache[name] = ws
+
     def workspace(self, name: str) -> WorkspaceState:
         return self._load_ws().get(name) or WorkspaceState(workspace=name)
 
@@ -195,88 +390,143 @@ class HeartbeatState:
     def all_workspaces(self) -> dict[str, WorkspaceState]:
         return dict(self._load_ws())
 
-    def save_workspace(self, ws: WorkspaceState) -> None:
-        self.save_workspaces([ws])
-
-    def save_workspaces(self, states: list[WorkspaceState]) -> None:
-        """Write several workspace rows in one transaction (new skip streaks)."""
-        if not states:
-            return
+    def apply(self, changes: Sequence[WorkspaceChange]) -> dict[str, Written]:
+        """Write ``changes`` (at most one per workspace) in one transaction; each
+        workspace's row as written (new skip streaks, an automatic budget pause)."""
+        if not changes:
+            return {}
         with self.store.engine.begin() as conn:
-            self._upsert(conn, states)
-        self._load_ws().update({ws.workspace: ws for ws in states})
+            written = self._apply(conn, changes)
+        self._adopt(written)
+        return written
 
-    def cache_workspace(self, ws: WorkspaceState) -> None:
-        self._load_ws()[ws.workspace] = ws
+    def pause(self, workspace: str, reason: str, at: datetime) -> WorkspaceState:
+        """Pause ``workspace`` (a user's command: its reason replaces any other)."""
+        values = {"paused": True, "paused_reason": reason, "paused_at": at}
+        with self.store.engine.begin() as conn:
+            stmt = upsert_insert(conn.dialect.name, heartbeat_workspaces)
+            stmt = stmt.values(workspace=workspace, **values).on_conflict_do_update(
+                index_elements=[heartbeat_workspaces.c.workspace], set_=values
+            )
+            row = conn.execute(stmt.returning(*self._columns())).one()
+        ws = WorkspaceState(*row)
+        self._adopt({workspace: Written(ws)})
+        return ws
+
+    def resume(
+        self, workspace: str, lift_budget: Callable[[WorkspaceState], bool]
+    ) -> WorkspaceState:
+        """Resume ``workspace``; when ``lift_budget`` says so of the stored row (read
+        under its lock), today's spend is forgotten as well (resume lifts a budget stop)."""
+        t = heartbeat_workspaces
+        with self.store.engine.begin() as conn:
+            query = select(*self._columns()).where(t.c.workspace == workspace)
+            if conn.dialect.name == "postgresql":
+                query = query.with_for_update()
+            found = conn.execute(query).first()
+            if found is None:
+                return WorkspaceState(workspace=workspace)
+            values: dict[str, Any] = {"paused": False, "paused_reason": None, "paused_at": None}
+            if lift_budget(WorkspaceState(*found)):
+                values.update(budget_day=None, tokens_today=0, cost_today=0.0)
+            row = conn.execute(
+                update(t)
+                .where(t.c.workspace == workspace)
+                .values(values)
+                .returning(*self._columns())
+            ).one()
+        ws = WorkspaceState(*row)
+        self._adopt({workspace: Written(ws)})
+        return ws
 
     def finish(
         self,
-        finished: list[tuple[list[LedgerRow], WorkspaceState]],
+        finished: list[tuple[list[LedgerRow], WorkspaceChange]],
         entries: Sequence[EntryState] = (),
         *,
         then: Callable[[Any], None] | None = None,
-    ) -> None:
-        """Ledger rows, workspaces' new state and ``entries``, all in one transaction.
+    ) -> dict[str, Written]:
+        """Ledger rows, the workspaces' changes and ``entries``, all in one transaction;
+        the workspaces' rows as written.
 
         ``then(conn)`` runs last in the same transaction (the runner ends the unit's
         claim there: results and release commit together, one transaction less).
         """
         if not finished:
-            return
-        cache = self._load_ws()
+            return {}
         rows = [r.row() for batch, _ in finished for r in batch]
-        states = {ws.workspace: ws for _, ws in finished}
-        t = heartbeat_workspaces
         with self.store.engine.begin() as conn:
-            # `heartbeat pause` from another process while these turns ran must not be
-            # undone by writing back the state read before them
-            paused = conn.execute(
-                select(t.c.workspace, t.c.paused_reason, t.c.paused_at).where(
-                    t.c.workspace.in_(list(states)), t.c.paused.is_(True)
-                )
-            ).all()
-            for name, reason, at in paused:
-                ws = states[name]
-                if not ws.paused:
-                    ws.paused, ws.paused_reason, ws.paused_at = True, reason, at
             if rows:
                 conn.execute(insert(heartbeat_runs), rows)
-            self._upsert(conn, list(states.values()))
+            written = self._apply(conn, [change for _, change in finished])
             self._write_streaks(conn)
             self._save_entries(conn, entries)
             if then is not None:
                 then(conn)
-        cache.update(states)
+        self._adopt(written)
+        return written
 
-    def _upsert(self, conn: Any, states: list[WorkspaceState]) -> None:
-        """Insert or update workspace rows with two executemany statements."""
-        names = [ws.workspace for ws in states]
+    @staticmethod
+    def _columns() -> list[Any]:
+        return [heartbeat_workspaces.c[k] for k in _WS_FIELDS]
+
+    def _adopt(self, written: dict[str, Written]) -> None:
+        """The rows as written become the copies in memory (kept objects are updated
+        in place: a cycle's inputs hold them)."""
+        if self._ws is None:
+            return
+        for name, w in written.items():
+            kept = self._ws.get(name)
+            if kept is None:
+                self._ws[name] = w.state
+            elif kept is not w.state:
+                copy_into(kept, w.state)
+
+    def _apply(self, conn: Any, changes: Sequence[WorkspaceChange]) -> dict[str, Written]:
+        """Merge ``changes`` into the stored rows: one statement per shape of change
+        (the rows come back as stored), and one more per workspace whose check
+        (``over_budget``, ``recycle``) says to act."""
+        names = [c.workspace for c in changes]
+        if len(set(names)) != len(names):
+            raise ValueError("one change per workspace in a write")
+        shapes: dict[tuple[str, ...], list[WorkspaceChange]] = {}
+        for change in changes:
+            if change.shape:
+                shapes.setdefault(change.shape, []).append(change)
+        stored: dict[str, WorkspaceState] = {}
+        for shape, group in shapes.items():
+            stmt = _merge_stmt(conn.dialect.name, shape)
+            params = [c.values() for c in group]
+            for r in conn.execute(stmt, params if len(params) > 1 else params[0]):
+                stored[r[0]] = WorkspaceState(*r)
         t = heartbeat_workspaces
-        existing = set()
-        for i in range(0, len(names), 500):
-            chunk = names[i : i + 500]
-            existing |= set(
-                conn.execute(select(t.c.workspace).where(t.c.workspace.in_(chunk))).scalars()
-            )
-        new = [
-            {k: getattr(ws, k) for k in _WS_FIELDS} for ws in states if ws.workspace not in existing
-        ]
-        old = [
-            {**{f"v_{k}": getattr(ws, k) for k in _WS_FIELDS}}
-            for ws in states
-            if ws.workspace in existing
-        ]
-        if new:  # another gateway may insert the same row meanwhile: then it is updated
-            conn.execute(upsert_insert(conn.dialect.name, t).on_conflict_do_nothing(), new)
-            if conn.dialect.name == "postgresql":
-                old += [{f"v_{k}": v for k, v in row.items()} for row in new]
-        if old:
-            stmt = (
-                update(t)
-                .where(t.c.workspace == bindparam("v_workspace"))
-                .values({k: bindparam(f"v_{k}") for k in _WS_FIELDS if k != "workspace"})
-            )
-            conn.execute(stmt, old)
+        out: dict[str, Written] = {}
+        for change in changes:
+            ws = stored.get(change.workspace)
+            if ws is None:  # nothing to write
+                continue
+            paused = recycled = False
+            if change.over_budget is not None and not ws.paused and change.over_budget(ws):
+                stmt = (
+                    update(t)
+                    .where(t.c.workspace == change.workspace)
+                    .values(paused=True, paused_reason="budget", paused_at=change.paused_at)
+                )
+                ws = WorkspaceState(*conn.execute(stmt.returning(*self._columns())).one())
+                paused = True
+            if change.recycle is not None and change.recycle(ws):
+                stmt = (
+                    update(t)
+                    .where(t.c.workspace == change.workspace)
+                    .values(
+                        hb_session_prompts=0,
+                        hb_session_generation=t.c.hb_session_generation + 1,
+                    )
+                )
+                ws = WorkspaceState(*conn.execute(stmt.returning(*self._columns())).one())
+                recycled = True
+            out[change.workspace] = Written(ws, paused, recycled)
+        return out
 
     # ------------------------------------------------------------ entries
 

@@ -2,8 +2,10 @@
 
 It implements ``auth.test``, ``apps.connections.open`` (returning a
 ``ws://127.0.0.1:<port>/socket`` URL), the Socket Mode websocket (it sends
-``hello``, then every scripted envelope, and records the acks) and
-``chat.postMessage`` (recorded; a scripted error can be answered instead)::
+``hello``, then every scripted envelope, and records the acks),
+``chat.postMessage`` (recorded with its metadata; a scripted error can be
+answered instead, or the answer held as if the bot died waiting for it) and
+``conversations.history`` / ``conversations.replies`` over the recorded posts::
 
     fake = FakeSlack()
     with fake.serve() as api_base:          # "http://127.0.0.1:PORT/api/"
@@ -20,6 +22,7 @@ import asyncio
 import itertools
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -55,6 +58,12 @@ class FakeSlack:
         self._sinks: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] = []
         self._ids = itertools.count(1)
         self.base_url = ""
+        self.history_calls = 0
+        self._last_ts = 0.0
+        self.stalled = 0  # posts whose answer is being held right now or was
+        self._stalls: list[list[Any]] = []  # per stall to come: [let by first, take it]
+        self._released = threading.Event()
+        self._closing = False
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -111,6 +120,39 @@ class FakeSlack:
         """Answer the next ``chat.postMessage`` with a Slack error instead of taking it."""
         with self._cond:
             self.post_errors.append((status or (429 if error == "ratelimited" else 200), error))
+
+    def stall_next_post(self, *, take: bool = True, skip: int = 0) -> None:
+        """Hold the answer to the next ``chat.postMessage`` (after letting ``skip`` by)
+        until :meth:`release`, the bot hangs up or the server stops: the bot's process
+        dies waiting for it. ``take``: the message is in the chat (recorded) first, or
+        it never got there."""
+        with self._cond:
+            self._stalls.append([skip, take])
+
+    def _next_stall(self) -> bool | None:
+        """For a post arriving now (under the lock): take-and-hold, hold, or None."""
+        if not self._stalls:
+            return None
+        if self._stalls[0][0] > 0:
+            self._stalls[0][0] -= 1
+            return None
+        return bool(self._stalls.pop(0)[1])
+
+    def release(self) -> None:
+        """Answer every held post now (and those stalled later at once)."""
+        self._released.set()
+
+    async def wait_stalled(self, n: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: self.stalled >= n, timeout)
+
+    async def _hold(self, request: Request) -> None:
+        with self._cond:
+            self.stalled += 1
+            self._cond.notify_all()
+        while not (self._released.is_set() or self._closing):
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(0.02)  # the server's own loop, looking again
 
     def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
         from vikingbot.testing.server import wait_until
@@ -188,16 +230,83 @@ class FakeSlack:
             return self._error("channel_not_found")
         if not text:
             return self._error("no_text")
+        metadata = data.get("metadata")
+        if isinstance(metadata, str):  # form-encoded: a JSON string
+            metadata = json.loads(metadata)
         with self._cond:
             if self.post_errors:
                 status, error = self.post_errors.pop(0)
                 return self._error(error, status)
-            ts = f"1700000001.{next(self._ids):06d}"
+            stall = self._next_stall()
+        if stall is False:  # lost on the way: the chat never gets it
+            await self._hold(request)
+            return self._error("request_timeout", 504)
+        with self._cond:
+            self._last_ts = max(time.time(), self._last_ts + 0.000001)  # real and unique
+            ts = f"{self._last_ts:.6f}"
             self.posts.append(
-                {"channel": channel, "text": text, "thread_ts": data.get("thread_ts"), "ts": ts}
+                {
+                    "channel": channel,
+                    "text": text,
+                    "thread_ts": data.get("thread_ts"),
+                    "ts": ts,
+                    "metadata": metadata,
+                }
             )
             self._cond.notify_all()
+        if stall:
+            await self._hold(request)
         return JSONResponse({"ok": True, "channel": channel, "ts": ts})
+
+    async def _history(self, request: Request) -> Response:
+        """``conversations.history`` (top-level messages, newest first) and, at
+        ``/replies``, ``conversations.replies`` (a thread, oldest first), one page."""
+        from starlette.responses import JSONResponse
+
+        if not self._auth(request, self.bot_token):
+            return self._error("invalid_auth")
+        params = dict(request.query_params)
+        if request.method == "POST":
+            from urllib.parse import parse_qsl
+
+            params.update(parse_qsl((await request.body()).decode()))
+        channel = params.get("channel")
+        if not channel:
+            return self._error("channel_not_found")
+        oldest = float(params.get("oldest") or 0)
+        metadata = str(params.get("include_all_metadata", "")).lower() in ("1", "true")
+        thread = params.get("ts") if request.url.path.endswith("replies") else None
+        with self._cond:
+            self.history_calls += 1
+            posts = [p for p in self.posts if p["channel"] == channel]
+        if thread is None:
+            found = [p for p in posts if not p["thread_ts"]][::-1]
+        else:
+            found = [p for p in posts if thread in (p["ts"], p["thread_ts"])]
+        messages = []
+        for p in found:
+            if float(p["ts"]) <= oldest:
+                continue
+            m: dict[str, Any] = {
+                "type": "message",
+                "user": self.bot_user_id,
+                "bot_id": "BFAKE",
+                "text": p["text"],
+                "ts": p["ts"],
+            }
+            if p["thread_ts"]:
+                m["thread_ts"] = p["thread_ts"]
+            if metadata and p.get("metadata"):
+                m["metadata"] = p["metadata"]
+            messages.append(m)
+        return JSONResponse(
+            {
+                "ok": True,
+                "messages": messages,
+                "has_more": False,
+                "response_metadata": {"next_cursor": ""},
+            }
+        )
 
     async def _socket(self, websocket: WebSocket) -> None:
         from starlette.websockets import WebSocketDisconnect
@@ -245,6 +354,8 @@ class FakeSlack:
                 Route("/api/auth.test", self._auth_test, methods=["POST"]),
                 Route("/api/apps.connections.open", self._connections_open, methods=["POST"]),
                 Route("/api/chat.postMessage", self._post_message, methods=["POST"]),
+                Route("/api/conversations.history", self._history, methods=["GET", "POST"]),
+                Route("/api/conversations.replies", self._history, methods=["GET", "POST"]),
                 WebSocketRoute("/socket", self._socket),
             ]
         )
@@ -254,6 +365,10 @@ class FakeSlack:
         """Run the fake on a free loopback port; yields the API base (``.../api/``)."""
         from vikingbot.testing.server import serve_app
 
+        self._closing = False
         with serve_app(self.app(), ws="websockets-sansio") as base_url:
             self.base_url = base_url
-            yield f"{base_url}/api/"
+            try:
+                yield f"{base_url}/api/"
+            finally:
+                self._closing = True  # held posts answer, so the server can stop

@@ -2,7 +2,8 @@
 
 Implements ``/bot<token>/getMe``, ``getUpdates`` (scripted updates, then a long
 poll that returns empty after at most ``max_poll_s``) and ``sendMessage``
-(recorded; a scripted error can be answered instead)::
+(recorded; a scripted error can be answered instead, or the answer held as if the
+bot died waiting for it: ``stall_next_send``)::
 
     fake = FakeTelegram()
     with fake.serve() as api_base:        # "http://127.0.0.1:PORT"
@@ -95,8 +96,44 @@ class FakeTelegram:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
         self._closing = False
+        self.stalled = 0  # sends whose answer is being held right now or was
+        self._stalls: list[list[Any]] = []  # per stall to come: [let by first, take it]
+        self._released = threading.Event()
 
     # ---- scripting (test side) ------------------------------------------
+
+    def stall_next_send(self, *, take: bool = True, skip: int = 0) -> None:
+        """Hold the answer to the next ``sendMessage`` (after letting ``skip`` by) until
+        :meth:`release`, the bot hangs up or the server stops: the bot's process dies
+        waiting for it. ``take``: the message is in the chat (recorded) first, or it
+        never got there."""
+        with self._cond:
+            self._stalls.append([skip, take])
+
+    def _next_stall(self) -> bool | None:
+        """For a send arriving now (under the lock): take-and-hold, hold, or None."""
+        if not self._stalls:
+            return None
+        if self._stalls[0][0] > 0:
+            self._stalls[0][0] -= 1
+            return None
+        return bool(self._stalls.pop(0)[1])
+
+    def release(self) -> None:
+        """Answer every held send now (and those stalled later at once)."""
+        self._released.set()
+
+    async def wait_stalled(self, n: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: self.stalled >= n, timeout)
+
+    async def _hold(self, request: Request) -> None:
+        with self._cond:
+            self.stalled += 1
+            self._cond.notify_all()
+        while not (self._released.is_set() or self._closing):
+            if await request.is_disconnected():
+                return
+            await asyncio.sleep(0.02)  # the server's own loop, looking again
 
     def push_text(
         self,
@@ -206,7 +243,15 @@ class FakeTelegram:
         if method == "getUpdates":
             return await self._get_updates_once(params, request)
         if method == "sendMessage":
-            return self._send_message(params)
+            with self._cond:
+                stall = self._next_stall()
+            if stall is False:  # lost on the way: the chat never gets it
+                await self._hold(request)
+                return self._fail(504, "Gateway Timeout")
+            answer = self._send_message(params)
+            if stall:
+                await self._hold(request)
+            return answer
         if method in ("deleteWebhook", "close", "logOut"):
             return self._ok(True)
         return self._fail(404, "Not Found: method not found")

@@ -17,6 +17,10 @@ others must take their work over.
 
 Counted per unit, from three independent places: model calls at the fake model,
 ``run`` rows in the heartbeat ledger, and messages the fake Telegram received.
+A message Telegram got twice is put down to its outbox row when the row says it
+was taken over while possibly sent (``details.taken_in_flight``: its sender died
+with it on the wire); any other is counted apart (``twice_other``). The surviving
+gateways' ``vikingbot_outbox_resent_after_crash_total`` is summed beside it.
 """
 
 from __future__ import annotations
@@ -59,6 +63,8 @@ class FleetRun:
     by_gateway: tuple[int, ...] = ()  # units each gateway ran (done heartbeat claims)
     started_in_s: float = 0.0  # until every gateway answered /health
     work_s: float = 0.0  # database time from the first unit claimed to the last finished
+    in_flight: Counter[int] = field(default_factory=Counter)  # outbox take-overs in flight
+    resent_metric: int = 0  # vikingbot_outbox_resent_after_crash_total, surviving gateways
 
     def _extra(self, counts: Counter[int]) -> int:
         return sum(n - 1 for n in counts.values() if n > 1)
@@ -85,6 +91,17 @@ class FleetRun:
         """Messages Telegram got beyond one per unit (a send on the wire when its
         gateway was killed is sent again by the gateway that takes the row over)."""
         return self._extra(self.delivered)
+
+    @property
+    def twice_in_flight(self) -> int:
+        """Messages Telegram got twice whose outbox row was taken over while possibly
+        sent (a send on the wire when its gateway died): the known kind."""
+        return sum(min(n - 1, self.in_flight[unit]) for unit, n in self.delivered.items() if n > 1)
+
+    @property
+    def twice_other(self) -> int:
+        """Messages Telegram got twice for any other reason (target 0)."""
+        return self.delivered_twice - self.twice_in_flight
 
     @property
     def undelivered(self) -> int:
@@ -317,12 +334,13 @@ def _count(
 ) -> None:
     from sqlalchemy import func, select
 
-    from vikingbot.store.tables import heartbeat_runs, leases
+    from vikingbot.store.tables import heartbeat_runs, leases, outbox
 
     with store.engine.connect() as conn:
         rows = conn.execute(
             select(heartbeat_runs.c.workspace).where(heartbeat_runs.c.decision == "run")
         ).all()
+        sends = conn.execute(select(outbox.c.text, outbox.c.details)).all()
         owners = conn.execute(
             select(leases.c.owner).where(
                 leases.c.key.startswith("hb:"), leases.c.done_at.is_not(None)
@@ -340,7 +358,25 @@ def _count(
         int(m.group(1)) for s in telegram.sent if (m := UNIT.search(s["text"])) is not None
     )
     run.pending_outbox = _pending(store)
+    for text, details in sends:
+        found = UNIT.search(text or "")
+        taken = int((details or {}).get("taken_in_flight", 0))
+        if found is not None and taken:
+            run.in_flight[int(found.group(1))] += taken
+    run.resent_metric = sum(_resent_metric(gw) for gw in procs)
     per_pid = Counter(o.owner.rsplit(":", 1)[-1] for o in owners)
     run.by_gateway = tuple(
         per_pid.get(str(gw.proc.pid), 0) if gw.proc is not None else 0 for gw in procs
     )
+
+
+def _resent_metric(gw: GatewayProcess) -> int:
+    """``vikingbot_outbox_resent_after_crash_total`` of a gateway still running, else 0."""
+    if gw.proc is None or gw.proc.poll() is not None:
+        return 0
+    try:
+        text = str(gw.get("/metrics"))
+    except OSError:
+        return 0
+    found = re.search(r"^vikingbot_outbox_resent_after_crash_total (\S+)$", text, re.M)
+    return int(float(found.group(1))) if found else 0
