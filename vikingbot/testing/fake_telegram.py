@@ -88,6 +88,7 @@ class FakeTelegram:
         self.polls = 0
         self.confirmed = 0  # the highest getUpdates offset seen (updates below are gone)
         self.polling = 0  # getUpdates requests in flight right now
+        self._polls_open: set[Request] = set()  # those requests, to ask whether they hung up
         self.overlaps = 0  # getUpdates begun while another was in flight (answered 409)
         self.send_errors: list[tuple[int, str, int | None]] = []  # (code, description, retry_after)
         self._cond = threading.Condition()
@@ -264,11 +265,21 @@ class FakeTelegram:
             return [u for u in self.updates if u["update_id"] >= self.confirmed]
 
     async def _get_updates_once(self, params: dict[str, Any], request: Request) -> Response:
-        """Like Telegram: a second concurrent consumer gets 409 Conflict."""
+        """Like Telegram: a second concurrent consumer gets 409 Conflict.
+
+        A request whose client hung up (its process stopped or was killed) is no
+        consumer: those still open are asked first, so a poll that ends the moment its
+        gateway stops is not counted as a second poller beside the next one (the
+        server's own loop only notices a hang-up the next time it looks)."""
         with self._cond:
-            overlap = self.polling > 0
+            open_before = list(self._polls_open)
+        gone = [r for r in open_before if await r.is_disconnected()]
+        with self._cond:
+            live = len(self._polls_open.difference(gone))
+            overlap = live > 0
             self.overlaps += overlap
             self.polling += 1
+            self._polls_open.add(request)
         try:
             if overlap:
                 with self._cond:
@@ -279,6 +290,7 @@ class FakeTelegram:
         finally:
             with self._cond:
                 self.polling -= 1
+                self._polls_open.discard(request)
                 self._cond.notify_all()
 
     async def _get_updates(
