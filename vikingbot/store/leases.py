@@ -184,7 +184,7 @@ class Leases:
         statement instead of insert, select and update keeps a claim cheap (a
         cycle claims every unit it runs: bench/lease_overhead.py).
         """
-        taken = conn.execute(_SQLITE_CLAIM, row).scalar_one_or_none()
+        taken = _sent(conn, _SQLITE_CLAIM, row).scalar_one_or_none()
         if taken is not None:
             return Claim(row["key"], row["owner"], int(taken), row["expires_at"], stamp)
         current = conn.execute(select(leases).where(leases.c.key == row["key"])).mappings().one()
@@ -212,7 +212,7 @@ class Leases:
         ttl = _ttl(ttl_s)
         with self._tx(f"renew lease {claim.key!r}") as conn:
             expires = self._now(conn) + ttl
-            done = conn.execute(_SET_EXPIRY, {**_claim_params(claim), "b_at": expires}).rowcount
+            done = _sent(conn, _SET_EXPIRY, {**_claim_params(claim), "b_at": expires}).rowcount
         return bool(done == 1)
 
     def renew_all(self, claims: list[Claim], ttl_s: float) -> set[str]:
@@ -228,7 +228,7 @@ class Leases:
             expires = self._now(conn) + ttl
             for claim in claims:
                 params = {**_claim_params(claim), "b_at": expires}
-                if conn.execute(_SET_EXPIRY, params).rowcount == 1:
+                if _sent(conn, _SET_EXPIRY, params).rowcount == 1:
                     kept.add(claim.key)
         return kept
 
@@ -248,7 +248,7 @@ class Leases:
 
     def release_in(self, conn: Connection, claim: Claim) -> None:
         """``release`` inside a transaction the caller holds (with the unit's results)."""
-        conn.execute(_SET_EXPIRY, {**_claim_params(claim), "b_at": self._now(conn)})
+        _sent(conn, _SET_EXPIRY, {**_claim_params(claim), "b_at": self._now(conn)})
 
     def mark_done(self, claim: Claim) -> bool:
         """Close ``claim.key`` for good; ``False`` if the claim was lost before."""
@@ -257,7 +257,7 @@ class Leases:
 
     def mark_done_in(self, conn: Connection, claim: Claim) -> bool:
         """``mark_done`` inside a transaction the caller holds (e.g. ``fenced``'s)."""
-        found = conn.execute(_DONE, {**_claim_params(claim), "b_at": self._now(conn)}).rowcount
+        found = _sent(conn, _DONE, {**_claim_params(claim), "b_at": self._now(conn)}).rowcount
         return bool(found == 1)
 
     @contextmanager
@@ -419,6 +419,45 @@ _DONE = (
     .where(_THIS_CLAIM)
     .values(done_at=bindparam("b_at"), expires_at=bindparam("b_at"))
 )
+
+
+class _Prepared:
+    """A statement compiled once for a dialect that takes positional parameters
+    (SQLite's), sent with ``exec_driver_sql``: SQLAlchemy's work per execution of a
+    Core statement (caching, binding, typing the result) cost several times the
+    statement itself on SQLite, and these run for every heartbeat unit
+    (bench/lease_overhead.py). Datetimes are encoded by the column type's own bind
+    processor, so the rows are stored exactly as Core would store them."""
+
+    def __init__(self, stmt: Any, dialect: Any) -> None:
+        compiled = stmt.compile(dialect=dialect)
+        self.sql: str = compiled.string
+        self.names: list[str] = list(compiled.positiontup or ())
+        self.fixed: dict[str, Any] = dict(compiled.params)  # literals in the statement
+        self.encode = leases.c.expires_at.type.bind_processor(dialect)
+
+    def params(self, values: dict[str, Any]) -> tuple[Any, ...]:
+        encode = self.encode
+        fixed = self.fixed
+        ordered = [values[name] if name in values else fixed[name] for name in self.names]
+        if encode is None:
+            return tuple(ordered)
+        return tuple(encode(v) if isinstance(v, datetime) else v for v in ordered)
+
+
+_prepared: dict[tuple[int, str], _Prepared] = {}
+
+
+def _sent(conn: Connection, stmt: Any, values: dict[str, Any]) -> Any:
+    """``conn.execute(stmt, values)``; on SQLite through ``_Prepared``."""
+    dialect = conn.dialect
+    if dialect.paramstyle != "qmark":
+        return conn.execute(stmt, values)
+    key = (id(stmt), dialect.name)
+    prepared = _prepared.get(key)
+    if prepared is None:
+        prepared = _prepared[key] = _Prepared(stmt, dialect)
+    return conn.exec_driver_sql(prepared.sql, prepared.params(values))
 
 
 def _holder_died_here(owner: str) -> bool:
