@@ -56,6 +56,10 @@ def test_a_result_delivered_before_a_kill_is_not_delivered_again(
         first = gateways(home)
         home.telegram.wait_for_sent(1, timeout=60)
         poll(lambda: [r for r in home.outbox() if r.status == "sent"], "the result marked sent")
+        # the unit's commit (ledger row, entry state, its claim ended) comes after the
+        # send: killed before it, the restart would wait out the dead claim's lease
+        # and settle on the outbox row instead (another path, tested in tests/heartbeat)
+        poll(lambda: [r for r in home.ledger() if r["decision"] == "run"], "the run recorded")
         first.kill()
     finally:
         held.release()
