@@ -82,9 +82,11 @@ def test_two_gateways_share_a_home_and_one_polls(
     with both_started(home) as (a, b):
 
         def both_listed() -> list[dict[str, Any]] | None:
+            """Both running, and the channel's holder has said so (at its next beat:
+            started at once, both may be listed before either has claimed it)."""
             peers = a.get("/health")["gateways"]
             running = [p for p in peers if p["state"] == "running"]
-            return running if len(running) == 2 else None
+            return running if len(running) == 2 and any(p["channels"] for p in running) else None
 
         peers = _until(both_listed, timeout=30)
         holders = [p["id"] for p in peers if p["channels"] == ["telegram:default"]]
