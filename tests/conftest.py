@@ -9,7 +9,8 @@ SQLite tests get a copy of a database migrated once per session.
 
 Child processes (gateways, CLI commands) keep their compiled byte-code in one
 cache folder even when ``PYTHONDONTWRITEBYTECODE`` is set (see
-``pytest_configure``).
+``_share_bytecode_cache``), and the xdist workers take the test files most
+costly first (``tests/file_order.py``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.file_order import Recorder, sort_items
 from vikingbot.store.db import StateStore, mask_url
 
 if TYPE_CHECKING:
@@ -33,6 +35,21 @@ DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _share_bytecode_cache()
+    # xdist hands the files out as the workers collected them: most costly first
+    # (tests/file_order.py), not reordered by their number of tests
+    if getattr(config.option, "loadscopereorder", False):
+        config.option.loadscopereorder = False
+    if Recorder.wanted(config):
+        config.pluginmanager.register(Recorder(), "vikingbot-file-costs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if hasattr(config, "workerinput"):  # an xdist worker (a serial run keeps its order)
+        sort_items(items)
+
+
+def _share_bytecode_cache() -> None:
     """Give the suite's Python processes a byte-code cache outside the tree.
 
     With ``PYTHONDONTWRITEBYTECODE=1`` and a venv installed without byte-code,

@@ -19,7 +19,9 @@ GROUP = -1001234
 
 @pytest.fixture
 def fake() -> Iterator[tuple[FakeTelegram, str]]:
-    telegram = FakeTelegram()
+    # an empty long poll returns after 0.2 s (0.5 s by default): a test waiting for
+    # the next polls waits that much less
+    telegram = FakeTelegram(max_poll_s=0.2)
     with telegram.serve() as api_base:
         yield telegram, api_base
 

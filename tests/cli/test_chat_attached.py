@@ -175,8 +175,12 @@ def test_the_gateways_sdk_retries_are_shown_in_the_attached_chat(gw_home: Home) 
 
 
 def test_a_gateway_stopping_mid_turn_is_one_error_line_and_the_chat_goes_on(
-    gw_home: Home, gateway: GatewayProcess
+    gw_home: Home,
 ) -> None:
+    # the turn never ends by itself: the stop waits out the grace (1 s, the default,
+    # not the e2e home's 5 s) and cancels it
+    gw_home.write_config(gateway={"shutdown_grace_s": 1})
+    gateway = GatewayProcess(gw_home.path, start_timeout_s=TIMEOUT_S).start()
     gw_home.llm.script([reply("far too late", delay_s=60)])
     chat = Terminal.start(gw_home.path)
     try:
@@ -191,3 +195,4 @@ def test_a_gateway_stopping_mid_turn_is_one_error_line_and_the_chat_goes_on(
         assert history == [("user", "take your time")]
     finally:
         chat.close()
+        gateway.kill()

@@ -185,10 +185,11 @@ def test_one_shot_error_is_one_line_on_stderr(home: Path, llm: FakeOpenAI) -> No
 def test_one_shot_on_a_terminal_shows_the_spinner_then_the_reply(
     home: Path, llm: FakeOpenAI
 ) -> None:
-    llm.script([reply("Done thinking.", delay_s=2)])
+    llm.script([reply("Done thinking.", delay_s=60)])
     chat = Terminal.start(home, "-m", "think a little")
     try:
         chat.wait_for(r"working · [1-9]\d*s")
+        llm.release()  # the answer comes once the spinner has counted a second
         chat.wait_for(r"Done thinking\.")
         assert chat.wait_exit() == 0
     finally:

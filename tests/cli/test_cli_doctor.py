@@ -167,7 +167,9 @@ def test_live_makes_one_call_through_the_loop(cli: Cli, home: Path) -> None:
     )
     with FakeOpenAI.start() as down:
         down.script([reply("x")])
-        bot = {**READY, "providers": {"openai": {"apiKey": "sk-t", "apiBase": down.base_url}}}
+        # no retries: the SDK's three, with their backoff, only delayed the same failure
+        openai = {"apiKey": "sk-t", "apiBase": down.base_url, "maxRetries": 0}
+        bot = {**READY, "providers": {"openai": openai}}
         base = down.base_url
     _write_config(home, bot)  # the server is gone: the call fails and says so
     result = cli("doctor", "--live")

@@ -87,13 +87,28 @@ def gw(home: Home) -> Iterator[GatewayProcess]:
         proc.kill()
 
 
+@pytest.fixture(scope="module")
+def logged_in(browser: Any, home: Home, gw: GatewayProcess) -> Any:
+    """The module's dashboard session: its browser storage (the session cookie) after
+    one login through a `vikingbot dashboard --no-open` link. A login per test cost a
+    CLI process each; logging in is tested on its own (test_dashboard_browser)."""
+    context = browser.new_context()
+    try:
+        page = context.new_page()
+        page.goto(login_url(home))
+        assert page.url.endswith("/ui/"), page.url
+        return context.storage_state()
+    finally:
+        context.close()
+
+
 @pytest.fixture
-def page(browser: Any, home: Home, gw: GatewayProcess) -> Iterator[Any]:
-    """A logged-in page (a fresh browser context: its own session cookie)."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def page(browser: Any, gw: GatewayProcess, logged_in: Any) -> Iterator[Any]:
+    """A logged-in page: a fresh browser context holding the module's session cookie."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=logged_in)
     context.set_default_timeout(30_000)
     page = context.new_page()
-    page.goto(login_url(home))
-    assert page.url.endswith("/ui/"), page.url
+    page.goto(gw.base_url + "/ui/")
+    assert page.url.endswith("/ui/"), page.url  # the session let it in (no login form)
     yield page
     context.close()

@@ -7,12 +7,17 @@ marked running): the restarted gateway makes the owed move and does not run the
 task again, and the owner does not get the result a second time. (A run cut off
 before it was recorded runs again under the same identity: its sends keep their
 dedupe keys, tests/heartbeat.)
+
+The restart comes an interval after the first cycle, as after a while down: the
+restarted gateway's first cycle is due at once. The test records the first cycle
+an interval earlier instead of waiting the interval (10 s) out.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from datetime import timedelta
 
 from filelock import FileLock
 
@@ -22,6 +27,7 @@ from vikingbot.testing.gateway_proc import GatewayProcess
 from vikingbot.testing.home import Home, poll, with_tasks
 
 TASK = "Water the plants"
+INTERVAL_S = 10
 RESULT = f"Finished: {TASK}"
 
 
@@ -38,7 +44,7 @@ def test_a_result_delivered_before_a_kill_is_not_delivered_again(
             "timezone": "UTC",
             "mode": "per-task",
             "task_timeout_s": 2,
-            "interval_seconds": 10,
+            "interval_seconds": INTERVAL_S,
         }
     )
     home.add_user_session()
@@ -50,18 +56,39 @@ def test_a_result_delivered_before_a_kill_is_not_delivered_again(
         first = gateways(home)
         home.telegram.wait_for_sent(1, timeout=60)
         poll(lambda: [r for r in home.outbox() if r.status == "sent"], "the result marked sent")
+        # the unit's commit (ledger row, entry state, its claim ended) comes after the
+        # send: killed before it, the restart would wait out the dead claim's lease
+        # and settle on the outbox row instead (another path, tested in tests/heartbeat)
+        poll(lambda: [r for r in home.ledger() if r["decision"] == "run"], "the run recorded")
         first.kill()
     finally:
         held.release()
     assert [m["text"] for m in home.telegram.sent] == [RESULT]
     assert re.search(rf"^- {TASK}$", _active(path), re.M)  # not completed: the kill came first
 
+    _first_cycle_earlier(home, timedelta(seconds=INTERVAL_S))
     second = gateways(home)
     poll(lambda: TASK not in _active(path), "the task completed after the restart", 150)
     assert second.stop() == 0
     asked = [r for r in home.llm.requests if TASK in (r.last_user_text or "")]
     assert len(asked) == 1  # recorded before the kill: the move was owed, not the run
     assert [m["text"] for m in home.telegram.sent] == [RESULT]  # not sent twice
+
+
+def _first_cycle_earlier(home: Home, by: timedelta) -> None:
+    """Move the recorded start of the last heartbeat cycle back by ``by``."""
+    from vikingbot.heartbeat.service import GLOBAL
+    from vikingbot.heartbeat.state import HeartbeatState
+    from vikingbot.store.db import StateStore
+
+    store = StateStore.open(home.database_url)
+    try:
+        state = HeartbeatState(store)
+        last = state.workspace(GLOBAL).last_cycle_at
+        assert last is not None, "the first gateway ran no cycle"
+        state.mark_cycle(GLOBAL, last - by)
+    finally:
+        store.close()
 
 
 def _active(path: object) -> str:

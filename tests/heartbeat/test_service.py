@@ -110,6 +110,23 @@ async def test_disabled_and_quiet_hours(harness: Harness) -> None:
     assert harness.model_calls() == 1
 
 
+async def test_two_run_nows_at_once_run_the_workspace_once(harness: Harness) -> None:
+    """The second finds the workspace busy, even when both plan at the same moment (a
+    run-now typed twice, or beside the scheduled cycle)."""
+    import asyncio
+
+    harness.user_session()
+    harness.write(with_tasks("- Check the mail"))
+    harness.fake.script([reply("HEARTBEAT_OK", delay_s=60)])  # held until released
+    cycles = [asyncio.create_task(harness.cycle("manual")) for _ in range(2)]
+    done, _ = await asyncio.wait(cycles, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+    assert done, "neither cycle ended while the model held its answer"
+    harness.fake.release()
+    rows = [r for c in cycles for r in (await c).rows if r.workspace == "shared"]
+    assert sorted((r.decision, r.reason) for r in rows) == [("run", "manual"), ("skip", "busy")]
+    assert harness.model_calls() == 1
+
+
 async def test_provider_that_never_answers_times_out_and_next_cycle_runs(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:

@@ -11,6 +11,8 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +40,9 @@ def pg_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram, s
                     "cli": {"enabled": False},
                     "telegram": {"enabled": True, "token": fake.token, "api_base": api},
                 },
-                "gateway": {"shutdown_grace_s": 2},
+                # a 3 s lease: the standby looks for a free channel every second,
+                # not every 5 s (15 s, the default, / 3): the test waits for it twice
+                "gateway": {"shutdown_grace_s": 2, "lease_s": 3},
             },
             "storage": {"database_url": pg_url + f"?options=-csearch_path%3D{schema}"},
         }
@@ -46,6 +50,21 @@ def pg_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram, s
         yield home, fake, schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@contextmanager
+def both_started(home: Path) -> Iterator[tuple[GatewayProcess, GatewayProcess]]:
+    """Two gateways on ``home``, started at once (one after the other cost twice the
+    start, seconds on a busy machine); each still running at the end is stopped."""
+    a, b = (GatewayProcess(home, start_timeout_s=120, log=home / f"gw-{n}.out") for n in "ab")
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(GatewayProcess.start, (a, b)))
+        yield a, b
+    finally:
+        for gw in (a, b):
+            if gw.proc is not None and gw.proc.poll() is None:
+                gw.stop()
 
 
 def _until(check: Any, timeout: float = 60.0) -> Any:
@@ -60,15 +79,14 @@ def test_two_gateways_share_a_home_and_one_polls(
     pg_home: tuple[Path, FakeTelegram, str],
 ) -> None:
     home, fake, _ = pg_home
-    with (
-        GatewayProcess(home, start_timeout_s=120) as a,
-        GatewayProcess(home, start_timeout_s=120) as b,
-    ):
+    with both_started(home) as (a, b):
 
         def both_listed() -> list[dict[str, Any]] | None:
+            """Both running, and the channel's holder has said so (at its next beat:
+            started at once, both may be listed before either has claimed it)."""
             peers = a.get("/health")["gateways"]
             running = [p for p in peers if p["state"] == "running"]
-            return running if len(running) == 2 else None
+            return running if len(running) == 2 and any(p["channels"] for p in running) else None
 
         peers = _until(both_listed, timeout=30)
         holders = [p["id"] for p in peers if p["channels"] == ["telegram:default"]]

@@ -57,6 +57,10 @@ class HeartbeatService:
         self.health = ProviderHealth(self.cfg.interval_seconds)
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
+        # held from a cycle's planning until its runs are marked busy: two cycles at
+        # once (two run-nows, or one beside the scheduled cycle) each see the other's
+        # runs as busy instead of both planning to run the same workspace
+        self._planning = asyncio.Lock()
         self.store_down_since: datetime | None = None  # /health says "degraded" meanwhile
         self._stopping = False
         # file -> (workspace, the problems last logged for it)
@@ -225,6 +229,16 @@ class HeartbeatService:
         wait: bool = True,
     ) -> CycleReport:
         """One cycle. With ``wait=False`` workspace runs continue in the background."""
+        async with self._planning:
+            report, tasks = await self._plan_and_start(trigger, workspace, force)
+        if tasks and wait:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return report
+
+    async def _plan_and_start(
+        self, trigger: Trigger, workspace: str | None, force: bool
+    ) -> tuple[CycleReport, list[asyncio.Task[None]]]:
+        """Plan a cycle, record its skips and start its runs (each workspace marked busy)."""
         now = self.now()
         report = CycleReport(uuid.uuid4().hex[:12], trigger, now)
         if self.metrics:
@@ -265,9 +279,7 @@ class HeartbeatService:
         tasks = [self._start(runner, wsin, todo) for wsin, todo in runs]
         if self.scanner.index.save_due:  # bookkeeping for the next start, after the turns
             self._track(asyncio.create_task(asyncio.to_thread(self.scanner.save_index)))
-        if tasks and wait:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        return report
+        return report, tasks
 
     def _count_skips(self, decisions: list[Decision], kept: Counter[str]) -> None:
         if not self.metrics:
