@@ -4,9 +4,10 @@ With ``--dist loadfile`` each file runs on one worker, and a worker is handed th
 next file when it is almost out of work. xdist's own order is by number of
 tests, most first, which leaves the one-test files last, and those are the
 slowest (real gateways killed and restarted, heartbeat intervals waited out):
-one worker ran them alone for the last half minute while the other had
-finished. Handed out most costly first (longest processing time first), the
-short files at the end fill the gaps and both workers finish together.
+replayed with a full run's seconds per file, one worker ended 35 s after the
+other. Handed out most costly first (longest processing time first), the short
+files at the end fill the gaps and both workers finish together (0.5 s apart in
+the next full run).
 
 The cost of a file is its seconds in ``file_costs.json`` (measured in a
 two-worker run; only files of a second or more are listed), else
