@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from vikingbot.testing.stalls import Stalls
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -60,10 +62,8 @@ class FakeSlack:
         self.base_url = ""
         self.history_calls = 0
         self._last_ts = 0.0
-        self.stalled = 0  # posts whose answer is being held right now or was
-        self._stalls: list[list[Any]] = []  # per stall to come: [let by first, take it]
-        self._released = threading.Event()
         self._closing = False
+        self.stalls = Stalls(self._cond, lambda: self._closing)
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -126,33 +126,19 @@ class FakeSlack:
         until :meth:`release`, the bot hangs up or the server stops: the bot's process
         dies waiting for it. ``take``: the message is in the chat (recorded) first, or
         it never got there."""
-        with self._cond:
-            self._stalls.append([skip, take])
-
-    def _next_stall(self) -> bool | None:
-        """For a post arriving now (under the lock): take-and-hold, hold, or None."""
-        if not self._stalls:
-            return None
-        if self._stalls[0][0] > 0:
-            self._stalls[0][0] -= 1
-            return None
-        return bool(self._stalls.pop(0)[1])
+        self.stalls.add(take=take, skip=skip)
 
     def release(self) -> None:
         """Answer every held post now (and those stalled later at once)."""
-        self._released.set()
+        self.stalls.release()
+
+    @property
+    def stalled(self) -> int:
+        """Posts whose answer is being held right now or was."""
+        return self.stalls.stalled
 
     async def wait_stalled(self, n: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
-        await asyncio.to_thread(self._wait, lambda: self.stalled >= n, timeout)
-
-    async def _hold(self, request: Request) -> None:
-        with self._cond:
-            self.stalled += 1
-            self._cond.notify_all()
-        while not (self._released.is_set() or self._closing):
-            if await request.is_disconnected():
-                return
-            await asyncio.sleep(0.02)  # the server's own loop, looking again
+        await asyncio.to_thread(self._wait, lambda: self.stalls.stalled >= n, timeout)
 
     def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
         from vikingbot.testing.server import wait_until
@@ -237,9 +223,9 @@ class FakeSlack:
             if self.post_errors:
                 status, error = self.post_errors.pop(0)
                 return self._error(error, status)
-            stall = self._next_stall()
+            stall = self.stalls.next()
         if stall is False:  # lost on the way: the chat never gets it
-            await self._hold(request)
+            await self.stalls.hold(request)
             return self._error("request_timeout", 504)
         with self._cond:
             self._last_ts = max(time.time(), self._last_ts + 0.000001)  # real and unique
@@ -255,7 +241,7 @@ class FakeSlack:
             )
             self._cond.notify_all()
         if stall:
-            await self._hold(request)
+            await self.stalls.hold(request)
         return JSONResponse({"ok": True, "channel": channel, "ts": ts})
 
     async def _history(self, request: Request) -> Response:

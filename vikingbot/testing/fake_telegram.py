@@ -25,6 +25,8 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
+from vikingbot.testing.stalls import Stalls
+
 if TYPE_CHECKING:
     from starlette.applications import Starlette
     from starlette.requests import Request
@@ -97,9 +99,7 @@ class FakeTelegram:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._changed: asyncio.Event | None = None
         self._closing = False
-        self.stalled = 0  # sends whose answer is being held right now or was
-        self._stalls: list[list[Any]] = []  # per stall to come: [let by first, take it]
-        self._released = threading.Event()
+        self.stalls = Stalls(self._cond, lambda: self._closing)
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -108,33 +108,19 @@ class FakeTelegram:
         :meth:`release`, the bot hangs up or the server stops: the bot's process dies
         waiting for it. ``take``: the message is in the chat (recorded) first, or it
         never got there."""
-        with self._cond:
-            self._stalls.append([skip, take])
-
-    def _next_stall(self) -> bool | None:
-        """For a send arriving now (under the lock): take-and-hold, hold, or None."""
-        if not self._stalls:
-            return None
-        if self._stalls[0][0] > 0:
-            self._stalls[0][0] -= 1
-            return None
-        return bool(self._stalls.pop(0)[1])
+        self.stalls.add(take=take, skip=skip)
 
     def release(self) -> None:
         """Answer every held send now (and those stalled later at once)."""
-        self._released.set()
+        self.stalls.release()
+
+    @property
+    def stalled(self) -> int:
+        """Sends whose answer is being held right now or was."""
+        return self.stalls.stalled
 
     async def wait_stalled(self, n: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
-        await asyncio.to_thread(self._wait, lambda: self.stalled >= n, timeout)
-
-    async def _hold(self, request: Request) -> None:
-        with self._cond:
-            self.stalled += 1
-            self._cond.notify_all()
-        while not (self._released.is_set() or self._closing):
-            if await request.is_disconnected():
-                return
-            await asyncio.sleep(0.02)  # the server's own loop, looking again
+        await asyncio.to_thread(self._wait, lambda: self.stalls.stalled >= n, timeout)
 
     def push_text(
         self,
@@ -245,13 +231,13 @@ class FakeTelegram:
             return await self._get_updates_once(params, request)
         if method == "sendMessage":
             with self._cond:
-                stall = self._next_stall()
+                stall = self.stalls.next()
             if stall is False:  # lost on the way: the chat never gets it
-                await self._hold(request)
+                await self.stalls.hold(request)
                 return self._fail(504, "Gateway Timeout")
             answer = self._send_message(params)
             if stall:
-                await self._hold(request)
+                await self.stalls.hold(request)
             return answer
         if method in ("deleteWebhook", "close", "logOut"):
             return self._ok(True)
