@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store.leases import Leases
 from vikingbot.testing.databases import SharedDb
+from vikingbot.testing.waits import until
 
 TEMPLATE = (
     "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"
@@ -84,13 +84,6 @@ def _gateway(
     return rt, HeartbeatService(dataclasses.replace(svc.parts, owner=name))
 
 
-async def _until(check: Any, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
 async def test_a_gateway_busy_with_its_one_slot_leaves_the_other_units_to_another(
     shared_db: SharedDb, tmp_path: Path
 ) -> None:
@@ -105,7 +98,7 @@ async def test_a_gateway_busy_with_its_one_slot_leaves_the_other_units_to_anothe
     leases = Leases(rt_b.store, rt_b.clock)
     try:
         first = asyncio.create_task(hb_a.run_cycle())
-        await _until(lambda: slow.turns == 1, "A's first turn")
+        await until(lambda: slow.turns == 1, "A's first turn")
         assert [h.holder for h in leases.holders("hb:")] == ["gw-a"]  # nothing claimed ahead
         report = await hb_b.run_cycle()  # B runs every unit A is not running
         busy = [r for r in report.rows if r.reason == "busy"]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -32,6 +31,7 @@ from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.databases import SharedDb
 from vikingbot.testing.databases import shared_db as make_shared_db
+from vikingbot.testing.waits import until
 
 TEMPLATE = (
     "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"
@@ -103,13 +103,6 @@ def _gateway(
     return rt, HeartbeatService(dataclasses.replace(svc.parts, owner=owner))
 
 
-async def _until(check: Any, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.02)
-
-
 def _stored(db: SharedDb, name: str) -> Any:
     store = db.open()
     try:
@@ -132,9 +125,9 @@ async def test_two_gateways_finishing_one_workspaces_units_lose_nothing(
     rt_b, hb_b = _gateway(tmp_path, shared_db, "gw-b", b)
     try:
         first = asyncio.create_task(hb_a.run_cycle())
-        await _until(lambda: a.turns == 1, "A's turn")
+        await until(lambda: a.turns == 1, "A's turn")
         second = asyncio.create_task(hb_b.run_cycle())  # the first task is A's: B runs the other
-        await _until(lambda: b.turns == 1, "B's turn")
+        await until(lambda: b.turns == 1, "B's turn")
         if order == "together":
             a.gate.set()
             b.gate.set()
