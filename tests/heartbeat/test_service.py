@@ -297,6 +297,44 @@ async def test_a_hanging_turn_does_not_hold_up_the_next_cycle(
             await h.hb.drain(0.1)  # cancels the hanging turn
 
 
+async def test_a_stop_that_comes_while_the_loop_works_out_the_next_cycle_ends_it_at_once(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """The gateway stops the heartbeat while its loop is between two awaits (reading
+    when the last cycle was, in a worker thread): the stop must not be lost and the loop
+    left waiting for the next cycle (up to a minute before it looked again)."""
+    import asyncio
+    from collections.abc import Callable
+    from datetime import UTC, datetime
+
+    from vikingbot.clock import FakeClock
+    from vikingbot.heartbeat.service import GLOBAL
+
+    class StopOnRead(FakeClock):
+        """Calls ``then`` the first time the time is read after it is set."""
+
+        then: Callable[[], None] | None = None
+
+        def now(self) -> datetime:
+            then, self.then = self.then, None
+            if then is not None:
+                then()
+            return super().now()
+
+    clock = StopOnRead(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+    async for h in build_harness(tmp_path, fake, clock=clock):
+        hb = h.hb
+        hb.state.mark_cycle(GLOBAL, clock.now())  # a cycle a moment ago: the next is not due
+        clock.then = hb.stop  # the stop comes as the loop reads the time after the thread hop
+        loop_task = asyncio.create_task(hb.run_forever())
+        try:
+            await asyncio.wait_for(asyncio.shield(loop_task), 5)
+        finally:
+            loop_task.cancel()
+        assert clock.then is None  # the loop did read the time (the stop came mid-loop)
+        assert h.model_calls() == 0
+
+
 async def test_pause_during_a_turn_is_not_undone_when_it_ends(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:

@@ -500,6 +500,8 @@ class HeartbeatService:
         if not await asyncio.to_thread(self.scanner.watch):
             logger.info("heartbeat: no file system events, polling for changes each cycle")
         while not stop.is_set() and not self._stopping:
+            # before the first await: a wake (or stop) during the hops below is kept
+            self._wake.clear()
             join = None
             try:  # the database may be away (PostgreSQL restart, network): wait, never die
                 due = await asyncio.to_thread(self._next_cycle_at)
@@ -522,7 +524,6 @@ class HeartbeatService:
                 except Exception:
                     logger.exception("heartbeat cycle failed")
                 continue
-            self._wake.clear()
             wait_s = min((due - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait_s)

@@ -103,11 +103,17 @@ def make_config(base_url: str, **heartbeat: Any) -> Config:
 
 
 async def build_harness(
-    tmp_path: Path, fake: FakeOpenAI, config: Config | None = None, **heartbeat: Any
+    tmp_path: Path,
+    fake: FakeOpenAI,
+    config: Config | None = None,
+    *,
+    clock: FakeClock | None = None,
+    **heartbeat: Any,
 ) -> AsyncIterator[Harness]:
     """A heartbeat on a home under ``tmp_path``: ``config`` as given, else
-    :func:`make_config` with the ``heartbeat`` settings."""
-    clock = FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
+    :func:`make_config` with the ``heartbeat`` settings; ``clock`` as given, else a
+    :class:`FakeClock` at 2026-03-10 12:00 UTC."""
+    clock = clock or FakeClock(datetime(2026, 3, 10, 12, 0, tzinfo=UTC))
     if config is None:
         config = make_config(fake.base_url, **heartbeat)
     home = tmp_path / "home"
