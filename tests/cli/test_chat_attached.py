@@ -129,6 +129,9 @@ def test_the_terminal_only_user_sees_the_heartbeat_result_arrive_in_the_chat(
         channels={"cli": {"enabled": True}, "telegram": {"enabled": False}},
         heartbeat={"timezone": "UTC", "interval_seconds": 10},
     )
+    # the first scheduled cycle comes once the chat is attached and the session's flag
+    # set, not at the gateway's start (a whole 10 s interval before the task is seen)
+    gw_home.next_cycle_in(6, interval_s=10)
     gw = GatewayProcess(gw_home.path, start_timeout_s=TIMEOUT_S).start()
     chat = Terminal.start(gw_home.path)
     try:

@@ -25,6 +25,9 @@ def test_tasks_of_a_terminal_only_user_run_and_land_in_the_inbox(
         channels={"cli": {"enabled": True}, "telegram": {"enabled": False}},
         heartbeat={"timezone": "UTC", "interval_seconds": 10},
     )
+    # its first scheduled cycle comes once the chat below is done, not at the start
+    # (a whole 10 s interval before the tasks are seen)
+    home.next_cycle_in(4, interval_s=10)
     gateways(home)
     home.llm.script(["Hello, I am here."])
     chat = home.cli("chat", "-m", "hi", "--json")

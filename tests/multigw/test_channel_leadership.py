@@ -19,7 +19,9 @@ import pytest
 from vikingbot.testing.databases import SharedDb
 from vikingbot.testing.fake_telegram import FakeTelegram
 
-TTL_S, CHECK_S = 1.5, 0.3
+# short for the test (15 s and 5 s by default), but long enough that a node stalled by
+# a loaded machine (three workers on two cores) does not lose the lease while it works
+TTL_S, CHECK_S = 3.0, 0.5
 ROOT = Path(__file__).resolve().parents[2]
 
 

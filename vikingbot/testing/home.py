@@ -128,6 +128,26 @@ class Home:
         path.write_text(text, encoding="utf-8")
         return path
 
+    def next_cycle_in(self, seconds: float, *, interval_s: float) -> None:
+        """Record the last heartbeat cycle as started so that, with the config's
+        ``interval_s``, the next one is due ``seconds`` from now (as a gateway restarted
+        before its interval is up finds it). For a test whose gateway should run its
+        first cycle a little after it started: not at once, nor a whole interval later.
+        Should the test be slower than that, the cycle finds nothing new and the next
+        one comes an interval later, as without this."""
+        from datetime import UTC, datetime, timedelta
+
+        from vikingbot.heartbeat.service import GLOBAL
+        from vikingbot.heartbeat.state import HeartbeatState
+        from vikingbot.store.db import StateStore
+
+        at = datetime.now(UTC) - timedelta(seconds=interval_s - seconds)
+        store = StateStore.open(self.database_url)
+        try:
+            HeartbeatState(store).mark_cycle(GLOBAL, at)
+        finally:
+            store.close()
+
     # ---- reading state the gateway wrote ---------------------------------
 
     def ledger(self) -> list[dict[str, Any]]:
