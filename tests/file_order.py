@@ -1,4 +1,4 @@
-"""The order the two xdist workers take the test files in: the most costly first.
+"""The order the xdist workers take the test files in: the most costly first.
 
 With ``--dist loadfile`` each file runs on one worker, and a worker is handed the
 next file when it is almost out of work. xdist's own order is by number of
@@ -6,15 +6,15 @@ tests, most first, which leaves the one-test files last, and those are the
 slowest (real gateways killed and restarted, heartbeat intervals waited out):
 replayed with a full run's seconds per file, one worker ended 35 s after the
 other. Handed out most costly first (longest processing time first), the short
-files at the end fill the gaps and both workers finish together (0.5 s apart in
-the next full run).
+files at the end fill the gaps and the workers finish together (0.5 s apart in
+the next full run, on two workers).
 
 The cost of a file is its seconds in ``file_costs.json`` (measured in a
-two-worker run; only files of a second or more are listed), else
+full run; only files of a second or more are listed), else
 ``SECONDS_PER_TEST`` per test. A stale or missing entry only makes the order a
 little worse, never a test fail. To measure the costs again::
 
-    VIKINGBOT_FILE_COSTS=write uv run --all-extras pytest -n 2 --dist loadfile
+    VIKINGBOT_FILE_COSTS=write uv run --all-extras pytest -n 3 --dist loadfile
 
 The workers put their collected items in this order (``sort_items``, a stable
 sort: each file's tests stay together and in their order), and
