@@ -72,6 +72,13 @@ class _Server(uvicorn.Server):
             if deadline is not None and loop.time() >= deadline:
                 for task in state.tasks:
                     task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+                # and the connections still open are closed now: left to the garbage
+                # collector, each is a ResourceWarning in whichever test runs next
+                for connection in list(state.connections):
+                    transport = getattr(connection, "transport", None)
+                    if transport is not None:
+                        transport.close()
+                await asyncio.sleep(0)  # their connection_lost callbacks run
                 break
             await asyncio.sleep(STEP_S)
         else:
