@@ -315,7 +315,7 @@ def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
     for chat in range(3):
         home.talk(chat)
         home.write(chat, TEMPLATE)
-    assert home.svc.scanner.watch()
+    assert _watch_fast(home.svc)
     home.memo_cycle()
     watcher = home.svc.scanner.index.watcher
     assert watcher is not None and watcher.running
@@ -329,7 +329,7 @@ def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
 def test_a_dead_watcher_falls_back_to_polling(home: Home) -> None:
     home.talk(1)
     home.write(1, TEMPLATE)
-    assert home.svc.scanner.watch()
+    assert _watch_fast(home.svc)
     home.memo_cycle()
     watcher = home.svc.scanner.index.watcher
     assert watcher is not None and watcher._current is not None
@@ -428,7 +428,7 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
                 h.talk(chat)
                 h.write(chat, TEMPLATE)
             if watch:
-                assert h.svc.scanner.watch()
+                assert _watch_fast(h.svc)
             assert h.memo_cycle() == h.rescan()
             for op in ops:
                 if op[0] == "restart":  # the gateway stops (snapshot written) and starts again
@@ -437,7 +437,7 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
                     h.talk(2)
                     h = Home(h.root, mode=h.mode, start=h.clock.now())
                     if watch:
-                        assert h.svc.scanner.watch()
+                        assert _watch_fast(h.svc)
                     touched = []
                     continue
                 touched = apply(h, op, outside)
@@ -488,7 +488,7 @@ def check_sequence_with_pending_events(ops: list[tuple[Any, ...]]) -> None:
             for chat in range(2):
                 h.talk(chat)
                 h.write(chat, TEMPLATE)
-            assert h.svc.scanner.watch()
+            assert _watch_fast(h.svc)
             h.memo_cycle()
             for op in [*ops, ("cycle",)]:
                 index = h.svc.scanner.index
@@ -500,7 +500,7 @@ def check_sequence_with_pending_events(ops: list[tuple[Any, ...]]) -> None:
                     index.close()
                     apply(h, ("write", 0, "task", False), outside)
                     h.talk(3)
-                    assert h.svc.scanner.watch()
+                    assert _watch_fast(h.svc)
                     continue
                 touched = reported(index, apply(h, op, outside))
                 watcher = index.watcher
@@ -646,3 +646,10 @@ def test_the_snapshot_is_private_like_the_session_files(
     snap = h.rt.paths.data_dir / "heartbeat" / "index.json"
     assert snap.stat().st_mode & 0o077 == 0
     assert "telegram" in snap.read_text()  # what it holds: the metadata lines' keys
+
+
+def _watch_fast(svc: Any) -> bool:
+    """Start the heartbeat's watcher with 20 ms steps (2 s in a gateway): these tests
+    wait for its events after each change."""
+    svc.scanner.index.watch_step_ms = 20
+    return bool(svc.scanner.watch())

@@ -78,6 +78,7 @@ SAVE_AFTER_READS = 200  # a first pass that read this many files writes the snap
 # closes): writing 10,000 sessions costs about as much CPU as the pass itself, and a
 # snapshot a few hours old costs a start only the reads of what changed since
 SAVE_EVERY_S = 6 * 3600.0
+WATCH_STEP_MS = 2000  # see HeartbeatIndex.watch_step_ms
 FREEZE_AFTER = 2000  # session files from which a full pass's records are frozen (gc.freeze)
 _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -189,6 +190,10 @@ class HeartbeatIndex:
         self._last_full: datetime | None = None
         self._watched: set[str] = set()
         self.full_passes = 0  # how many times every file was looked at (for tests/benches)
+        # the watcher's step (watch.py): each costs CPU while nothing happens, and a
+        # cycle only needs the changes by its start, minutes apart (a hand-made plan or
+        # run-now looks at the HEARTBEAT.md files itself)
+        self.watch_step_ms = WATCH_STEP_MS
 
     # ------------------------------------------------------------ queries
 
@@ -729,7 +734,9 @@ class HeartbeatIndex:
                 return _is_session_file(name)
             return folder == root or (name == HEARTBEAT_FILE and os.path.dirname(folder) == root)
 
-        self.watcher = Watcher(self._watch_paths(), name="heartbeat", accept=accept)
+        self.watcher = Watcher(
+            self._watch_paths(), name="heartbeat", accept=accept, step_ms=self.watch_step_ms
+        )
         if not self.watcher.start():
             return False
         self.polled -= self._watched
