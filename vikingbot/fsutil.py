@@ -14,7 +14,8 @@ the second conflict on, what was only appended (whole lines) is appended to
 the new text instead, so a steady stream of appends cannot starve the edit;
 up to ``TRIES`` times. A write that reaches the old file between the check and
 the rename (an appender that had it open) is found on the old file's
-descriptor and carried over the same way. The retries after the first write the new text and
+descriptor and carried over the same way, looked for at once and again
+``LATE_WRITE_GRACE_S`` after the rename. The retries after the first write the new text and
 rename it before its fsync (the file is fsynced right after the rename), so
 the window in which an outside save can slip in is the time of one read,
 one edit and one write, not of an fsync: that is what lets a rewrite win
@@ -26,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -33,6 +35,9 @@ from vikingbot.errors import VikingbotError
 
 BOM = "\ufeff"
 TRIES = 25
+# how long after a rename a write into the replaced file is still looked for (an
+# appender that opened it just before the rename and was descheduled before writing)
+LATE_WRITE_GRACE_S = 0.02
 
 Identity = tuple[int, int, int, int, int]
 
@@ -265,8 +270,7 @@ def _replace_if_unchanged(
                 os.fsync(fh.fileno())
             mine = _identity(os.fstat(fh.fileno()))
         fsync_dir(path.parent)
-        # (the rename itself changes the old file's ctime, so only size and mtime count here)
-        if old is not None and _fd_identity(old)[2:4] != expected[2:4]:  # type: ignore[index]
+        if old is not None and expected is not None and _written_late(old, expected):
             return _read_fd(old), mine
         return True
     except BaseException:
@@ -276,6 +280,22 @@ def _replace_if_unchanged(
     finally:
         if old is not None:
             os.close(old)
+
+
+def _written_late(old: int, expected: Identity) -> bool:
+    """Whether a write reached the replaced file after the check before the rename:
+    looked at at once, and once more ``LATE_WRITE_GRACE_S`` later, for an
+    appender that opened the file just before the rename and was descheduled before
+    its write (``echo >>`` opens, then writes; on a busy machine a line was lost that
+    way). A writer that keeps the file open longer than that writes into the replaced
+    file, as it would with any editor that saves by renaming.
+
+    Only size and mtime count: the rename itself changes the old file's ctime.
+    """
+    if _fd_identity(old)[2:4] != expected[2:4]:
+        return True
+    time.sleep(LATE_WRITE_GRACE_S)
+    return _fd_identity(old)[2:4] != expected[2:4]
 
 
 def _open_old(path: Path) -> int | None:
