@@ -29,9 +29,10 @@ Accept = Callable[[str], bool]
 # How long the thread sleeps between looks at what the OS reported (watchfiles has no
 # blocking wait: its loop wakes every step, takes the GIL and checks the stop event
 # and signals), and how long it waits for more events before handing a batch over.
-# Each wake-up costs ~0.1 ms of CPU (measured: bench/heartbeat_cycle.py's gateway
-# figure; 50 ms steps made an idle watcher cost 2 ms of CPU a second, 1.2 s per
-# ten-minute heartbeat interval). A change is handed over one to two steps after it.
+# Each wake-up costs ~0.1 ms of CPU (measured 100-126 us): 50 ms steps made an idle
+# watcher cost 2 ms of CPU a second, 1.2 s per ten-minute heartbeat interval, and
+# an idle gateway's CPU halved with longer steps (``idle_cpu_per_s`` in
+# bench/heartbeat_cycle.py). A change is handed over one to two steps after it.
 STEP_MS = 1000
 TIMEOUT_MS = 1000  # at least this often ``watch()`` returns to this module's loop (a dead OS
 # watch is noticed there)

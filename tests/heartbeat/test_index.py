@@ -326,6 +326,22 @@ def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
     assert home.svc.scanner.index.full_passes == 1  # the first read only: events since
 
 
+def test_a_hand_made_plan_sees_a_chat_the_watcher_has_not_handed_over_yet(home: Home) -> None:
+    """The user chats, then asks for ``heartbeat run-now`` at once. The watcher hands
+    its events over once a step (2 s in a gateway), so a plan made by hand also
+    reads the sessions the store's change journal names (and every HEARTBEAT.md)."""
+    home.talk(1, ago=timedelta(days=30))  # long quiet: the workspace is not visited
+    home.write(1, TASK)
+    home.svc.scanner.index.watch_step_ms = 60_000  # no batch comes during this test
+    assert home.svc.scanner.watch()
+    assert run_decisions(home.memo_cycle()) == []
+    home.talk(1)  # a message now: the workspace is visited again
+    reused, fresh, _ = home.svc._plan(
+        "manual", workspace=None, force=True, include_idle=False, memo=False
+    )
+    assert run_decisions(norm(reused.decisions() + fresh)) == [home.ws(1).name]
+
+
 def test_a_dead_watcher_falls_back_to_polling(home: Home) -> None:
     home.talk(1)
     home.write(1, TEMPLATE)

@@ -262,15 +262,24 @@ class HeartbeatIndex:
         return changed
 
     def recheck_files(self, now: datetime) -> set[str]:
-        """Look at every eligible HEARTBEAT.md now (one ``lstat`` each), whatever the
-        watcher has said so far: the workspaces whose file changed.
+        """Read the sessions the store's change journal names since the last look, then
+        look at every eligible HEARTBEAT.md now (one ``lstat`` each), whatever the
+        watcher has said so far: the workspaces whose sessions or file changed.
 
-        For what a user asks for by hand (``run-now``, ``plan``): the watcher reports
-        an edit only after its debounce, and a file saved a moment ago must count.
+        For what a user asks for by hand (``run-now``, ``plan``): the watcher hands
+        its events over once a step (``watch_step_ms``), and a chat a moment ago or a
+        file saved a moment ago must count. The watcher's later events for the same
+        files find them unchanged.
         """
         if self._settings is None:
             return set()
-        return self._poll_files(now)
+        changed: set[str] = set()
+        if self.watcher is not None:  # polling reads the journal each cycle anyway
+            for name in self._journal.read() or ():
+                if _is_session_file(name):
+                    changed |= self._reload(name, None)
+            self._settle(now)
+        return changed | self._poll_files(now)
 
     def _load_all(self, now: datetime) -> None:
         self.store.move_system_sessions()
