@@ -15,6 +15,8 @@ import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from datetime import datetime
+from itertools import compress
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,7 @@ if TYPE_CHECKING:
 IGNORED_SESSION_TYPES = SYSTEM_TYPES
 # Skips that depend only on the sessions and the file, never on the clock's cadence.
 QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
+_PAUSED = attrgetter("paused")
 
 
 class QuietMemo:
@@ -248,7 +251,9 @@ class Scanner:
         self, changed: set[str] | None, ws_states: dict[str, WorkspaceState]
     ) -> tuple[set[str], Kept]:
         """Which workspaces to plan again; the kept decisions of all the others."""
-        seen = (self.rt.config, frozenset(n for n, w in ws_states.items() if w.paused))
+        # the paused ones, picked in C (a generator over 10,000 rows cost 1 ms a cycle)
+        paused = frozenset(compress(ws_states, map(_PAUSED, ws_states.values())))
+        seen = (self.rt.config, paused)
         members = self.index.members
         if changed is None or self._seen is None or seen[0] is not self._seen[0]:
             todo = set(members)  # first cycle, or other settings: everything
