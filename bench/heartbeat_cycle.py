@@ -218,11 +218,7 @@ def gateway_cpu(
             deadline = time.monotonic() + 300
             while enabled and cycles_done(gw) < 2 and time.monotonic() < deadline:
                 time.sleep(0.5)
-            while time.monotonic() < deadline:
-                before = cpu_seconds(gw.proc.pid)
-                time.sleep(5)
-                if cpu_seconds(gw.proc.pid) - before < 0.25:
-                    break
+            until_quiet(gw.proc.pid, 0.25, deadline)
             c0, n0 = cpu_seconds(gw.proc.pid), cycles_done(gw)
             end = time.monotonic() + seconds
             while time.monotonic() < end:
@@ -238,6 +234,18 @@ def gateway_cpu(
     off, _ = window(False)
     cycles = max(int(cycles), 1)
     return (on - off) / cycles, on / cycles, cycles
+
+
+def until_quiet(pid: int, cpu_s: float, deadline: float) -> None:
+    """Wait (until ``deadline``) for 5 s in which the process used under ``cpu_s``
+    of CPU: start-up, the first cycle and housekeeping's first pass are over."""
+    from gateway_resources import cpu_seconds
+
+    while time.monotonic() < deadline:
+        before = cpu_seconds(pid)
+        time.sleep(5)
+        if cpu_seconds(pid) - before < cpu_s:
+            return
 
 
 def _run_ns(pid: int) -> int:
@@ -257,10 +265,6 @@ def idle_cpu_per_s(home: Path, enabled: bool, seconds: float = 60.0) -> float:
     """CPU seconds per second of a gateway between cycles: its first cycle done, no
     writes, the next cycle an hour away (the file watchers' and timers' own cost,
     which a compressed interval under-counts: a real interval has 60 times more of it)."""
-    import urllib.request
-
-    from gateway_resources import cpu_seconds
-
     from vikingbot.testing.gateway_proc import GatewayProcess
 
     env = {
@@ -269,14 +273,7 @@ def idle_cpu_per_s(home: Path, enabled: bool, seconds: float = 60.0) -> float:
     }
     with GatewayProcess(home, env=env, start_timeout_s=120) as gw:
         assert gw.proc is not None
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:  # the first cycle and housekeeping's pass
-            before = cpu_seconds(gw.proc.pid)
-            time.sleep(5)
-            if cpu_seconds(gw.proc.pid) - before < 0.05:
-                break
-        with urllib.request.urlopen(gw.base_url + "/health", timeout=10):
-            pass
+        until_quiet(gw.proc.pid, 0.05, time.monotonic() + 300)
         c0 = _run_ns(gw.proc.pid)
         time.sleep(seconds)
         return (_run_ns(gw.proc.pid) - c0) / 1e9 / seconds
