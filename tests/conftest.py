@@ -10,7 +10,9 @@ SQLite tests get a copy of a database migrated once per session.
 Child processes (gateways, CLI commands) keep their compiled byte-code in one
 cache folder even when ``PYTHONDONTWRITEBYTECODE`` is set (see
 ``_share_bytecode_cache``), and the xdist workers take the test files most
-costly first (``tests/file_order.py``).
+costly first (``tests/file_order.py``). Test gateways are forked from a process that
+has imported them already (``vikingbot/testing/forkserver.py``; set
+``VIKINGBOT_TEST_FORK=0`` to start each as a new interpreter).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ DEFAULT_PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 def pytest_configure(config: pytest.Config) -> None:
     _share_bytecode_cache()
+    # test gateways start from a process that has imported them (vikingbot/testing/
+    # forkserver.py); a start that changes how Python starts still runs a new interpreter
+    os.environ.setdefault("VIKINGBOT_TEST_FORK", "1")
     # xdist hands the files out as the workers collected them: most costly first
     # (tests/file_order.py), not reordered by their number of tests
     if getattr(config.option, "loadscopereorder", False):

@@ -17,7 +17,7 @@ from vikingbot.testing.gateway_proc import GatewayProcess, free_port
 
 def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with GatewayProcess(home) as gw:
+    with GatewayProcess(home, fork=False) as gw:
         health = gw.get("/health")
         assert health["status"] == "ok"
         assert health["agent"]["ready"] is False
@@ -38,7 +38,7 @@ def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> No
 
 def test_disabled_heartbeat_is_reported_and_sigint_also_exits_zero(tmp_path: Path) -> None:
     env = {"VIKINGBOT_BOT__HEARTBEAT__ENABLED": "false"}
-    gw = GatewayProcess(tmp_path / "home", env=env).start()
+    gw = GatewayProcess(tmp_path / "home", env=env, fork=False).start()
     assert gw.get("/health")["heartbeat"]["enabled"] is False
     assert gw.stop(signal.SIGINT) == 0
     assert "✗ Heartbeat: disabled" in gw.output
@@ -57,7 +57,7 @@ def windowed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Gateway
     hours = {"start": start, "end": end, "timezone": "UTC"}
     (home / "config.json").write_text(json.dumps({"bot": {"heartbeat": {"active_hours": hours}}}))
     env = {"VIKINGBOT_BOT__GATEWAY__TOKEN": "s3cret"}
-    with GatewayProcess(home, env=env) as gw:
+    with GatewayProcess(home, env=env, fork=False) as gw:
         yield (
             gw,
             (
@@ -106,7 +106,7 @@ def test_broken_config_fails_with_key_path(tmp_path: Path) -> None:
 
 def test_heartbeat_toggle_applies_without_restart(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    with GatewayProcess(home) as gw:
+    with GatewayProcess(home, fork=False) as gw:
         assert gw.get("/health")["heartbeat"]["enabled"] is True
         res = run_cli(home, "config", "set", "bot.heartbeat.enabled", "false")
         assert res.returncode == 0, res.stderr

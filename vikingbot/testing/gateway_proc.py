@@ -12,11 +12,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
+
+from vikingbot.testing import forkserver
+from vikingbot.testing.forkserver import Forked
 
 
 def free_port() -> int:
@@ -35,6 +37,7 @@ class GatewayProcess:
         args: list[str] | None = None,
         start_timeout_s: float = 60.0,
         log: Path | None = None,
+        fork: bool = True,
     ) -> None:
         self.home = home
         self.log = log or home / "gateway.out"  # several gateways on one home: one each
@@ -48,7 +51,8 @@ class GatewayProcess:
         self.env.pop("VIKINGBOT_CONFIG", None)
         self.args = args or []
         self.start_timeout_s = start_timeout_s
-        self.proc: subprocess.Popen[str] | None = None
+        self.fork = fork  # from the test fork server when the tests have one (forkserver.py)
+        self.proc: subprocess.Popen[str] | Forked | None = None
         self.output = ""
         self.returncode: int | None = None
         self.started_in_s: float | None = None
@@ -62,13 +66,8 @@ class GatewayProcess:
         self.home.mkdir(parents=True, exist_ok=True)
         self._log = home_log.open("w")
         t0 = time.monotonic()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "vikingbot", "gateway", "--port", str(self.port), *self.args],
-            env=self.env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        argv = ["gateway", "--port", str(self.port), *self.args]
+        self.proc = forkserver.spawn(argv, env=self.env, stdout=self._log, fork=self.fork)
         info = Path(self.env["VIKINGBOT_HOME"]) / "run" / "gateway.json"
         deadline = t0 + self.start_timeout_s
         while time.monotonic() < deadline:

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -27,6 +26,7 @@ from typing import Any, TypeVar
 
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey
+from vikingbot.testing import forkserver
 from vikingbot.testing.fake_openai import FakeOpenAI
 from vikingbot.testing.fake_telegram import FakeTelegram
 
@@ -212,13 +212,7 @@ class Home:
         """Run ``python -m vikingbot ARGS`` against this home."""
         env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
         env["VIKINGBOT_HOME"] = str(self.path)
-        return subprocess.run(
-            [sys.executable, "-m", "vikingbot", *args],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        return forkserver.run(list(args), env=env, timeout=timeout)
 
     def cli_json(self, *args: str) -> Any:
         res = self.cli(*args, "--json")
