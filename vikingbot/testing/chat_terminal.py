@@ -8,22 +8,76 @@ sleep) until the screen text, escape codes removed, matches.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
+import struct
 import sys
 import termios
 import time
 from pathlib import Path
 
 import pexpect
+from pexpect import fdpexpect
+
+from vikingbot.testing import forkserver
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\x1b\][^\x07]*\x07|\r")
 UP, LEFT = "\x1b[A", "\x1b[D"
 TIMEOUT_S = 60.0
+ROWS_COLS = (40, 120)
+
+
+class _ForkedChat(fdpexpect.fdspawn):
+    """The chat forked from the tests' fork server onto a new pty
+    (``vikingbot.testing.forkserver``), with what :class:`Terminal` uses of
+    ``pexpect.spawn``: the pty's keys and screen, Ctrl-C and Ctrl-D typed as
+    characters (the terminal makes them a signal and an end of input), the exit."""
+
+    @classmethod
+    def start(cls, argv: list[str], env: dict[str, str]) -> _ForkedChat:
+        master, slave = os.openpty()
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", *ROWS_COLS, 0, 0))
+        try:
+            proc = forkserver.spawn_on_terminal(argv, env=env, terminal=slave)
+        finally:
+            os.close(slave)
+        child = cls(
+            master, encoding="utf-8", codec_errors="replace", timeout=TIMEOUT_S, use_poll=True
+        )
+        child.proc = proc
+        return child
+
+    proc: forkserver.Forked
+
+    def isalive(self) -> bool:
+        code = self.proc.poll()
+        if code is None:
+            return True
+        self.exitstatus = code if code >= 0 else None  # pexpect: None after a signal
+        return False
+
+    def sendintr(self) -> None:
+        self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VINTR][0]))
+
+    def sendeof(self) -> None:
+        self.send(chr(termios.tcgetattr(self.child_fd)[6][termios.VEOF][0]))
+
+    def terminate(self, force: bool = False) -> bool:
+        self.proc.kill() if force else self.proc.terminate()
+        with contextlib.suppress(Exception):
+            self.proc.wait(10)
+        return True
+
+    def close(self, force: bool = True) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.wait(TIMEOUT_S)
+        self.isalive()
+        super().close()
 
 
 class Terminal:
-    def __init__(self, child: pexpect.spawn) -> None:
+    def __init__(self, child: pexpect.spawn | _ForkedChat) -> None:
         self.child = child
         self.raw = ""
 
@@ -38,13 +92,15 @@ class Terminal:
         )
         for var in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "COLUMNS", "LINES", "NO_COLOR"):
             env.pop(var, None)
+        if forkserver.wanted(env):
+            return cls(_ForkedChat.start(["chat", *args], env))
         child = pexpect.spawn(
             sys.executable,
             ["-m", "vikingbot", "chat", *args],
             env=env,
             encoding="utf-8",
             codec_errors="replace",
-            dimensions=(40, 120),
+            dimensions=ROWS_COLS,
             timeout=TIMEOUT_S,
         )
         return cls(child)

@@ -169,11 +169,20 @@ class _Client:
                 self._started[message["id"]] = message.get("pid") or message["error"]
             message = self._receive(0.0)
 
-    def start(self, argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> int:
+    def start(
+        self, argv: list[str], env: dict[str, str], cwd: str, fds: list[int], tty: bool = False
+    ) -> int:
         with self._lock:
             self._next += 1
             ident = self._next
-            request = {"op": "start", "id": ident, "argv": argv, "env": env, "cwd": cwd}
+            request = {
+                "op": "start",
+                "id": ident,
+                "argv": argv,
+                "env": env,
+                "cwd": cwd,
+                "tty": tty,
+            }
             socket.send_fds(self._sock, [json.dumps(request).encode()], fds)
             while ident not in self._started:
                 self._pump(None)
@@ -210,7 +219,6 @@ def spawn(
     """``python -m vikingbot *argv`` with ``env``, stdout to the file ``stdout`` (and
     stderr to it too, or to ``stderr``): forked from the fork server when it can be,
     else a real :class:`subprocess.Popen`."""
-    global _client
     if not (fork and _wanted(env)):
         return subprocess.Popen(
             [sys.executable, "-m", "vikingbot", *argv],
@@ -219,15 +227,36 @@ def spawn(
             stderr=stderr,
             text=True,
         )
-    with _client_lock:
-        if _client is None or _client._proc.poll() is not None:
-            _client = _Client()
-        client = _client
+    client = _connect()
     err = stdout if stderr is subprocess.STDOUT else stderr
     with open(os.devnull, "rb") as null:
         fds = [null.fileno(), stdout.fileno(), err.fileno()]
         pid = client.start(argv, env, os.getcwd(), fds)
     return Forked(client, pid, [sys.executable, "-m", "vikingbot", *argv])
+
+
+def spawn_on_terminal(argv: list[str], *, env: dict[str, str], terminal: int) -> Forked:
+    """``python -m vikingbot *argv`` forked onto the pseudo-terminal whose other end
+    is ``terminal`` (stdin, stdout and stderr), in a session of its own with that
+    terminal as its controlling one, as ``pexpect.spawn`` starts a program: Ctrl-C
+    typed there is a SIGINT. The caller checks :func:`wanted` first."""
+    client = _connect()
+    pid = client.start(argv, env, os.getcwd(), [terminal, terminal, terminal], tty=True)
+    return Forked(client, pid, [sys.executable, "-m", "vikingbot", *argv])
+
+
+def wanted(env: dict[str, str]) -> bool:
+    """Whether a start with this environment is forked (the suite's setting, and
+    nothing in it that changes how Python starts)."""
+    return _wanted(env)
+
+
+def _connect() -> _Client:
+    global _client
+    with _client_lock:
+        if _client is None or _client._proc.poll() is not None:
+            _client = _Client()
+        return _client
 
 
 def run(
@@ -331,7 +360,14 @@ def _child(request: dict[str, Any], fds: list[int]) -> None:
     try:
         for target, fd in enumerate(fds):
             os.dup2(fd, target)
+        for fd in set(fds) - {0, 1, 2}:
             os.close(fd)
+        if request.get("tty"):
+            import fcntl
+            import termios
+
+            os.setsid()
+            fcntl.ioctl(0, termios.TIOCSCTTY, 0)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
