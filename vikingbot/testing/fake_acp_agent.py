@@ -23,10 +23,12 @@ Top-level keys ``"_startup"`` choose a fault before any prompt: ``"exit"``
 ``session/load``. Every request received is appended to LOG as one JSON line.
 
 It speaks ACP's wire protocol itself, with the standard library only:
-JSON-RPC 2.0, one JSON object per line over stdin/stdout (asyncio for the
-requests, each handled in its own task as the SDK does; a thread reading
-stdin). So it starts fast: importing the official SDK (``agent-client-protocol``,
-``import acp``) costs ~0.7 s of CPU for its pydantic schema, on every spawn.
+JSON-RPC 2.0, one JSON object per line over stdin/stdout; the main thread reads
+stdin and each request is answered in a thread of its own (so a prompt that
+hangs still lets ``session/cancel`` in, and a prompt can wait for the client's
+answer to its permission or fs request). So it starts fast: importing the
+official SDK (``agent-client-protocol``, ``import acp``) costs ~0.7 s of CPU
+for its pydantic schema on every spawn, and even asyncio ~50 ms.
 The SDK is what vikingbot's own side of the connection uses; the method names,
 field names and framing here are the ones it sends and expects. A request for
 any other method is answered with -32601 "Method not found"; a notification
@@ -35,7 +37,6 @@ gets no reply.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
@@ -60,6 +61,22 @@ class RpcError(Exception):
         return {"code": self.code, "message": str(self), "data": self.data}
 
 
+class Pending:
+    """One request of ours waiting for the client's answer."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.answer: dict[str, Any] = {}
+
+    def wait(self) -> Any:
+        self.done.wait()
+        if "error" in self.answer:
+            err = self.answer.get("error") or {}
+            code, message = err.get("code", INTERNAL_ERROR), err.get("message", "Error")
+            raise RpcError(code, message, err.get("data"))
+        return self.answer.get("result")
+
+
 def _need(params: dict[str, Any], *names: str) -> list[Any]:
     missing = [n for n in names if n not in params]
     if missing:
@@ -81,11 +98,11 @@ class ScriptedAgent:
         self.script = script
         self.log_path = log
         self.out = sys.stdout.buffer
+        self.lock = threading.Lock()  # whole lines on stdout; request ids
+        self.log_lock = threading.Lock()  # whole lines in the log
         self.next_id = 0
-        self.pending: dict[Any, asyncio.Future[Any]] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.cancelled: set[str] = set()
-        self.cancel_events: dict[str, asyncio.Event] = {}
+        self.pending: dict[Any, Pending] = {}
+        self.cancels: dict[str, threading.Event] = {}
         self.requests = {
             "initialize": self.initialize,
             "session/new": self.new_session,
@@ -96,11 +113,12 @@ class ScriptedAgent:
     # ----------------------------------------------------------- the wire
 
     def write_line(self, line: bytes) -> None:
-        try:
-            self.out.write(line)
-            self.out.flush()
-        except OSError:  # the client is gone (its end of stdout closed)
-            os._exit(0)
+        with self.lock:
+            try:
+                self.out.write(line)
+                self.out.flush()
+            except OSError:  # the client is gone (its end of stdout closed)
+                os._exit(0)
 
     def send(self, message: dict[str, Any]) -> None:
         self.write_line((json.dumps(message, separators=(",", ":")) + "\n").encode())
@@ -108,81 +126,71 @@ class ScriptedAgent:
     def notify(self, method: str, params: dict[str, Any]) -> None:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
-    async def request(self, method: str, params: dict[str, Any]) -> Any:
-        """Ask the client; its error answer is raised as an ``RpcError``."""
-        rid = self.next_id
-        self.next_id += 1
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self.pending[rid] = future
+    def request(self, method: str, params: dict[str, Any]) -> Any:
+        """Ask the client and wait; its error answer is raised as an ``RpcError``."""
+        waiter = Pending()
+        with self.lock:
+            rid = self.next_id
+            self.next_id += 1
+            self.pending[rid] = waiter
         try:
             self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-            return await future
+            return waiter.wait()
         finally:
             self.pending.pop(rid, None)
 
-    def read_stdin(self, loop: asyncio.AbstractEventLoop, eof: asyncio.Event) -> None:
-        """In a thread: stdin cut into lines, each handed to the loop."""
+    def serve(self) -> None:
+        """Read stdin line by line until it closes, then exit (as the SDK's agent does)."""
         parts: list[bytes] = []
-        try:
-            while True:
-                try:
-                    chunk = os.read(0, 1 << 16)
-                except OSError:
-                    chunk = b""
-                if not chunk:
-                    break
-                *lines, rest = chunk.split(b"\n")
-                if lines:
-                    lines[0] = b"".join([*parts, lines[0]])
-                    parts.clear()
-                    loop.call_soon_threadsafe(self.received, lines)
-                if rest:
-                    parts.append(rest)
-            if parts:
-                loop.call_soon_threadsafe(self.received, [b"".join(parts)])
-            loop.call_soon_threadsafe(eof.set)
-        except RuntimeError:  # the loop is closed: the process is ending
-            pass
-
-    def received(self, lines: list[bytes]) -> None:
-        for line in lines:
-            if not line.strip():
-                continue
+        while True:
             try:
-                message = json.loads(line)
-            except ValueError:
-                sys.stderr.write(f"fake agent: not JSON, ignored: {line[:200]!r}\n")
-                continue
-            if isinstance(message, dict):
-                self.dispatch(message)
+                chunk = os.read(0, 1 << 16)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            *lines, rest = chunk.split(b"\n")
+            if lines:
+                lines[0] = b"".join([*parts, lines[0]])
+                parts.clear()
+                for line in lines:
+                    self.received(line)
+            if rest:
+                parts.append(rest)
+        if parts:
+            self.received(b"".join(parts))
+        self.exit(0)  # requests still running end with us
 
-    def dispatch(self, message: dict[str, Any]) -> None:
+    def exit(self, status: int) -> None:
+        """End the process at once, but not in the middle of another thread's line."""
+        with self.log_lock, self.lock:
+            self.out.flush()
+            os._exit(status)
+
+    def received(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            message = json.loads(line)
+        except ValueError:
+            sys.stderr.write(f"fake agent: not JSON, ignored: {line[:200]!r}\n")
+            return
+        if not isinstance(message, dict):
+            return
         method = message.get("method")
         if method is None:  # an answer to one of ours
-            future = self.pending.get(message.get("id"))
-            if future is None or future.done():
-                return
-            if "error" in message:
-                err = message.get("error") or {}
-                future.set_exception(
-                    RpcError(
-                        err.get("code", INTERNAL_ERROR),
-                        err.get("message", "Error"),
-                        err.get("data"),
-                    )
-                )
-            else:
-                future.set_result(message.get("result"))
+            waiter = self.pending.get(message.get("id"))
+            if waiter is not None and not waiter.done.is_set():
+                waiter.answer = message
+                waiter.done.set()
         elif "id" in message:
-            task = asyncio.get_running_loop().create_task(self.answer(message))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            threading.Thread(target=self.answer, args=(message,), daemon=True).start()
         elif method == "session/cancel":  # the only notification an agent takes
             params = message.get("params")
             if isinstance(params, dict) and isinstance(params.get("sessionId"), str):
                 self.cancel(params["sessionId"])
 
-    async def answer(self, message: dict[str, Any]) -> None:
+    def answer(self, message: dict[str, Any]) -> None:
         reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
         method = message["method"]
         try:
@@ -194,7 +202,7 @@ class ScriptedAgent:
                 raise RpcError(
                     INVALID_PARAMS, "Invalid params", {"errors": "params is not an object"}
                 )
-            reply["result"] = await handler(params)
+            reply["result"] = handler(params)
         except RpcError as exc:
             reply["error"] = exc.to_obj()
         except Exception as exc:
@@ -203,45 +211,40 @@ class ScriptedAgent:
             ).to_obj()
         self.send(reply)
 
-    async def serve(self) -> None:
-        loop = asyncio.get_running_loop()
-        eof = asyncio.Event()
-        threading.Thread(target=self.read_stdin, args=(loop, eof), daemon=True).start()
-        await eof.wait()
-        for task in list(self.tasks):  # stdin closed: the client is done with us
-            task.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-
     # ----------------------------------------------------------- the agent
 
     def log(self, kind: str, **data: Any) -> None:
         if self.log_path is not None:
-            with open(self.log_path, "a") as fh:
-                fh.write(json.dumps({"kind": kind, "pid": os.getpid(), **data}) + "\n")
+            line = json.dumps({"kind": kind, "pid": os.getpid(), **data}) + "\n"
+            with self.log_lock, open(self.log_path, "a") as fh:
+                fh.write(line)
 
-    async def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         [protocol_version] = _need(params, "protocolVersion")
         self.log("initialize", protocol_version=protocol_version)
         caps = {"loadSession": bool(self.script.get("_load_session"))}
         return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps}
 
-    async def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
         cwd = _need(params, "cwd", "mcpServers")[0]
         sid = _new_id(6)
         self.log("new_session", cwd=cwd, session_id=sid)
         return {"sessionId": sid}
 
-    async def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
+    def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
         cwd, session_id = _need(params, "cwd", "sessionId", "mcpServers")[:2]
         self.log("load_session", cwd=cwd, session_id=session_id)
         return {}
 
+    def cancelled(self, session_id: str) -> threading.Event:
+        """Set once the session is cancelled (and stays set, as the old fake's set)."""
+        return self.cancels.setdefault(session_id, threading.Event())
+
     def cancel(self, session_id: str) -> None:
         self.log("cancel", session_id=session_id)
-        self.cancelled.add(session_id)
-        self.cancel_events.setdefault(session_id, asyncio.Event()).set()
+        self.cancelled(session_id).set()
 
-    async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
+    def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         session_id, blocks = _need(params, "sessionId", "prompt")
         texts = [
             b.get("text", "") if isinstance(b, dict) and b.get("type") == "text" else ""
@@ -251,7 +254,7 @@ class ScriptedAgent:
         steps = self.script.get(texts[-1] if texts else "", self.script.get("*", []))
         stop: Any = "end_turn"
         for step in steps:
-            result = await self.step(session_id, step)
+            result = self.step(session_id, step)
             if result is not None:
                 stop = result
                 break
@@ -263,7 +266,7 @@ class ScriptedAgent:
     def say(self, sid: str, text: str) -> None:
         self.update(sid, _text_update(text))
 
-    async def step(self, sid: str, step: dict[str, Any]) -> str | None:
+    def step(self, sid: str, step: dict[str, Any]) -> str | None:
         if "text" in step:
             self.say(sid, step["text"])
         elif "tool" in step:
@@ -293,7 +296,7 @@ class ScriptedAgent:
                 {"optionId": "yes", "name": "Allow", "kind": "allow_once"},
                 {"optionId": "no", "name": "Reject", "kind": "reject_once"},
             ]
-            resp = await self.request(
+            resp = self.request(
                 "session/request_permission",
                 {"sessionId": sid, "toolCall": call, "options": options},
             )
@@ -304,9 +307,7 @@ class ScriptedAgent:
             self.say(sid, "allowed" if chosen == "yes" else "refused")
         elif "read" in step:
             try:
-                got = await self.request(
-                    "fs/read_text_file", {"sessionId": sid, "path": step["read"]}
-                )
+                got = self.request("fs/read_text_file", {"sessionId": sid, "path": step["read"]})
                 if not isinstance(got, dict) or not isinstance(got.get("content"), str):
                     raise ValueError(f"fs/read_text_file answered without content: {got!r}")
                 self.say(sid, f"read: {got['content']}")
@@ -316,23 +317,20 @@ class ScriptedAgent:
             w = step["write"]
             try:
                 params = {"sessionId": sid, "path": w["path"], "content": w["content"]}
-                await self.request("fs/write_text_file", params)
+                self.request("fs/write_text_file", params)
                 self.say(sid, "written")
             except Exception as exc:
                 self.say(sid, f"write error: {exc} {getattr(exc, 'data', '')}")
         elif "flood" in step:
             for _ in range(int(step["flood"])):
                 self.say(sid, "word ")
-                await asyncio.sleep(0)  # as the SDK's awaited sends: others get a turn
         elif "hang" in step:
             if step.get("ignore_cancel"):
-                await asyncio.get_running_loop().create_future()  # never done
-            while sid not in self.cancelled:
-                await self.cancel_events.setdefault(sid, asyncio.Event()).wait()
+                threading.Event().wait()  # never set
+            self.cancelled(sid).wait()
             return "cancelled"
         elif "crash" in step:
-            sys.stdout.flush()
-            os._exit(int(step["crash"]))
+            self.exit(int(step["crash"]))
         elif "garbage" in step:
             self.write_line((step["garbage"] + "\n").encode())
         elif "stop" in step:
@@ -359,7 +357,7 @@ def main() -> None:
     if fault:
         _fault(fault)
         return
-    asyncio.run(ScriptedAgent(script, log).serve())
+    ScriptedAgent(script, log).serve()
 
 
 if __name__ == "__main__":
