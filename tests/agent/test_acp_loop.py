@@ -1,4 +1,4 @@
-"""The acp loop against the scripted ACP agent (a real process speaking the SDK over stdio)."""
+"""The acp loop against the scripted ACP agent (a real process speaking ACP over stdio)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import vikingbot
 from vikingbot.config.schema import Config
 from vikingbot.testing.fake_openai import FakeOpenAI
 from vikingbot.testing.harness import OWNER, Harness, build_harness, make_config, with_tasks
@@ -24,6 +25,9 @@ def acp_config(base_url: str, script: Path, log: Path) -> Config:
         "acp": {
             "command": sys.executable,
             "args": ["-m", "vikingbot.testing.fake_acp_agent", str(script), str(log)],
+            # the harness gives the agent an empty environment: name the tree under test,
+            # or the agent would import whichever vikingbot is installed
+            "env": {"PYTHONPATH": str(Path(vikingbot.__file__).resolve().parents[1])},
         },
     }
     data["bot"]["channels"]["telegram"]["token"] = "t"
