@@ -50,7 +50,7 @@ import os
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -456,9 +456,22 @@ class HeartbeatIndex:
             if news is not None:
                 return self._poll_journal(news)
         self._journal.mark()  # before the listing: a write during it is seen next time
+        # listed through an open folder: each entry's stat is then relative to it
+        # (fstatat), not a walk of the whole absolute path (~20% of the full pass)
+        folder: int | str = self._sessions_s
+        with suppress(OSError):
+            if os.scandir in os.supports_fd:
+                folder = os.open(self._sessions_s, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
         try:
-            st = os.stat(self._sessions_s)
-            with os.scandir(self._sessions_s) as it:
+            return self._poll_all_sessions(folder)
+        finally:
+            if isinstance(folder, int):
+                os.close(folder)
+
+    def _poll_all_sessions(self, folder: int | str) -> set[str]:
+        try:
+            st = os.fstat(folder) if isinstance(folder, int) else os.stat(folder)
+            with os.scandir(folder) as it:
                 entries = list(it)
         except OSError:
             entries = []
