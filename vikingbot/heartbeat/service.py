@@ -341,8 +341,10 @@ class HeartbeatService:
         if last is None:
             return None
         ws = wsin.state
-        today = now.astimezone(self.tz()).date().isoformat()
-        stop = last.reason == "budget" and not ws.paused and budget_exceeded(self.cfg, ws, today)
+        stop = False
+        if last.reason == "budget" and not ws.paused:  # the day only matters to a budget
+            today = now.astimezone(self.tz()).date().isoformat()
+            stop = budget_exceeded(self.cfg, ws, today)
         if not stop and ws.last_reason == last.reason and ws.last_decision == "skip":
             return None  # repeats of a streak cost nothing
         return WorkspaceChange(
