@@ -75,3 +75,15 @@ def test_a_forked_gateway_stops_on_sigterm_and_reports_a_sigkill(tmp_path: Path)
     assert killed.proc.wait(30) == -signal.SIGKILL
     killed.kill()
     assert killed.returncode == -signal.SIGKILL
+
+
+def test_a_python_variable_set_after_the_server_started_is_a_new_interpreter(
+    env: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert forkserver.run(["--version"], env=env, timeout=60).returncode == 0  # it runs
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    now = {**os.environ, "VIKINGBOT_HOME": env["VIKINGBOT_HOME"]}
+    with (tmp_path / "out").open("w") as out:
+        proc = forkserver.spawn(["--version"], env=now, stdout=out)
+        assert isinstance(proc, subprocess.Popen)  # the server imported without it
+        assert proc.wait(60) == 0

@@ -48,6 +48,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 # What a gateway with the e2e tests' config imports before it is ready: the
@@ -76,14 +77,18 @@ PRELOAD = (
 MAX_MESSAGE = 1 << 20
 
 
+def _python_vars(env: Mapping[str, str]) -> dict[str, str]:
+    """The variables that change how Python starts (``PYTHONUNBUFFERED`` is honoured
+    in the child)."""
+    return {k: v for k, v in env.items() if k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"}
+
+
 def _wanted(env: dict[str, str]) -> bool:
     if os.environ.get("VIKINGBOT_TEST_FORK") != "1" or not hasattr(os, "pidfd_open"):
         return False
-    mine = {k: v for k, v in os.environ.items() if k.startswith("PYTHON")}
-    theirs = {k: v for k, v in env.items() if k.startswith("PYTHON")}
-    mine.pop("PYTHONUNBUFFERED", None)
-    theirs.pop("PYTHONUNBUFFERED", None)
-    return mine == theirs
+    with _client_lock:  # the server started with the environment of that moment
+        started = _client.python_vars if _client is not None else _python_vars(os.environ)
+    return _python_vars(env) == started
 
 
 class Forked:
@@ -121,6 +126,7 @@ class _Client:
     """This process's connection to its fork server (started on first use)."""
 
     def __init__(self) -> None:
+        self.python_vars = _python_vars(os.environ)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "vikingbot.testing.forkserver", str(theirs.fileno())],
