@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,6 @@ def env(tmp_path: Path) -> dict[str, str]:
     return {**base, "VIKINGBOT_HOME": str(home)}
 
 
-def _exec(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vikingbot", *argv],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 @pytest.mark.parametrize(
     "argv",
     [["--version"], ["config", "get", "bot.heartbeat.enabeld"], ["no-such-command"]],
@@ -42,7 +31,7 @@ def test_a_forked_command_prints_and_exits_as_a_new_interpreter_does(
 ) -> None:
     assert forkserver._wanted(env)  # the suite forks (tests/conftest.py)
     forked = forkserver.run(argv, env=env, timeout=60)
-    real = _exec(argv, env)
+    real = forkserver.run(argv, env=env, timeout=60, fork=False)  # a new interpreter
     assert (forked.returncode, forked.stdout, forked.stderr) == (
         real.returncode,
         real.stdout,

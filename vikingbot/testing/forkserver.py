@@ -266,12 +266,12 @@ def _connect() -> _Client:
 
 
 def run(
-    argv: list[str], *, env: dict[str, str], timeout: float
+    argv: list[str], *, env: dict[str, str], timeout: float, fork: bool = True
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, -m, vikingbot, *argv], capture_output=True, text=True)``,
     forked when it can be (see :func:`spawn`)."""
     args = [sys.executable, "-m", "vikingbot", *argv]
-    if not _wanted(env):
+    if not (fork and _wanted(env)):
         return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
