@@ -1,8 +1,9 @@
-"""Start test gateways from a process that has already imported them (tests only).
+"""Start ``vikingbot`` in the tests from a process that has already imported it.
 
 A ``vikingbot gateway`` process spends most of its start importing: openai alone
 is ~0.75 s of CPU, telegram and aiohttp ~0.5 s more, and the suite starts about
-fifty gateways on a two-core machine (bench/gateway_start.py). This module runs
+fifty gateways, forty CLI commands and twenty chats on a two-core machine
+(bench/gateway_start.py). This module runs
 one helper process per test process (the *fork server*) that imports the
 gateway's modules once and, for each start, forks a child that runs the very
 same entry point a real start runs (``python -m vikingbot ...``: the
@@ -21,10 +22,11 @@ What differs from a fresh interpreter, and why it does not matter here:
 - the children share the server's string-hash seed (no test may depend on one).
 
 Starts whose environment changes how Python itself starts (any ``PYTHON*``
-variable other than ``PYTHONUNBUFFERED`` differing from this process's, such as
-a ``PYTHONPATH`` with a ``sitecustomize``) are not forked: :func:`spawn` runs
-them with :class:`subprocess.Popen` as before. So do the process-level tests
-(``tests/gateway/test_gateway_process.py``), and everything outside the test
+variable other than ``PYTHONUNBUFFERED`` differing from those the server started
+with, such as a ``PYTHONPATH`` with a ``sitecustomize``) are not forked:
+:func:`spawn` runs them with :class:`subprocess.Popen` as before. So do the
+process-level tests (``tests/gateway/test_gateway_process.py``,
+``tests/cli/test_status_fast.py``), and everything outside the test
 suite (only ``tests/conftest.py`` sets ``VIKINGBOT_TEST_FORK=1``): a real start
 stays tested, and every bench measures real starts.
 
