@@ -19,7 +19,8 @@ What differs from a fresh interpreter, and why it does not matter here:
   descriptors, as the interpreter would (``PYTHONUNBUFFERED`` honoured);
 - on exit the child runs what the interpreter runs (non-daemon threads joined,
   ``atexit`` handlers, streams flushed) and leaves with ``os._exit``;
-- the children share the server's string-hash seed (no test may depend on one).
+- the children share the server's string-hash seed (no test may depend on one);
+- ``ps`` shows a child under the server's command line (a fork keeps its argv).
 
 Starts whose environment changes how Python itself starts (any ``PYTHON*``
 variable other than ``PYTHONUNBUFFERED`` differing from those the server started
