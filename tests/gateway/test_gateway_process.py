@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from vikingbot.testing import forkserver
 from vikingbot.testing.gateway_proc import GatewayProcess, free_port
 
 
@@ -73,13 +73,8 @@ def run_cli(
     import os
 
     full = {**os.environ, "VIKINGBOT_HOME": str(home), **(env or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "vikingbot", *args],
-        env=full,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    # a new interpreter, as every start in this file (the process itself is under test)
+    return forkserver.run(list(args), env=full, timeout=60, fork=False)
 
 
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def env(tmp_path: Path) -> dict[str, str]:
 def test_a_forked_command_prints_and_exits_as_a_new_interpreter_does(
     argv: list[str], env: dict[str, str]
 ) -> None:
-    assert forkserver._wanted(env)  # the suite forks (tests/conftest.py)
+    assert forkserver.wanted(env)  # the suite forks (tests/conftest.py)
     forked = forkserver.run(argv, env=env, timeout=60)
     real = forkserver.run(argv, env=env, timeout=60, fork=False)  # a new interpreter
     assert (forked.returncode, forked.stdout, forked.stderr) == (

@@ -86,7 +86,9 @@ def _python_vars(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith("PYTHON") and k != "PYTHONUNBUFFERED"}
 
 
-def _wanted(env: dict[str, str]) -> bool:
+def wanted(env: dict[str, str]) -> bool:
+    """Whether a start with this environment is forked: the suite asked for it, and
+    nothing in ``env`` changes how Python starts from what the server started with."""
     if os.environ.get("VIKINGBOT_TEST_FORK") != "1" or not hasattr(os, "pidfd_open"):
         return False
     with _client_lock:  # the server started with the environment of that moment
@@ -228,9 +230,9 @@ def spawn(
     """``python -m vikingbot *argv`` with ``env``, stdout to the file ``stdout`` (and
     stderr to it too, or to ``stderr``): forked from the fork server when it can be,
     else a real :class:`subprocess.Popen`."""
-    if not (fork and _wanted(env)):
+    if not (fork and wanted(env)):
         return subprocess.Popen(
-            [sys.executable, "-m", "vikingbot", *argv],
+            _command(argv),
             env=env,
             stdout=stdout,
             stderr=stderr,
@@ -241,7 +243,7 @@ def spawn(
     with open(os.devnull, "rb") as null:
         fds = [null.fileno(), stdout.fileno(), err.fileno()]
         pid = client.start(argv, env, os.getcwd(), fds)
-    return Forked(client, pid, [sys.executable, "-m", "vikingbot", *argv])
+    return Forked(client, pid, _command(argv))
 
 
 def spawn_on_terminal(argv: list[str], *, env: dict[str, str], terminal: int) -> Forked:
@@ -251,13 +253,11 @@ def spawn_on_terminal(argv: list[str], *, env: dict[str, str], terminal: int) ->
     typed there is a SIGINT. The caller checks :func:`wanted` first."""
     client = _connect()
     pid = client.start(argv, env, os.getcwd(), [terminal, terminal, terminal], tty=True)
-    return Forked(client, pid, [sys.executable, "-m", "vikingbot", *argv])
+    return Forked(client, pid, _command(argv))
 
 
-def wanted(env: dict[str, str]) -> bool:
-    """Whether a start with this environment is forked (the suite's setting, and
-    nothing in it that changes how Python starts)."""
-    return _wanted(env)
+def _command(argv: list[str]) -> list[str]:
+    return [sys.executable, "-m", "vikingbot", *argv]
 
 
 def _connect() -> _Client:
@@ -273,8 +273,8 @@ def run(
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run([python, -m, vikingbot, *argv], capture_output=True, text=True)``,
     forked when it can be (see :func:`spawn`)."""
-    args = [sys.executable, "-m", "vikingbot", *argv]
-    if not (fork and _wanted(env)):
+    args = _command(argv)
+    if not (fork and wanted(env)):
         return subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
