@@ -664,6 +664,37 @@ def test_the_snapshot_is_private_like_the_session_files(
     assert "telegram" in snap.read_text()  # what it holds: the metadata lines' keys
 
 
+def test_a_start_that_wrote_the_snapshot_is_not_followed_by_another_within_hours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A start that had to read much asks for a snapshot; the hourly passes of the next
+    six hours do not ask again for what little they read (writing 10,000 sessions
+    costs about what the pass does), the first one after that does."""
+    from vikingbot.heartbeat import index as index_mod
+
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    monkeypatch.setattr(index_mod, "SAVE_AFTER_READS", 4)  # "much", for four chats
+    h = Home(tmp_path / "home", heartbeat={"safety_pass_s": 600})
+    index = h.svc.scanner.index
+    try:
+        for chat in range(4):
+            h.talk(chat)
+            h.write(chat, TEMPLATE)
+        h.memo_cycle()
+        assert index.save_due  # the start read every file
+        h.svc.scanner.save_index()
+        asked = []
+        for _ in range(7):  # hourly passes, each after a chat wrote its session
+            h.clock.advance(seconds=3600)
+            h.talk(1, ago=timedelta(0))
+            h.memo_cycle()
+            asked.append(index.save_due)
+            index.save_due = False
+        assert asked == [False] * 5 + [True, False]
+    finally:
+        h.close()
+
+
 def _watch_fast(svc: Any) -> bool:
     """Start the heartbeat's watcher with 20 ms steps (2 s in a gateway): these tests
     wait for its events after each change."""

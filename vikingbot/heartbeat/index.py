@@ -160,7 +160,8 @@ class HeartbeatIndex:
         # the snapshot is worth writing (after a pass that read much); the owner calls
         # save() once the cycle's work is under way, so a first cycle does not wait for it
         self.save_due = False
-        self._save_asked: datetime | None = None  # when a safety pass last asked for a save
+        # when a save was last asked for (a first pass that read much, or a safety pass)
+        self._save_asked: datetime | None = None
         self.sessions_dir = Path(sessions.sessions_dir)
         self.root = Path(workspace_root)
         self._root_s = str(self.root)
@@ -300,7 +301,8 @@ class HeartbeatIndex:
             self._reads = 0
             self._poll(now, full=True)
         if self._reads >= SAVE_AFTER_READS:
-            self.save_due = True
+            # the safety passes of the next hours then add nothing worth a new snapshot
+            self.save_due, self._save_asked = True, now
 
     # ------------------------------------------------------------ snapshot
 
