@@ -47,7 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -328,7 +328,11 @@ def main() -> None:
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load}")
     with tempfile.TemporaryDirectory(prefix="vikingbot-cycle-") as tmp:
         home = Path(tmp) / "home"
-        now = datetime.now(UTC)
+        # the production cycles' clock moves one interval per cycle, far ahead of the
+        # real one: it starts in the past, so that what they store (decisions and their
+        # times) is history to the parts that run on the real clock (the first cycle, the
+        # gateway), as it would be; a stored decision from the future is never replaced
+        now = datetime.now(UTC) - timedelta(seconds=600 * (args.cycles + 1) * 4 + 3600)
         t0 = time.perf_counter()
         keys, files = build_home(
             home, args.sessions, task_every=100, task="- Check the inbox", now=now
