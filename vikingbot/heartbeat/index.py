@@ -661,7 +661,12 @@ class HeartbeatIndex:
             if meta is None:  # removed meanwhile
                 return self._drop(name)
         changed = self._drop(name)
-        ws = self._workspace(meta) if meta is not None else None
+        if meta is None:
+            ws = None
+        elif old is not None and old.meta is not None and old.meta.key == meta.key:
+            ws = old.workspace  # the same session, the same folder (a digest less per write)
+        else:
+            ws = self._workspace(meta)
         self.files[name] = _Session(ident, meta, ws)
         if ident[0] < 0:
             self._racy.add(name)
