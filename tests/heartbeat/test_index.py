@@ -664,6 +664,29 @@ def test_the_snapshot_is_private_like_the_session_files(
     assert "telegram" in snap.read_text()  # what it holds: the metadata lines' keys
 
 
+def test_a_not_due_entry_is_planned_again_only_when_its_time_comes(home: Home) -> None:
+    """A workspace whose only entry is not due yet keeps that decision until the entry
+    falls due (no planning, no state read each cycle), and the cycles decide what a
+    scanner that never saw the home decides, before and when it falls due."""
+    home.talk(1)
+    home.write(1, SCHEDULED)  # every 2h, first seen by the first cycle
+    home.talk(2)
+    home.write(2, TEMPLATE)
+    planned: dict[str, list[int]] = {home.ws(1).name: [], home.ws(2).name: []}
+    for step in range(15):  # the default 10-minute cycles (each 2 s early), 2.5 hours
+        reused, fresh, inputs = home.svc._plan(
+            "scheduled", workspace=None, force=True, include_idle=False, memo=True
+        )
+        home.svc._remember_entries(inputs, home.clock.now())
+        assert norm(reused.decisions() + fresh) == home.rescan(), step
+        for d in fresh:
+            planned[d.workspace].append(step)
+        home.clock.advance(seconds=598)
+    # when first seen, then from the cycle where its two hours are up, less the half
+    # minute a jittery tick may come early (the 12th, 24 s early; the run is not made)
+    assert planned == {home.ws(1).name: [0, 12, 13, 14], home.ws(2).name: [0]}
+
+
 def test_a_start_that_wrote_the_snapshot_is_not_followed_by_another_within_hours(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

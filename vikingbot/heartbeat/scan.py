@@ -10,11 +10,12 @@ sessions) keeps its previous decisions. ``plan``/``collect`` plan every workspac
 
 from __future__ import annotations
 
+import heapq
 import os
 import threading
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
-from datetime import datetime
+from datetime import datetime, timedelta
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
@@ -34,16 +35,42 @@ if TYPE_CHECKING:
 IGNORED_SESSION_TYPES = SYSTEM_TYPES
 # Skips that depend only on the sessions and the file, never on the clock's cadence.
 QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
+# A skip that holds until a known time (an entry's next due time), whoever else writes
+# the state meanwhile: another gateway's run of the entry only moves that time later.
+UNTIL_REASONS = frozenset({"not-due"})
 _PAUSED = attrgetter("paused")
+
+
+def keeps_until(decisions: list[Decision], early: timedelta) -> tuple[bool, datetime | None]:
+    """Whether a cycle may keep these decisions while nothing changes, and until when
+    (``None``: until something changes): quiet skips, and not-due skips until the
+    earliest due time less ``early`` (the planner runs an entry that much before its
+    due time, so a tick's jitter keeps the rhythm)."""
+    wake: datetime | None = None
+    for d in decisions:
+        if d.decision != "skip":
+            return False, None
+        if d.reason in QUIET_REASONS:
+            continue
+        if d.reason not in UNTIL_REASONS or d.next_due is None:
+            return False, None
+        if wake is None or d.next_due < wake:
+            wake = d.next_due
+    return True, (None if wake is None else wake - early)
 
 
 class QuietMemo:
     """The kept decisions of quiet workspaces, with their skip reasons counted as they
-    change: a cycle that keeps 9,900 workspaces' decisions neither copies nor counts them."""
+    change: a cycle that keeps 9,900 workspaces' decisions neither copies nor counts them.
+
+    A workspace kept until a time (a not-due entry) is handed back by :meth:`woken`
+    once that time has come, from a priority queue (no loop over the kept ones)."""
 
     def __init__(self) -> None:
         self._by_ws: dict[str, list[Decision]] = {}
         self._counts: Counter[str] = Counter()
+        self._wake: dict[str, datetime] = {}  # workspace -> when its kept decisions expire
+        self._heap: list[tuple[datetime, str]] = []
         self._lock = threading.Lock()  # a manual run-now may plan beside the scheduled cycle
 
     def __contains__(self, name: object) -> bool:
@@ -52,17 +79,35 @@ class QuietMemo:
     def __len__(self) -> int:
         return len(self._by_ws)
 
-    def put(self, name: str, decisions: list[Decision]) -> None:
+    def put(self, name: str, decisions: list[Decision], until: datetime | None = None) -> None:
         with self._lock:
             self._pop(name)
             self._by_ws[name] = decisions
             self._counts.update(d.reason for d in decisions)
+            if until is not None:
+                self._wake[name] = until
+                heapq.heappush(self._heap, (until, name))
+
+    def woken(self, now: datetime) -> set[str]:
+        """Kept workspaces whose time has come (``now`` reached it): to plan again."""
+        with self._lock:
+            out = set()
+            heap = self._heap
+            while heap and heap[0][0] <= now:
+                at, name = heapq.heappop(heap)
+                if self._wake.get(name) == at:  # else replaced or dropped since
+                    out.add(name)
+            if len(heap) > 4 * len(self._wake) + 1024:  # drop replaced entries
+                self._heap = [(at, name) for name, at in self._wake.items()]
+                heapq.heapify(self._heap)
+            return out
 
     def drop(self, name: str) -> None:
         with self._lock:
             self._pop(name)
 
     def _pop(self, name: str) -> None:
+        self._wake.pop(name, None)
         old = self._by_ws.pop(name, None)
         if old:
             self._counts.subtract(d.reason for d in old)
@@ -258,7 +303,9 @@ class Scanner:
         if changed is None or self._seen is None or seen[0] is not self._seen[0]:
             todo = set(members)  # first cycle, or other settings: everything
         else:
-            todo = changed | self.index.due(self.now()) | (seen[1] ^ self._seen[1])
+            now = self.now()
+            todo = changed | self.index.due(now) | self.quiet.woken(now)
+            todo |= seen[1] ^ self._seen[1]
             todo |= {n for n in self._planned if n not in self.quiet}  # did something
             todo |= self.busy
         self._seen = seen

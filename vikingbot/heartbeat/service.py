@@ -25,10 +25,10 @@ from vikingbot.errors import StoreError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
-from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
+from vikingbot.heartbeat.planner import CADENCE_SLACK, budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks, settle_owed
-from vikingbot.heartbeat.scan import QUIET_REASONS, Kept, Scanner
+from vikingbot.heartbeat.scan import Kept, Scanner, keeps_until
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
 from vikingbot.heartbeat.turn import heartbeat_session_key
 from vikingbot.heartbeat.types import (
@@ -179,6 +179,7 @@ class HeartbeatService:
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
         down = self.health.waiting(now)
+        early = timedelta(seconds=self.cfg.interval_seconds) * CADENCE_SLACK
         decisions: list[Decision] = []
         for wsin in inputs:
             mine = plan_workspace(
@@ -186,8 +187,9 @@ class HeartbeatService:
             )
             decisions += mine
             if memo:
-                if all(d.decision == "skip" and d.reason in QUIET_REASONS for d in mine):
-                    self.scanner.quiet.put(wsin.name, mine)
+                keep, until = keeps_until(mine, early)
+                if keep:
+                    self.scanner.quiet.put(wsin.name, mine, until)
                 else:
                     self.scanner.quiet.drop(wsin.name)
         return reused, decisions, inputs
