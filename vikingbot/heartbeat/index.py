@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import errno
 import gc
-import heapq
 import json
 import os
 import time
@@ -59,6 +58,7 @@ from typing import Any
 from loguru import logger
 
 from vikingbot.errors import SessionError, WorkspaceError
+from vikingbot.heartbeat.duequeue import DueQueue
 from vikingbot.heartbeat.planner import keeps_workspace_visited
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
@@ -180,8 +180,7 @@ class HeartbeatIndex:
         # list: [eligible until, inode, ctime_ns, "<ws>/HEARTBEAT.md"]; inode -1 when the
         # file is not known settled)
         self._polls: dict[str, list[Any]] = {}
-        self._heap: list[tuple[datetime, str]] = []
-        self._next: dict[str, datetime] = {}  # workspace -> its entry in the heap
+        self._stale = DueQueue()  # workspace -> when its next eligible session goes stale
         self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
         self._dir_sig: tuple[int, int] | None = None
         self._listing: dict[str, int] | None = None  # the sessions folder: name -> inode
@@ -222,18 +221,9 @@ class HeartbeatIndex:
 
     def due(self, now: datetime) -> set[str]:
         """Workspaces where a session went stale since the last call."""
-        out = set()
-        heap = self._heap
-        while heap and heap[0][0] < now:
-            at, ws = heapq.heappop(heap)
-            if self._next.get(ws) == at:  # else an entry replaced by a later change
-                del self._next[ws]
-                out.add(ws)
+        out = self._stale.pop_due(now, inclusive=False)
         for ws in out:
             self._recompute(ws, now)
-        if len(heap) > 4 * len(self._next) + 1024:  # drop replaced entries
-            self._heap = [(at, ws) for ws, at in self._next.items()]
-            heapq.heapify(self._heap)
         return out
 
     # ------------------------------------------------------------ refresh
@@ -291,8 +281,7 @@ class HeartbeatIndex:
         self.parsed.clear()
         self._hb_idents.clear()
         self._texts.clear()
-        self._heap.clear()
-        self._next.clear()
+        self._stale.clear()
         self._dir_sig = None
         self._listing = None
         self._racy.clear()
@@ -709,7 +698,7 @@ class HeartbeatIndex:
             self.until.pop(ws, None)
             self._polls.pop(ws, None)
             self._forget_file(ws)
-            self._next.pop(ws, None)
+            self._stale.discard(ws)
             return
         stale = timedelta(seconds=self._settings[1])
         until = nxt = None
@@ -728,10 +717,9 @@ class HeartbeatIndex:
         else:
             rec[0] = until
         if nxt is None:
-            self._next.pop(ws, None)
-        elif self._next.get(ws) != nxt:
-            self._next[ws] = nxt
-            heapq.heappush(self._heap, (nxt, ws))
+            self._stale.discard(ws)
+        else:
+            self._stale.put(ws, nxt)
 
     def _read(self, ws: str, lstat: os.stat_result | None = None) -> ParseResult:
         """Read and parse the workspace's file (``lstat``: what the caller just saw)."""

@@ -10,7 +10,6 @@ sessions) keeps its previous decisions. ``plan``/``collect`` plan every workspac
 
 from __future__ import annotations
 
-import heapq
 import os
 import threading
 from collections import Counter, defaultdict
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.heartbeat.duequeue import DueQueue
 from vikingbot.heartbeat.index import HeartbeatIndex
 from vikingbot.heartbeat.planner import Decision, WorkspaceInput
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceState
@@ -69,8 +69,7 @@ class QuietMemo:
     def __init__(self) -> None:
         self._by_ws: dict[str, list[Decision]] = {}
         self._counts: Counter[str] = Counter()
-        self._wake: dict[str, datetime] = {}  # workspace -> when its kept decisions expire
-        self._heap: list[tuple[datetime, str]] = []
+        self._wake = DueQueue()  # workspace -> when its kept decisions expire
         self._lock = threading.Lock()  # a manual run-now may plan beside the scheduled cycle
 
     def __contains__(self, name: object) -> bool:
@@ -85,29 +84,19 @@ class QuietMemo:
             self._by_ws[name] = decisions
             self._counts.update(d.reason for d in decisions)
             if until is not None:
-                self._wake[name] = until
-                heapq.heappush(self._heap, (until, name))
+                self._wake.put(name, until)
 
     def woken(self, now: datetime) -> set[str]:
         """Kept workspaces whose time has come (``now`` reached it): to plan again."""
         with self._lock:
-            out = set()
-            heap = self._heap
-            while heap and heap[0][0] <= now:
-                at, name = heapq.heappop(heap)
-                if self._wake.get(name) == at:  # else replaced or dropped since
-                    out.add(name)
-            if len(heap) > 4 * len(self._wake) + 1024:  # drop replaced entries
-                self._heap = [(at, name) for name, at in self._wake.items()]
-                heapq.heapify(self._heap)
-            return out
+            return self._wake.pop_due(now, inclusive=True)
 
     def drop(self, name: str) -> None:
         with self._lock:
             self._pop(name)
 
     def _pop(self, name: str) -> None:
-        self._wake.pop(name, None)
+        self._wake.discard(name)
         old = self._by_ws.pop(name, None)
         if old:
             self._counts.subtract(d.reason for d in old)
