@@ -41,6 +41,7 @@ __all__ = [
     "WorkspaceInput",
     "budget_exceeded",
     "checker_missing",
+    "early_by",
     "in_progress",
     "is_parked",
     "keeps_workspace_visited",
@@ -54,6 +55,11 @@ CADENCE_SLACK = 0.05
 # A crashed holder's "running" mark (and claim) is stale after the turn timeout plus this.
 CLAIM_MARGIN_S = 60.0
 TERMINAL = "cli"  # the session type of `vikingbot chat`
+
+
+def early_by(cfg: HeartbeatConfig) -> timedelta:
+    """How early a tick may come and still run a cadence or ``every:`` entry on time."""
+    return timedelta(seconds=cfg.interval_seconds) * CADENCE_SLACK
 
 
 def keeps_workspace_visited(meta: SessionMeta) -> bool:
@@ -115,8 +121,7 @@ class _Ctx:
 
     def cadence_due(self, last: datetime | None) -> bool:
         interval = timedelta(seconds=self.cfg.interval_seconds)
-        early = interval * CADENCE_SLACK
-        return self.manual or last is None or self.now - last >= interval - early
+        return self.manual or last is None or self.now - last >= interval - early_by(self.cfg)
 
     def next_cadence(self, last: datetime | None) -> datetime:
         return (last or self.now) + timedelta(seconds=self.cfg.interval_seconds)
@@ -267,7 +272,7 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
         due = next_due(sched, first_seen, last_fired, ctx.tz)
         slack = timedelta(0)
         if sched.kind == "every":  # a jittery tick keeps the rhythm; a clock time never early
-            slack = timedelta(seconds=ctx.cfg.interval_seconds) * CADENCE_SLACK
+            slack = early_by(ctx.cfg)
         if ctx.now + slack < due:
             return skip("not-due", next_due=due, detail=sched.describe())
         slot = ctx.now if sched.kind == "every" else latest_slot(sched, ctx.now, ctx.tz)

@@ -25,7 +25,7 @@ from vikingbot.errors import StoreError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
-from vikingbot.heartbeat.planner import CADENCE_SLACK, budget_exceeded, plan_workspace
+from vikingbot.heartbeat.planner import budget_exceeded, early_by, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks, settle_owed
 from vikingbot.heartbeat.scan import Kept, Scanner, keeps_until
@@ -179,7 +179,7 @@ class HeartbeatService:
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
         down = self.health.waiting(now)
-        early = timedelta(seconds=self.cfg.interval_seconds) * CADENCE_SLACK
+        early = early_by(self.cfg)  # a not-due entry kept until its time, less this
         decisions: list[Decision] = []
         for wsin in inputs:
             mine = plan_workspace(
