@@ -147,7 +147,10 @@ def test_the_terminal_only_user_sees_the_heartbeat_result_arrive_in_the_chat(
         # the next scheduled cycle runs the task; its result is printed at the prompt
         chat.wait_for(r"from heartbeat.*\n.*Free disk space: 40 GB on /\.", after=at)
         assert len(gw_home.llm.requests) == 2
-        (run,) = [r for r in gw_home.ledger() if r["decision"] == "run"]
+        # the chat can print the result before the cycle commits its ledger row
+        (run,) = poll(
+            lambda: [r for r in gw_home.ledger() if r["decision"] == "run"], "the run recorded"
+        )
         assert run["outcome"] == "inboxed", run
         items = gw_home.cli_json("inbox")
         assert [i["text"] for i in items] == ["Free disk space: 40 GB on /."]
