@@ -167,7 +167,11 @@ def first_cycle_child(home: Path) -> None:
     print(json.dumps(asyncio.run(go())))
 
 
-def first_cycle(home: Path) -> dict[str, float]:
+def first_cycle(home: Path, *, cold: bool = False) -> dict[str, float]:
+    """Our first cycle in a fresh process; ``cold``: the home's files out of the page
+    cache first (as after a reboot)."""
+    if cold:
+        evict(home)
     out = subprocess.run(
         [sys.executable, __file__, "--first-cycle-child", str(home)],
         capture_output=True,
@@ -175,6 +179,61 @@ def first_cycle(home: Path) -> dict[str, float]:
         check=True,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def home_files(home: Path) -> tuple[list[str], list[str]]:
+    """(the session files, the HEARTBEAT.md files) of the bench's home."""
+    sessions = home / "data" / "sessions"
+    root = home / "data" / "workspace"
+    return (
+        sorted(str(sessions / n) for n in os.listdir(sessions) if n.endswith(".jsonl")),
+        sorted(str(root / n / "HEARTBEAT.md") for n in os.listdir(root) if n[0] != "."),
+    )
+
+
+def evict(home: Path) -> None:
+    """Drop the home's files (sessions, HEARTBEAT.md files, the state database, the
+    snapshot) from the page cache, as after a reboot (``posix_fadvise`` DONTNEED: no
+    root needed, nothing else on the machine touched; the kernel's inode cache stays)."""
+    sessions, hb = home_files(home)
+    extra = [home / "data" / "state.db", home / "data" / "heartbeat" / "index.json"]
+    for path in [*sessions, *hb, *map(str, extra)]:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            continue
+        try:
+            os.fdatasync(fd)  # only clean pages can be dropped
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def bare_read_child(home: Path) -> None:
+    """Runs in a fresh process: the least a first cycle without a snapshot must do,
+    reading each session's metadata line and each HEARTBEAT.md once, nothing else
+    (what any system that looks at these files pays); ms on stdout."""
+    sessions, hb = home_files(home)
+    t0 = time.perf_counter()
+    for path in sessions:
+        with open(path, "rb") as f:
+            f.readline()
+    for path in hb:
+        with open(path, "rb") as f:
+            f.read()
+    print(json.dumps({"read": time.perf_counter() - t0}))
+
+
+def bare_read(home: Path, *, cold: bool) -> float:
+    if cold:
+        evict(home)
+    out = subprocess.run(
+        [sys.executable, __file__, "--bare-read-child", str(home)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return float(json.loads(out.stdout.strip().splitlines()[-1])["read"])
 
 
 # ---------------------------------------------------------------- gateway
@@ -314,6 +373,7 @@ def main() -> None:
     ap.add_argument("--gateway-interval", type=float, default=10.0)
     ap.add_argument("--gateway-cycles", type=int, default=12)
     ap.add_argument("--first-cycle-child", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--bare-read-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument(
         "--parts",
         default="cycles,first,gateway,cli",
@@ -322,6 +382,9 @@ def main() -> None:
     args = ap.parse_args()
     if args.first_cycle_child:
         first_cycle_child(args.first_cycle_child)
+        return
+    if args.bare_read_child:
+        bare_read_child(args.bare_read_child)
         return
     logger.remove()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -362,15 +425,29 @@ def main() -> None:
                 f"place: {first['watch'] * 1000:.0f} ms (watching: {first['watching']})"
             )
             snapshot = home / "data" / "heartbeat" / "index.json"
-            kept = snapshot.read_bytes() if snapshot.exists() else None
-            snapshot.unlink(missing_ok=True)
-            cold = first_cycle(home)
-            print(
-                f"  the same without the snapshot (lost, or the first start of this version): "
-                f"{cold['first'] * 1000:.0f} ms, CPU {cold['cpu'] * 1000:.0f} ms"
-            )
-            if kept is not None:
-                snapshot.write_bytes(kept)
+            for cold in (False, True):
+                state = "out of the page cache (as after a reboot)" if cold else "as left"
+                if cold:
+                    again = first_cycle(home, cold=True)
+                    print(
+                        f"  the same with the home's files {state}: "
+                        f"{again['first'] * 1000:.0f} ms, CPU {again['cpu'] * 1000:.0f} ms"
+                    )
+                kept = snapshot.read_bytes() if snapshot.exists() else None
+                snapshot.unlink(missing_ok=True)
+                ours = first_cycle(home, cold=cold)
+                # what reading the files costs at all, in the same cache state (as left:
+                # after ours, which has just read them; out of the page cache: evicted)
+                bare = bare_read(home, cold=cold)
+                print(
+                    f"  without the snapshot (lost, or the first start of this version), "
+                    f"files {state}: {ours['first'] * 1000:.0f} ms, CPU "
+                    f"{ours['cpu'] * 1000:.0f} ms; a bare loop reading each session's "
+                    f"metadata line and each HEARTBEAT.md once, in a fresh process: "
+                    f"{bare * 1000:.0f} ms (ratio {ours['first'] / bare:.2f}x)"
+                )
+                if kept is not None:
+                    snapshot.write_bytes(kept)
 
         weekly = "- every: 7d title: Weekly task: Write the weekly report"
         for i in range(0, len(files), 100):  # the gateway has no model: nothing may fall due
