@@ -16,7 +16,10 @@ One home: 10,000 sessions in per-session mode, each with its own workspace;
 2. The first cycle after a start, in a fresh process on the same home (its
    state database already filled and the index snapshot the previous process
    wrote when it stopped, as after a restart; target under 1 s), the same
-   without the snapshot, and the time to put the file watch in place.
+   without the snapshot (beside a bare loop reading the same files in the same
+   cache state), each with the files as left and cold (the home's pages evicted;
+   with --drop-caches, as root, the kernel's page, inode and folder caches
+   emptied, as after a reboot), and the time to put the file watch in place.
 3. A real ``vikingbot gateway`` on the same home, its cycles in the mix the
    default settings give (an interval of 600 s and the safety pass every 3600 s:
    every sixth cycle looks at every file), compressed in time: by default a 10 s
@@ -32,7 +35,7 @@ One home: 10,000 sessions in per-session mode, each with its own workspace;
    processes on the same home.
 
     uv run python bench/heartbeat_cycle.py [--sessions 10000] [--cycles 7]
-        [--gateway-interval 10] [--gateway-cycles 12]
+        [--gateway-interval 10] [--gateway-cycles 12] [--drop-caches]
 """
 
 from __future__ import annotations
@@ -191,10 +194,19 @@ def home_files(home: Path) -> tuple[list[str], list[str]]:
     )
 
 
+DROP_CACHES = False  # --drop-caches: evict() empties the whole machine's caches (root)
+
+
 def evict(home: Path) -> None:
     """Drop the home's files (sessions, HEARTBEAT.md files, the state database, the
     snapshot) from the page cache, as after a reboot (``posix_fadvise`` DONTNEED: no
-    root needed, nothing else on the machine touched; the kernel's inode cache stays)."""
+    root needed, nothing else on the machine touched; the kernel's inode cache stays).
+    With ``--drop-caches`` the kernel's page, inode and folder caches are emptied
+    instead (``/proc/sys/vm/drop_caches``: root, the whole machine): a reboot's state."""
+    if DROP_CACHES:
+        os.sync()
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        return
     sessions, hb = home_files(home)
     extra = [home / "data" / "state.db", home / "data" / "heartbeat" / "index.json"]
     for path in [*sessions, *hb, *map(str, extra)]:
@@ -375,6 +387,12 @@ def main() -> None:
     ap.add_argument("--first-cycle-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--bare-read-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument(
+        "--drop-caches",
+        action="store_true",
+        help="for the cold first cycles, empty the kernel's page, inode and folder caches "
+        "(root; affects the whole machine) instead of evicting the home's pages",
+    )
+    ap.add_argument(
         "--parts",
         default="cycles,first,gateway,cli",
         help="comma-separated subset of cycles, first, gateway, cli",
@@ -386,6 +404,8 @@ def main() -> None:
     if args.bare_read_child:
         bare_read_child(args.bare_read_child)
         return
+    global DROP_CACHES
+    DROP_CACHES = args.drop_caches
     logger.remove()
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPUs, load average {load}")
@@ -426,7 +446,13 @@ def main() -> None:
             )
             snapshot = home / "data" / "heartbeat" / "index.json"
             for cold in (False, True):
-                state = "out of the page cache (as after a reboot)" if cold else "as left"
+                state = "as left"
+                if cold:
+                    state = (
+                        "with the kernel's caches emptied (a reboot)"
+                        if DROP_CACHES
+                        else "out of the page cache (inodes still cached)"
+                    )
                 if cold:
                     again = first_cycle(home, cold=True)
                     print(

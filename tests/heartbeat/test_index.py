@@ -723,3 +723,32 @@ def _watch_fast(svc: Any) -> bool:
     wait for its events after each change."""
     svc.scanner.index.watch_step_ms = 20
     return bool(svc.scanner.watch())
+
+
+@pytest.mark.parametrize("cold", [True, False])
+def test_a_full_pass_on_a_cold_inode_cache_warms_it_from_threads_and_decides_the_same(
+    tmp_path: Path, cold: bool
+) -> None:
+    """A start after a reboot finds every HEARTBEAT.md lookup slow: threads look the
+    files up meanwhile. Whether they ran or not, the cycle decides what a rescan does
+    (a missing file, a folder in its place, tasks and templates)."""
+    h = Home(tmp_path / "home")
+    index = h.svc.scanner.index
+    index.probe_stats = 4  # 16 workspaces are enough to probe
+    index.cold_stat_s = 0.0 if cold else float("inf")  # what the probe finds
+    try:
+        for chat in range(24):
+            h.talk(chat)
+            if chat % 7 == 3:
+                continue  # no HEARTBEAT.md at all
+            if chat % 7 == 5:
+                h.ws(chat).joinpath("HEARTBEAT.md").mkdir(parents=True)
+                continue
+            h.write(chat, TASK if chat % 3 == 0 else TEMPLATE)
+        decisions = h.memo_cycle()
+        assert index.warm_ups == (1 if cold else 0)
+        assert decisions == h.rescan()
+        runs = run_decisions(decisions)
+        assert runs == sorted(h.ws(c).name for c in range(0, 24, 3) if c % 7 not in (3, 5))
+    finally:
+        h.close()

@@ -46,12 +46,14 @@ import errno
 import gc
 import json
 import os
+import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +82,13 @@ SAVE_AFTER_READS = 200  # a first pass that read this many files writes the snap
 SAVE_EVERY_S = 6 * 3600.0
 WATCH_STEP_MS = 2000  # see HeartbeatIndex.watch_step_ms
 FREEZE_AFTER = 2000  # session files from which a full pass's records are frozen (gc.freeze)
+# A full pass first times PROBE_STATS lookups of eligible HEARTBEAT.md files; slower
+# than COLD_STAT_S each on average, the kernel's inode cache is cold (after a reboot;
+# some machines drop it within minutes): each lookup is then two or three random disk
+# reads, which WARM_THREADS threads overlap (HeartbeatIndex._warm_up)
+PROBE_STATS = 64
+COLD_STAT_S = 40e-6
+WARM_THREADS = 8
 _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -194,6 +203,9 @@ class HeartbeatIndex:
         # cycle only needs the changes by its start, minutes apart (a hand-made plan or
         # run-now looks at the HEARTBEAT.md files itself)
         self.watch_step_ms = WATCH_STEP_MS
+        # the cold inode cache probe of full passes (_warm_up), and how often it said cold
+        self.probe_stats, self.cold_stat_s = PROBE_STATS, COLD_STAT_S
+        self.warm_ups = 0
 
     # ------------------------------------------------------------ queries
 
@@ -433,7 +445,7 @@ class HeartbeatIndex:
                 self._renew_watch()
         changed = self._poll_sessions(full)
         self._settle(now)
-        changed |= self._poll_files(now)
+        changed |= self._poll_files(now, probe=full)
         return changed
 
     def _settle(self, now: datetime) -> None:
@@ -547,50 +559,93 @@ class HeartbeatIndex:
         except OSError:
             return {}
 
-    def _poll_files(self, now: datetime) -> set[str]:
+    def _poll_files(self, now: datetime, *, probe: bool = False) -> set[str]:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
 
         The loop is the polling fallback's hot path (10,000 files): one syscall and
         three integers compared per file, nothing else. The path is looked up from
         the workspace root's open folder (two components, not the whole absolute path).
+        ``probe`` (full passes): when a few timed lookups say the inode cache is
+        cold, threads fill it meanwhile (:meth:`_warm_up`).
         """
         changed = set()
         parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
         root = self._root.open()  # None: absolute paths
         settled_before = time.time_ns() - SETTLE_NS
-        for ws, rec in self._polls.items():
-            until, ino, ctime, relative = rec
-            if until is None or until < now:
-                if parsed.pop(ws, None) is not None:
-                    idents.pop(ws, None)
-                    rec[1] = -1
-                continue
-            st: os.stat_result | None
-            try:
-                st = lstat(relative if root is not None else self.heartbeat_path(ws), dir_fd=root)
-            except OSError as exc:
-                ident: Any = exc.errno
-                settled, st = True, None
-            else:
-                # the same inode, not changed since it was read: every write, rename
-                # and utime moves ctime
-                if st.st_ctime_ns == ctime and st.st_ino == ino:
+        warming = self._warm_up(now) if probe else None
+        try:
+            for ws, rec in self._polls.items():
+                until, ino, ctime, relative = rec
+                if until is None or until < now:
+                    if parsed.pop(ws, None) is not None:
+                        idents.pop(ws, None)
+                        rec[1] = -1
                     continue
-                ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-                settled = ident[1] < settled_before and ident[2] < settled_before
-            # unsettled: a second write could keep this identity, so look again next time
-            if st is not None and settled:
-                rec[1], rec[2] = ident[0], ident[2]
-            else:
-                rec[1] = -1
-            old = parsed.get(ws)
-            if old is not None and idents.get(ws) == ident:
-                continue
-            idents[ws] = ident if settled else None
-            new = parsed[ws] = self._read(ws, st)
-            if old is None or (new is not old and new != old):
-                changed.add(ws)
+                st: os.stat_result | None
+                try:
+                    st = lstat(
+                        relative if root is not None else self.heartbeat_path(ws), dir_fd=root
+                    )
+                except OSError as exc:
+                    ident: Any = exc.errno
+                    settled, st = True, None
+                else:
+                    # the same inode, not changed since it was read: every write, rename
+                    # and utime moves ctime
+                    if st.st_ctime_ns == ctime and st.st_ino == ino:
+                        continue
+                    ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                    settled = ident[1] < settled_before and ident[2] < settled_before
+                # unsettled: a second write could keep this identity, so look again next time
+                if st is not None and settled:
+                    rec[1], rec[2] = ident[0], ident[2]
+                else:
+                    rec[1] = -1
+                old = parsed.get(ws)
+                if old is not None and idents.get(ws) == ident:
+                    continue
+                idents[ws] = ident if settled else None
+                new = parsed[ws] = self._read(ws, st)
+                if old is None or (new is not old and new != old):
+                    changed.add(ws)
+        finally:
+            if warming is not None:
+                warming.stop()
         return changed
+
+    def _warm_up(self, now: datetime) -> _WarmUp | None:
+        """When the inode cache is cold, stat the eligible HEARTBEAT.md files from
+        ``WARM_THREADS`` threads, results thrown away, while the loop goes on.
+
+        Cold (after a reboot; some machines drop the cache within minutes), each
+        lookup of a file in its own folder is two or three random disk reads that
+        wait with the GIL released: the threads' waits overlap, and the loop's own
+        ``lstat`` then finds the inode cached (10,000 files: 1.3 s to about 0.55 s
+        here). Warm, threads would only cost: ``probe_stats`` timed lookups decide.
+        """
+        probe = self.probe_stats
+        if len(self._polls) < 4 * probe:
+            return None
+        eligible = (
+            self.heartbeat_path(ws)
+            for ws, rec in self._polls.items()
+            if rec[0] is not None and rec[0] >= now
+        )
+        sample = list(islice(eligible, probe))
+        started = time.perf_counter()
+        for path in sample:
+            with suppress(OSError):
+                os.lstat(path)
+        if time.perf_counter() - started <= len(sample) * self.cold_stat_s:
+            return None
+        rest = list(eligible)
+        self.warm_ups += 1
+        logger.debug(
+            "heartbeat: inode cache cold: looking up {} HEARTBEAT.md files from {} threads",
+            len(rest),
+            WARM_THREADS,
+        )
+        return _WarmUp(rest, WARM_THREADS)
 
     def _forget_file(self, ws: str) -> None:
         """Read the workspace's HEARTBEAT.md again when it is next needed."""
@@ -785,6 +840,34 @@ class HeartbeatIndex:
         if self._reads:
             self.save()
         self._root.close()
+
+
+class _WarmUp:
+    """Threads that ``lstat`` their share of ``paths`` until done or stopped (the
+    results are thrown away: what is wanted is the kernel's inode cache filled)."""
+
+    def __init__(self, paths: list[str], threads: int) -> None:
+        self._stopped = threading.Event()
+        self.threads = [
+            threading.Thread(
+                target=self._run, args=(paths[i::threads],), name="hb-warm", daemon=True
+            )
+            for i in range(threads)
+        ]
+        for t in self.threads:
+            t.start()
+
+    def _run(self, paths: list[str]) -> None:
+        stopped, lstat = self._stopped.is_set, os.lstat
+        for path in paths:
+            if stopped():
+                return
+            with suppress(OSError):
+                lstat(path)
+
+    def stop(self) -> None:
+        """The loop is done: the threads stop at their next file (not waited for)."""
+        self._stopped.set()
 
 
 class _RootFolder:
