@@ -446,18 +446,17 @@ def main() -> None:
             )
             snapshot = home / "data" / "heartbeat" / "index.json"
             for cold in (False, True):
-                state = "as left"
+                state = "the files as left"
                 if cold:
                     state = (
-                        "with the kernel's caches emptied (a reboot)"
+                        "the kernel's caches emptied (a reboot)"
                         if DROP_CACHES
-                        else "out of the page cache (inodes still cached)"
+                        else "the home's files out of the page cache (inodes still cached)"
                     )
-                if cold:
-                    again = first_cycle(home, cold=True)
+                    restart = first_cycle(home, cold=True)
                     print(
-                        f"  the same with the home's files {state}: "
-                        f"{again['first'] * 1000:.0f} ms, CPU {again['cpu'] * 1000:.0f} ms"
+                        f"  the same, {state}: {restart['first'] * 1000:.0f} ms, "
+                        f"CPU {restart['cpu'] * 1000:.0f} ms"
                     )
                 kept = snapshot.read_bytes() if snapshot.exists() else None
                 snapshot.unlink(missing_ok=True)
@@ -473,7 +472,7 @@ def main() -> None:
                 equal = again if not cold else ours
                 print(
                     f"  without the snapshot (lost, or the first start of this version), "
-                    f"files {state}: {ours['first'] * 1000:.0f} ms, CPU "
+                    f"{state}: {ours['first'] * 1000:.0f} ms, CPU "
                     f"{ours['cpu'] * 1000:.0f} ms{warm}; a bare loop reading each session's "
                     f"metadata line and each HEARTBEAT.md once, in a fresh process, the same "
                     f"cache state: {bare * 1000:.0f} ms (ratio {equal['first'] / bare:.2f}x)"
