@@ -170,18 +170,24 @@ def first_cycle_child(home: Path) -> None:
     print(json.dumps(asyncio.run(go())))
 
 
-def first_cycle(home: Path, *, cold: bool = False) -> dict[str, float]:
-    """Our first cycle in a fresh process; ``cold``: the home's files out of the page
-    cache first (as after a reboot)."""
+def child(flag: str, home: Path, *, cold: bool) -> dict[str, Any]:
+    """This script in a fresh process (``flag`` says which part), its last stdout line
+    as JSON; ``cold``: the caches emptied first (:func:`evict`)."""
     if cold:
         evict(home)
     out = subprocess.run(
-        [sys.executable, __file__, "--first-cycle-child", str(home)],
+        [sys.executable, __file__, flag, str(home)],
         capture_output=True,
         text=True,
         check=True,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def first_cycle(home: Path, *, cold: bool = False) -> dict[str, float]:
+    """Our first cycle in a fresh process; ``cold``: the home's files out of the page
+    cache first (as after a reboot)."""
+    return child("--first-cycle-child", home, cold=cold)
 
 
 def home_files(home: Path) -> tuple[list[str], list[str]]:
@@ -237,15 +243,7 @@ def bare_read_child(home: Path) -> None:
 
 
 def bare_read(home: Path, *, cold: bool) -> float:
-    if cold:
-        evict(home)
-    out = subprocess.run(
-        [sys.executable, __file__, "--bare-read-child", str(home)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(json.loads(out.stdout.strip().splitlines()[-1])["read"])
+    return float(child("--bare-read-child", home, cold=cold)["read"])
 
 
 # ---------------------------------------------------------------- gateway
