@@ -566,66 +566,62 @@ class HeartbeatIndex:
         three integers compared per file, nothing else. The path is looked up from
         the workspace root's open folder (two components, not the whole absolute path).
         ``probe`` (full passes): when a few timed lookups say the inode cache is
-        cold, threads fill it meanwhile (:meth:`_warm_up`).
+        cold, threads fill it first (:meth:`_warm_up`).
         """
         changed = set()
         parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
         root = self._root.open()  # None: absolute paths
         settled_before = time.time_ns() - SETTLE_NS
-        warming = self._warm_up(now) if probe else None
-        try:
-            for ws, rec in self._polls.items():
-                until, ino, ctime, relative = rec
-                if until is None or until < now:
-                    if parsed.pop(ws, None) is not None:
-                        idents.pop(ws, None)
-                        rec[1] = -1
-                    continue
-                st: os.stat_result | None
-                try:
-                    st = lstat(
-                        relative if root is not None else self.heartbeat_path(ws), dir_fd=root
-                    )
-                except OSError as exc:
-                    ident: Any = exc.errno
-                    settled, st = True, None
-                else:
-                    # the same inode, not changed since it was read: every write, rename
-                    # and utime moves ctime
-                    if st.st_ctime_ns == ctime and st.st_ino == ino:
-                        continue
-                    ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-                    settled = ident[1] < settled_before and ident[2] < settled_before
-                # unsettled: a second write could keep this identity, so look again next time
-                if st is not None and settled:
-                    rec[1], rec[2] = ident[0], ident[2]
-                else:
+        if probe:
+            self._warm_up(now)
+        for ws, rec in self._polls.items():
+            until, ino, ctime, relative = rec
+            if until is None or until < now:
+                if parsed.pop(ws, None) is not None:
+                    idents.pop(ws, None)
                     rec[1] = -1
-                old = parsed.get(ws)
-                if old is not None and idents.get(ws) == ident:
+                continue
+            st: os.stat_result | None
+            try:
+                st = lstat(relative if root is not None else self.heartbeat_path(ws), dir_fd=root)
+            except OSError as exc:
+                ident: Any = exc.errno
+                settled, st = True, None
+            else:
+                # the same inode, not changed since it was read: every write, rename
+                # and utime moves ctime
+                if st.st_ctime_ns == ctime and st.st_ino == ino:
                     continue
-                idents[ws] = ident if settled else None
-                new = parsed[ws] = self._read(ws, st)
-                if old is None or (new is not old and new != old):
-                    changed.add(ws)
-        finally:
-            if warming is not None:
-                warming.stop()
+                ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+                settled = ident[1] < settled_before and ident[2] < settled_before
+            # unsettled: a second write could keep this identity, so look again next time
+            if st is not None and settled:
+                rec[1], rec[2] = ident[0], ident[2]
+            else:
+                rec[1] = -1
+            old = parsed.get(ws)
+            if old is not None and idents.get(ws) == ident:
+                continue
+            idents[ws] = ident if settled else None
+            new = parsed[ws] = self._read(ws, st)
+            if old is None or (new is not old and new != old):
+                changed.add(ws)
         return changed
 
-    def _warm_up(self, now: datetime) -> _WarmUp | None:
-        """When the inode cache is cold, stat the eligible HEARTBEAT.md files from
-        ``WARM_THREADS`` threads, results thrown away, while the loop goes on.
+    def _warm_up(self, now: datetime) -> None:
+        """When the inode cache is cold, look the eligible HEARTBEAT.md files up from
+        ``WARM_THREADS`` threads first (results thrown away), so the loop finds them
+        cached.
 
         Cold (after a reboot; some machines drop the cache within minutes), each
         lookup of a file in its own folder is two or three random disk reads that
-        wait with the GIL released: the threads' waits overlap, and the loop's own
-        ``lstat`` then finds the inode cached (10,000 files: 1.3 s to about 0.55 s
-        here). Warm, threads would only cost: ``probe_stats`` timed lookups decide.
+        wait with the GIL released: the threads' waits overlap (10,000 files: 1.3 s
+        one at a time, about 0.3 s from eight threads here, then 40 ms for the loop).
+        Warm, threads would only cost: ``probe_stats`` timed lookups decide.
         """
         probe = self.probe_stats
         if len(self._polls) < 4 * probe:
-            return None
+            return
         eligible = (
             self.heartbeat_path(ws)
             for ws, rec in self._polls.items()
@@ -637,7 +633,7 @@ class HeartbeatIndex:
             with suppress(OSError):
                 os.lstat(path)
         if time.perf_counter() - started <= len(sample) * self.cold_stat_s:
-            return None
+            return
         rest = list(eligible)
         self.warm_ups += 1
         logger.debug(
@@ -645,7 +641,14 @@ class HeartbeatIndex:
             len(rest),
             WARM_THREADS,
         )
-        return _WarmUp(rest, WARM_THREADS)
+        threads = [
+            threading.Thread(target=_look_up, args=(rest[i::WARM_THREADS],), daemon=True)
+            for i in range(WARM_THREADS)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
     def _forget_file(self, ws: str) -> None:
         """Read the workspace's HEARTBEAT.md again when it is next needed."""
@@ -842,32 +845,11 @@ class HeartbeatIndex:
         self._root.close()
 
 
-class _WarmUp:
-    """Threads that ``lstat`` their share of ``paths`` until done or stopped (the
-    results are thrown away: what is wanted is the kernel's inode cache filled)."""
-
-    def __init__(self, paths: list[str], threads: int) -> None:
-        self._stopped = threading.Event()
-        self.threads = [
-            threading.Thread(
-                target=self._run, args=(paths[i::threads],), name="hb-warm", daemon=True
-            )
-            for i in range(threads)
-        ]
-        for t in self.threads:
-            t.start()
-
-    def _run(self, paths: list[str]) -> None:
-        stopped, lstat = self._stopped.is_set, os.lstat
-        for path in paths:
-            if stopped():
-                return
-            with suppress(OSError):
-                lstat(path)
-
-    def stop(self) -> None:
-        """The loop is done: the threads stop at their next file (not waited for)."""
-        self._stopped.set()
+def _look_up(paths: list[str]) -> None:
+    """``lstat`` each path, results thrown away (the kernel's inode cache filled)."""
+    for path in paths:
+        with suppress(OSError):
+            os.lstat(path)
 
 
 class _RootFolder:
