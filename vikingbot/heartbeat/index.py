@@ -629,9 +629,7 @@ class HeartbeatIndex:
         )
         sample = list(islice(eligible, probe))
         started = time.perf_counter()
-        for path in sample:
-            with suppress(OSError):
-                os.lstat(path)
+        _look_up(sample)
         if time.perf_counter() - started <= len(sample) * self.cold_stat_s:
             return
         rest = list(eligible)
