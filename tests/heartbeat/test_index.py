@@ -185,6 +185,26 @@ def test_a_session_going_stale_changes_the_decision_without_any_file_change(home
     assert {r[2] for r in rows} == {"stale"} and rows == home.rescan()
 
 
+def test_a_stale_workspace_that_comes_back_has_its_file_polled_again(home: Home) -> None:
+    """Polling keeps the eligible workspaces' files in a list between cycles; one that
+    went stale and is talked to again is back in it: a later edit of its file counts."""
+    home.talk(1, ago=timedelta(hours=47))
+    home.write(1, TEMPLATE)
+    home.talk(2)
+    home.write(2, TEMPLATE)
+    home.memo_cycle()
+    home.clock.advance(hours=2)  # workspace 1 goes stale (stale_after is two days)
+    assert {r[2] for r in home.memo_cycle()} == {"stale", "empty"}
+    home.memo_cycle()  # a routine cycle, from the list of eligible files
+    home.talk(1)  # back
+    assert {r[2] for r in home.memo_cycle()} == {"empty"}
+    home.write(1, TASK)
+    passes = home.svc.scanner.index.full_passes
+    rows = home.memo_cycle()
+    assert home.svc.scanner.index.full_passes == passes  # a routine polling cycle
+    assert run_decisions(rows) == [home.ws(1).name] and rows == home.rescan()
+
+
 def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path) -> None:
     """`vikingbot chat` flags its session; its workspace is still visited while fresh."""
     h = Home(tmp_path / "home", mode="shared")

@@ -186,9 +186,14 @@ class HeartbeatIndex:
         self._root = _RootFolder(self._root_s)
         self._hb_idents: dict[str, Any] = {}  # workspace -> HEARTBEAT.md identity when read
         # what the polling loop needs of each workspace with sessions, in one record (a
-        # list: [eligible until, inode, ctime_ns, "<ws>/HEARTBEAT.md"]; inode -1 when the
-        # file is not known settled)
+        # list: [eligible until, inode, ctime_ns, "<ws>/HEARTBEAT.md", ws]; inode -1 when
+        # the file is not known settled)
         self._polls: dict[str, list[Any]] = {}
+        # the records eligible at _eligible_at, good until _eligible_min (see _moved);
+        # None: make it again from _polls
+        self._eligible: list[list[Any]] | None = None
+        self._eligible_min: datetime | None = None
+        self._eligible_at: datetime | None = None
         self._stale = DueQueue()  # workspace -> when its next eligible session goes stale
         self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
         self._dir_sig: tuple[int, int] | None = None
@@ -290,6 +295,7 @@ class HeartbeatIndex:
         self.members.clear()
         self.until.clear()
         self._polls.clear()
+        self._eligible = None
         self.parsed.clear()
         self._hb_idents.clear()
         self._texts.clear()
@@ -563,50 +569,126 @@ class HeartbeatIndex:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
 
         The loop is the polling fallback's hot path (10,000 files): one syscall and
-        three integers compared per file, nothing else. The path is looked up from
+        two integers compared per file, nothing else. The path is looked up from
         the workspace root's open folder (two components, not the whole absolute path).
-        ``probe`` (full passes): when a few timed lookups say the inode cache is
+        The eligible files are kept in a list between cycles (:meth:`_moved` keeps it
+        true), so a cycle does not sort the eligible from the stale again; the pass
+        over every record (:meth:`_poll_every_file`) runs when that list may be out of
+        date. ``probe`` (full passes): when a few timed lookups say the inode cache is
         cold, threads fill it first (:meth:`_warm_up`).
         """
-        changed = set()
-        parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
         root = self._root.open()  # None: absolute paths
         settled_before = time.time_ns() - SETTLE_NS
         if probe:
             self._warm_up(now)
+        eligible, low, at = self._eligible, self._eligible_min, self._eligible_at
+        if (
+            probe
+            or root is None
+            or eligible is None
+            or at is None
+            or now < at
+            or (low is not None and now > low)
+        ):
+            return self._poll_every_file(now, root, settled_before)
+        lstat = os.lstat
+        seen: list[tuple[list[Any], os.stat_result | OSError]] = []
+        for rec in eligible:
+            try:
+                st = lstat(rec[3], dir_fd=root)
+            except OSError as exc:
+                seen.append((rec, exc))
+                continue
+            # the same inode, not changed since it was read: every write, rename and
+            # utime moves ctime
+            if st.st_ctime_ns == rec[2] and st.st_ino == rec[1]:
+                continue
+            seen.append((rec, st))
+        changed: set[str] = set()
+        for rec, found in seen:
+            self._look_at(rec, found, settled_before, changed)
+        return changed
+
+    def _poll_every_file(self, now: datetime, root: int | None, settled_before: int) -> set[str]:
+        """:meth:`_poll_files` over every record, sorting the eligible from the stale
+        (whose parsed files are let go) and keeping the eligible ones' list."""
+        changed: set[str] = set()
+        parsed, idents, lstat = self.parsed, self._hb_idents, os.lstat
+        eligible: list[list[Any]] = []
+        low: datetime | None = None
         for ws, rec in self._polls.items():
-            until, ino, ctime, relative = rec
+            until = rec[0]
             if until is None or until < now:
                 if parsed.pop(ws, None) is not None:
                     idents.pop(ws, None)
                     rec[1] = -1
                 continue
-            st: os.stat_result | None
+            eligible.append(rec)
+            if low is None or until < low:
+                low = until
+            found: os.stat_result | OSError
             try:
-                st = lstat(relative if root is not None else self.heartbeat_path(ws), dir_fd=root)
+                found = lstat(rec[3] if root is not None else self.heartbeat_path(ws), dir_fd=root)
             except OSError as exc:
-                ident: Any = exc.errno
-                settled, st = True, None
+                found = exc
             else:
-                # the same inode, not changed since it was read: every write, rename
-                # and utime moves ctime
-                if st.st_ctime_ns == ctime and st.st_ino == ino:
+                if found.st_ctime_ns == rec[2] and found.st_ino == rec[1]:
                     continue
-                ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
-                settled = ident[1] < settled_before and ident[2] < settled_before
-            # unsettled: a second write could keep this identity, so look again next time
-            if st is not None and settled:
-                rec[1], rec[2] = ident[0], ident[2]
-            else:
-                rec[1] = -1
-            old = parsed.get(ws)
-            if old is not None and idents.get(ws) == ident:
-                continue
-            idents[ws] = ident if settled else None
-            new = parsed[ws] = self._read(ws, st)
-            if old is None or (new is not old and new != old):
-                changed.add(ws)
+            self._look_at(rec, found, settled_before, changed)
+        self._eligible, self._eligible_min, self._eligible_at = eligible, low, now
         return changed
+
+    def _look_at(
+        self,
+        rec: list[Any],
+        found: os.stat_result | OSError,
+        settled_before: int,
+        changed: set[str],
+    ) -> None:
+        """A file whose ``lstat`` differs from what was read: read it again when its
+        identity changed (``changed`` gets the workspace when what it says did)."""
+        ws = rec[4]
+        parsed, idents = self.parsed, self._hb_idents
+        st: os.stat_result | None
+        ident: Any
+        if isinstance(found, OSError):
+            ident, settled, st = found.errno, True, None
+        else:
+            st = found
+            ident = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns)
+            settled = ident[1] < settled_before and ident[2] < settled_before
+        # unsettled: a second write could keep this identity, so look again next time
+        if st is not None and settled:
+            rec[1], rec[2] = ident[0], ident[2]
+        else:
+            rec[1] = -1
+        old = parsed.get(ws)
+        if old is not None and idents.get(ws) == ident:
+            return
+        idents[ws] = ident if settled else None
+        new = parsed[ws] = self._read(ws, st)
+        if old is None or (new is not old and new != old):
+            changed.add(ws)
+
+    def _moved(self, old: datetime | None, new: datetime | None) -> None:
+        """A workspace's eligible-until time moved from ``old`` to ``new`` (``None``:
+        no record): keep the polling loop's list of eligible files true.
+
+        The list holds the records eligible when it was made (``until`` at or after
+        that time); it stays good up to the earliest ``until`` in it. A record that
+        joins or leaves it drops the list, and the next cycle makes it again.
+        """
+        at = self._eligible_at
+        if self._eligible is None or at is None:
+            return
+        was = old is not None and old >= at
+        now_in = new is not None and new >= at
+        if was != now_in:
+            self._eligible = None
+        elif (
+            now_in and new is not None and (self._eligible_min is None or new < self._eligible_min)
+        ):
+            self._eligible_min = new
 
     def _warm_up(self, now: datetime) -> None:
         """When the inode cache is cold, look the eligible HEARTBEAT.md files up from
@@ -752,7 +834,9 @@ class HeartbeatIndex:
         group = self.members.get(ws)
         if not group:
             self.until.pop(ws, None)
-            self._polls.pop(ws, None)
+            gone = self._polls.pop(ws, None)
+            if gone is not None:
+                self._moved(gone[0], None)
             self._forget_file(ws)
             self._stale.discard(ws)
             return
@@ -769,8 +853,10 @@ class HeartbeatIndex:
         self.until[ws] = until
         rec = self._polls.get(ws)
         if rec is None:
-            self._polls[ws] = [until, -1, -1, f"{ws}{_HB_TAIL}"]
-        else:
+            self._polls[ws] = [until, -1, -1, f"{ws}{_HB_TAIL}", ws]
+            self._moved(None, until)
+        elif rec[0] != until:
+            self._moved(rec[0], until)
             rec[0] = until
         if nxt is None:
             self._stale.discard(ws)
