@@ -10,7 +10,8 @@ One home: 10,000 sessions in per-session mode, each with its own workspace;
    wrote to some sessions (5, then 100), and 2.1 s of real time passed (the
    folder mtimes settle, as they do in 600 s). A cycle is timed up to the point
    its turns are started (the turns run afterwards and are not timed). Beside
-   each cycle a bare loop stats the same 10,000 HEARTBEAT.md files. Once with
+   each cycle, after the same 2.1 s pause (so that neither runs on what the
+   other just warmed), a bare loop stats the same 10,000 HEARTBEAT.md files. Once with
    the file watcher (target: below the stat loop), once polling (target:
    within 1.4x of it).
 2. The first cycle after a start, in a fresh process on the same home (its
@@ -118,6 +119,9 @@ async def production(
         cpus.append(time.process_time() - c0)
         passes.append(svc.scanner.index.full_passes > before)
         await svc.drain(120)  # the turns, not timed
+        # the bare loop after the same pause as the cycle: each starts from the CPU
+        # caches an interval leaves, neither right after the other's work
+        time.sleep(SETTLE_S)
         bares.append(bare_loop(files))
         bare_cpu.append(_cpu(bare_loop, files))
     svc.scanner.close()
