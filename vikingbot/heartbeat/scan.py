@@ -205,8 +205,9 @@ class Scanner:
             if self.index.save_due:
                 self.index.save()
 
-    def _refresh(self) -> None:
-        """Update the index; what changed waits for the next memo scan, whoever asked."""
+    def _refresh(self) -> bool:
+        """Update the index; what changed waits for the next memo scan, whoever asked.
+        ``True``: the index was filled afresh, every file looked at just now."""
         cfg = self.cfg
         self.index.safety_pass_s = cfg.safety_pass_s
         changed = self.index.refresh(
@@ -216,6 +217,7 @@ class Scanner:
             self._pending = None
         elif self._pending is not None:
             self._pending |= changed
+        return changed is None
 
     def groups(self) -> tuple[dict[str, list[SessionMeta]], dict[str, datetime | None]]:
         """Sessions by workspace, and until when each workspace has an eligible session."""
@@ -252,8 +254,10 @@ class Scanner:
         self, only: str | None, *, include_idle: bool, memo: bool
     ) -> tuple[list[WorkspaceInput], Kept]:
         self._state().refresh()
-        self._refresh()
-        if not memo:  # asked for by hand: an edit the watcher has not reported yet counts
+        loaded = self._refresh()
+        # asked for by hand: an edit the watcher has not reported yet counts (unless every
+        # file was just looked at: the first scan of a process, a plan without a gateway)
+        if not memo and not loaded:
             rechecked = self.index.recheck_files(self.now())
             if self._pending is not None:
                 self._pending |= rechecked
