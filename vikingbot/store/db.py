@@ -50,9 +50,13 @@ def upsert_insert(dialect: str, table: Any) -> Any:
     """``INSERT`` on ``table`` with ``ON CONFLICT`` support for this database
     (``dialect``: ``"postgresql"``, else SQLite), for ``on_conflict_do_nothing`` /
     ``on_conflict_do_update`` and ``.excluded``."""
-    from sqlalchemy.dialects import postgresql, sqlite
+    if dialect == "postgresql":  # each dialect imported only where it is used
+        from sqlalchemy.dialects import postgresql
 
-    return (postgresql.insert if dialect == "postgresql" else sqlite.insert)(table)
+        return postgresql.insert(table)
+    from sqlalchemy.dialects import sqlite
+
+    return sqlite.insert(table)
 
 
 def _json_dumps(value: Any) -> str:

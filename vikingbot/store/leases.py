@@ -42,7 +42,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from sqlalchemy import Connection, and_, bindparam, delete, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite  # postgresql's: where used (SQLite never needs it)
 
 from vikingbot.clock import Clock
 from vikingbot.errors import StoreError
@@ -155,6 +155,8 @@ class Leases:
         }
         if not self._postgres:
             return self._claim_one_statement(conn, row, stamp)
+        from sqlalchemy.dialects import postgresql
+
         inserted = conn.execute(
             postgresql.insert(leases).values(**row).on_conflict_do_nothing().returning(leases.c.key)
         ).first()
