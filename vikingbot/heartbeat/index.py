@@ -467,15 +467,8 @@ class HeartbeatIndex:
         self._journal.mark()  # before the listing: a write during it is seen next time
         # listed through an open folder: each entry's stat is then relative to it
         # (fstatat), not a walk of the whole absolute path (~20% of the full pass)
-        folder: int | str = self._sessions_s
-        with suppress(OSError):
-            if os.scandir in os.supports_fd:
-                folder = os.open(self._sessions_s, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-        try:
+        with _open_folder(self._sessions_s) as folder:
             return self._poll_all_sessions(folder)
-        finally:
-            if isinstance(folder, int):
-                os.close(folder)
 
     def _poll_all_sessions(self, folder: int | str) -> set[str]:
         try:
@@ -561,17 +554,11 @@ class HeartbeatIndex:
         self._dir_sig = sig if settled else None
         # listed through an open folder where the platform can: the entries then carry
         # no joined path (a tenth of the listing's cost)
-        folder: int | str = self._sessions_s
         try:
-            if os.scandir in os.supports_fd:
-                folder = os.open(self._sessions_s, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-            with os.scandir(folder) as it:
+            with _open_folder(self._sessions_s) as folder, os.scandir(folder) as it:
                 return {e.name: e.inode() for e in it}
         except OSError:
             return {}
-        finally:
-            if isinstance(folder, int):
-                os.close(folder)
 
     def _poll_files(self, now: datetime, *, probe: bool = False) -> set[str]:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
@@ -987,6 +974,21 @@ class _RootFolder:
         if self._finalizer is not None:
             self._finalizer()  # closes the fd, once
         self.fd = self._id = self._finalizer = None
+
+
+@contextmanager
+def _open_folder(path: str) -> Iterator[int | str]:
+    """``path`` held open as a folder where ``scandir`` takes one (each entry's stat is
+    then relative to it, and no entry carries a joined path); else the path itself."""
+    folder: int | str = path
+    with suppress(OSError):
+        if os.scandir in os.supports_fd:
+            folder = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    try:
+        yield folder
+    finally:
+        if isinstance(folder, int):
+            os.close(folder)
 
 
 @contextmanager
