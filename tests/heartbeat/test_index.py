@@ -205,6 +205,33 @@ def test_a_stale_workspace_that_comes_back_has_its_file_polled_again(home: Home)
     assert run_decisions(rows) == [home.ws(1).name] and rows == home.rescan()
 
 
+def test_a_file_saved_just_before_a_cycle_is_looked_at_until_it_settles(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A HEARTBEAT.md written within the timestamp granularity is looked at again by
+    the next polling cycles (a second write could keep its identity); once it has
+    settled, routine cycles look at none of the unchanged files again."""
+    from vikingbot.heartbeat import index as index_mod
+
+    for chat in (1, 2):
+        home.talk(chat)
+        home.write(chat, TEMPLATE)
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 10**18)  # every file: just written
+    home.memo_cycle()
+    index = home.svc.scanner.index
+    passes, looked = index.full_passes, index.looked
+    home.memo_cycle()
+    assert index.looked - looked == 2 and index.full_passes == passes
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # now settled
+    home.write(2, TASK)
+    rows = home.memo_cycle()
+    assert run_decisions(rows) == [home.ws(2).name]  # the edit counts
+    looked = index.looked
+    for _ in range(2):
+        assert home.memo_cycle() == home.rescan()
+    assert index.looked == looked and index.full_passes == passes
+
+
 def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path) -> None:
     """`vikingbot chat` flags its session; its workspace is still visited while fresh."""
     h = Home(tmp_path / "home", mode="shared")

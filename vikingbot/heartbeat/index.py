@@ -49,11 +49,12 @@ import os
 import threading
 import time
 import weakref
+from array import array
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from itertools import islice
+from itertools import count, islice
 from pathlib import Path
 from typing import Any
 
@@ -186,12 +187,12 @@ class HeartbeatIndex:
         self._root = _RootFolder(self._root_s)
         self._hb_idents: dict[str, Any] = {}  # workspace -> HEARTBEAT.md identity when read
         # what the polling loop needs of each workspace with sessions, in one record (a
-        # list: [eligible until, inode, ctime_ns, "<ws>/HEARTBEAT.md", ws]; inode -1 when
-        # the file is not known settled)
+        # list: [eligible until, inode, ctime_ns, "<ws>/HEARTBEAT.md", ws, its place in
+        # _eligible]; inode -1 when the file is not known settled)
         self._polls: dict[str, list[Any]] = {}
         # the records eligible at _eligible_at, good until _eligible_min (see _moved);
         # None: make it again from _polls
-        self._eligible: list[list[Any]] | None = None
+        self._eligible: _Eligible | None = None
         self._eligible_min: datetime | None = None
         self._eligible_at: datetime | None = None
         self._stale = DueQueue()  # workspace -> when its next eligible session goes stale
@@ -204,6 +205,7 @@ class HeartbeatIndex:
         self._last_full: datetime | None = None
         self._watched: set[str] = set()
         self.full_passes = 0  # how many times every file was looked at (for tests/benches)
+        self.looked = 0  # files whose lstat differed from their record (for tests)
         # the watcher's step (watch.py): each costs CPU while nothing happens, and a
         # cycle only needs the changes by its start, minutes apart (a hand-made plan or
         # run-now looks at the HEARTBEAT.md files itself)
@@ -587,21 +589,25 @@ class HeartbeatIndex:
         ):
             return self._poll_every_file(now, root, settled_before)
         lstat = os.lstat
-        seen: list[tuple[list[Any], os.stat_result | OSError]] = []
-        for rec in eligible:
+        seen: list[tuple[int, os.stat_result | OSError]] = []
+        # the records themselves are not touched here (a reference to each would be a
+        # write to its memory): only the flat copies, and the record of a file that
+        # differs
+        for i, path, ino, ctime in zip(count(), eligible.paths, eligible.inos, eligible.ctimes):
             try:
-                st = lstat(rec[3], dir_fd=root)
+                st = lstat(path, dir_fd=root)
             except OSError as exc:
-                seen.append((rec, exc))
+                seen.append((i, exc))
                 continue
             # the same inode, not changed since it was read: every write, rename and
             # utime moves ctime
-            if st.st_ctime_ns == rec[2] and st.st_ino == rec[1]:
+            if st.st_ctime_ns == ctime and st.st_ino == ino:
                 continue
-            seen.append((rec, st))
+            seen.append((i, st))
         changed: set[str] = set()
-        for rec, found in seen:
-            self._look_at(rec, found, settled_before, changed)
+        recs = eligible.recs
+        for i, found in seen:
+            self._look_at(recs[i], found, settled_before, changed)
         return changed
 
     def _poll_every_file(self, now: datetime, root: int | None, settled_before: int) -> set[str]:
@@ -630,7 +636,10 @@ class HeartbeatIndex:
                 if found.st_ctime_ns == rec[2] and found.st_ino == rec[1]:
                     continue
             self._look_at(rec, found, settled_before, changed)
-        self._eligible, self._eligible_min, self._eligible_at = eligible, low, now
+        # the loop's list is only for the relative lookups (an identity too big for the
+        # arrays, on some platform, leaves it unmade: every cycle then takes this pass)
+        made = _Eligible.make(eligible) if root is not None else None
+        self._eligible, self._eligible_min, self._eligible_at = made, low, now
         return changed
 
     def _look_at(
@@ -643,6 +652,7 @@ class HeartbeatIndex:
         """A file whose ``lstat`` differs from what was read: read it again when its
         identity changed (``changed`` gets the workspace when what it says did)."""
         ws = rec[4]
+        self.looked += 1
         parsed, idents = self.parsed, self._hb_idents
         st: os.stat_result | None
         ident: Any
@@ -657,6 +667,7 @@ class HeartbeatIndex:
             rec[1], rec[2] = ident[0], ident[2]
         else:
             rec[1] = -1
+        self._sync(rec)
         old = parsed.get(ws)
         if old is not None and idents.get(ws) == ident:
             return
@@ -732,6 +743,12 @@ class HeartbeatIndex:
         rec = self._polls.get(ws)
         if rec is not None:
             rec[1] = -1
+            self._sync(rec)
+
+    def _sync(self, rec: list[Any]) -> None:
+        """A record's inode or ctime changed: so does the loop's copy, if it has one."""
+        if self._eligible is not None and not self._eligible.sync(rec):
+            self._eligible = None
 
     def _apply(self, paths: set[str], now: datetime) -> set[str]:
         """Changed paths from the watcher: re-read those sessions, mark those workspaces."""
@@ -848,7 +865,7 @@ class HeartbeatIndex:
         self.until[ws] = until
         rec = self._polls.get(ws)
         if rec is None:
-            self._polls[ws] = [until, -1, -1, f"{ws}{_HB_TAIL}", ws]
+            self._polls[ws] = [until, -1, -1, f"{ws}{_HB_TAIL}", ws, -1]
             self._moved(None, until)
         elif rec[0] != until:
             self._moved(rec[0], until)
@@ -922,6 +939,53 @@ class HeartbeatIndex:
         if self._reads:
             self.save()
         self._root.close()
+
+
+class _Eligible:
+    """The polling loop's list of eligible records, with what it compares kept flat:
+    the paths in a list, inodes and ctimes in two arrays.
+
+    After minutes of quiet, fetching two integer objects per record from memory cost
+    the loop a tenth of its time (10,000 files: ~2 ms); arrays hold the values
+    side by side. A record's place is kept in the record (``rec[5]``), so a change to
+    its inode or ctime reaches the copy here (:meth:`sync`). Inode 0 with ctime -1:
+    look at the file whatever ``lstat`` says (not known settled).
+    """
+
+    __slots__ = ("ctimes", "inos", "paths", "recs")
+
+    def __init__(self, recs: list[list[Any]]) -> None:
+        self.recs = recs
+        self.paths: list[str] = [rec[3] for rec in recs]
+        self.inos = array("Q", bytes(8 * len(recs)))
+        self.ctimes = array("q", bytes(8 * len(recs)))
+        for i, rec in enumerate(recs):
+            rec[5] = i
+            self._copy(i, rec)
+
+    @classmethod
+    def make(cls, recs: list[list[Any]]) -> _Eligible | None:
+        try:
+            return cls(recs)
+        except OverflowError:  # an identity the arrays cannot hold (not on Linux or macOS)
+            return None
+
+    def _copy(self, i: int, rec: list[Any]) -> None:
+        if rec[1] < 0:
+            self.inos[i], self.ctimes[i] = 0, -1
+        else:
+            self.inos[i], self.ctimes[i] = rec[1], rec[2]
+
+    def sync(self, rec: list[Any]) -> bool:
+        """Copy ``rec``'s identity if it is in this list; ``False``: it could not be
+        held (the list must be made again)."""
+        i = rec[5]
+        if 0 <= i < len(self.recs) and self.recs[i] is rec:
+            try:
+                self._copy(i, rec)
+            except OverflowError:
+                return False
+        return True
 
 
 def _look_up(paths: list[str]) -> None:
