@@ -232,6 +232,31 @@ def test_a_file_saved_just_before_a_cycle_is_looked_at_until_it_settles(
     assert index.looked == looked and index.full_passes == passes
 
 
+def test_polling_sees_a_settled_file_edited_in_place(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A HEARTBEAT.md read long after it was written is trusted by its inode and ctime;
+    an edit in place keeps the inode, and the next routine polling cycle still sees it."""
+    from vikingbot.heartbeat import index as index_mod
+
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    for chat in (1, 2):
+        home.talk(chat)
+        home.write(chat, TEMPLATE)
+    home.memo_cycle()
+    home.memo_cycle()  # a routine cycle: both files settled, nothing differs
+    index = home.svc.scanner.index
+    passes, looked = index.full_passes, index.looked
+    path = home.ws(2) / "HEARTBEAT.md"
+    before = path.stat()
+    while path.stat().st_ctime_ns == before.st_ctime_ns:  # until the clock's tick moves on
+        home.write(2, TASK)
+    assert path.stat().st_ino == before.st_ino
+    rows = home.memo_cycle()
+    assert run_decisions(rows) == [home.ws(2).name] and rows == home.rescan()
+    assert index.full_passes == passes and index.looked == looked + 1
+
+
 def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path) -> None:
     """`vikingbot chat` flags its session; its workspace is still visited while fresh."""
     h = Home(tmp_path / "home", mode="shared")
