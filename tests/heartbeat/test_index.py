@@ -506,7 +506,20 @@ def apply(h: Home, op: tuple[Any, ...], outside: Path) -> list[Path]:
     return []
 
 
-def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
+def next_tick(probe: Path) -> None:
+    """Return once file timestamps have moved past everything looked at so far (a
+    probe file written until its mtime changes): what a file changes to afterwards
+    gets another identity, as the 2 s rule guarantees when ``SETTLE_NS`` is real."""
+    probe.write_bytes(b"")
+    start = probe.stat().st_mtime_ns
+    while probe.stat().st_mtime_ns == start:
+        probe.write_bytes(b"")
+
+
+def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool, settled: bool = False) -> None:
+    """``settled``: every file is trusted by its identity once looked at (``SETTLE_NS``
+    is 0 and the clock's tick moves on after each cycle), so the cheap paths decide,
+    not the re-reads of files written a moment ago."""
     with tempfile.TemporaryDirectory() as tmp:
         h = Home(Path(tmp) / "home", mode="per-channel" if len(ops) % 3 == 0 else "per-session")
         outside = Path(tmp) / "outside"
@@ -518,6 +531,8 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
             if watch:
                 assert _watch_fast(h.svc)
             assert h.memo_cycle() == h.rescan()
+            if settled:
+                next_tick(outside / ".tick")
             for op in ops:
                 if op[0] == "restart":  # the gateway stops (snapshot written) and starts again
                     h.close()
@@ -535,6 +550,8 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
                 if watcher is not None:
                     assert watcher.wait_for(touched) or not watcher.running
                 assert h.memo_cycle() == h.rescan(), ops
+                if settled:
+                    next_tick(outside / ".tick")
             watcher = h.svc.scanner.index.watcher
             if watcher is not None:
                 assert watcher.wait_for(touched) or not watcher.running
@@ -547,6 +564,21 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool) -> None:
 @given(st.lists(OPS, min_size=1, max_size=10))
 def test_polling_index_agrees_with_a_full_rescan(ops: list[tuple[Any, ...]]) -> None:
     check_sequence(ops, watch=False)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(OPS, min_size=1, max_size=10))
+def test_polling_index_agrees_with_a_full_rescan_once_files_settle(
+    ops: list[tuple[Any, ...]],
+) -> None:
+    """The same sequences with every file settled by the next cycle: the routine
+    polling cycle then trusts inodes and ctimes, the eligible list and the sessions
+    folder's mtime, and must still decide what a full rescan decides."""
+    from vikingbot.heartbeat import index as index_mod
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(index_mod, "SETTLE_NS", 0)
+        check_sequence(ops, watch=False, settled=True)
 
 
 def test_watched_index_agrees_with_a_full_rescan() -> None:
