@@ -72,6 +72,59 @@ def _cpu(fn: Any, *args: Any) -> float:
     return time.process_time() - c0
 
 
+def after_a_pause(db: Path, files: list[Path], rounds: int = 5) -> dict[str, tuple[float, float]]:
+    """What this machine charges for waking up: each probe right after the same
+    SETTLE_S pause as a cycle, then at once again (warm); medians in seconds.
+
+    On some virtual machines the first touch of each page of memory after an idle
+    pause costs far more than the work itself (the host refills its mappings), so a
+    cycle's fixed work (planning, starting turns, a database read) costs several
+    times what it costs warm while a tight stat loop pays little more: the cycle
+    ratios above differ between machines by this much."""
+    import sqlite3
+
+    def hop() -> None:
+        async def go() -> None:
+            await asyncio.to_thread(int)  # the thread pool started before the pause
+
+        loop.run_until_complete(go())
+
+    def read() -> None:
+        conn.execute("SELECT count(*) FROM heartbeat_workspaces WHERE workspace = '*'").fetchall()
+
+    def stats() -> None:
+        for f in files[:1000]:
+            os.stat(f)
+
+    loop = asyncio.new_event_loop()
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE heartbeat_workspaces (workspace TEXT PRIMARY KEY)")
+    conn.execute("INSERT INTO heartbeat_workspaces VALUES ('*')")
+    conn.commit()
+    out: dict[str, tuple[float, float]] = {}
+    try:
+        hop(), read(), stats()
+        for name, probe in (
+            ("thread hop", hop),
+            ("one-row SQLite read", read),
+            ("1,000 stats", stats),
+        ):
+            cold, warm = [], []
+            for _ in range(rounds):
+                time.sleep(SETTLE_S)
+                t0 = time.perf_counter()
+                probe()
+                t1 = time.perf_counter()
+                probe()
+                cold.append(t1 - t0)
+                warm.append(time.perf_counter() - t1)
+            out[name] = (statistics.median(cold), statistics.median(warm))
+    finally:
+        conn.close()
+        loop.close()
+    return out
+
+
 def bare_loop(files: list[Path]) -> float:
     t0 = time.perf_counter()
     for f in files:
@@ -478,6 +531,12 @@ def main() -> None:
         parts = set(args.parts.split(","))
         if "cycles" in parts:
             print(f"production-state cycles over {args.sessions} sessions (1% with a task):")
+            woke = after_a_pause(Path(tmp) / "probe.db", files)
+            shown = ", ".join(
+                f"{name} {cold * 1000:.2f} ms ({warm * 1000:.2f} warm, {cold / warm:.0f}x)"
+                for name, (cold, warm) in woke.items()
+            )
+            print(f"  this machine after a {SETTLE_S} s pause (medians of 5): {shown}")
         for writes in (5, 100) if "cycles" in parts else ():
             for watch in (True, False):
                 r = asyncio.run(

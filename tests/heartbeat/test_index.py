@@ -302,7 +302,12 @@ def test_polling_reads_only_the_sessions_the_journal_names(home: Home) -> None:
     home.memo_cycle()  # the folder's mtime is trusted from now on
     calls: list[str] = []
     real = index._reload
-    index._reload = lambda name, entry: calls.append(name) or real(name, entry)  # type: ignore[method-assign]
+
+    def counted(name: str, entry: os.DirEntry[str] | None) -> set[str]:
+        calls.append(name)
+        return real(name, entry)
+
+    index._reload = counted  # type: ignore[method-assign]
     home.memo_cycle()
     assert calls == []  # nothing changed: nothing stat-ed, nothing read
     home.talk(1, ago=timedelta(hours=60))  # the store's write is in its change journal
@@ -810,7 +815,7 @@ def test_a_start_that_wrote_the_snapshot_is_not_followed_by_another_within_hours
         h.memo_cycle()
         assert index.save_due  # the start read every file
         h.svc.scanner.save_index()
-        asked = []
+        asked: list[bool] = []
         for _ in range(7):  # hourly passes, each after a chat wrote its session
             h.clock.advance(seconds=3600)
             h.talk(1, ago=timedelta(0))
