@@ -80,7 +80,7 @@ def after_a_pause(db: Path, files: list[Path], rounds: int = 5) -> dict[str, tup
     pause costs far more than the work itself (the host refills its mappings), so a
     cycle's fixed work (planning, starting turns, a database read) costs several
     times what it costs warm while a tight stat loop pays little more: the cycle
-    ratios above differ between machines by this much."""
+    ratios printed after it differ between machines by this much."""
     import sqlite3
 
     def hop() -> None:
@@ -103,7 +103,8 @@ def after_a_pause(db: Path, files: list[Path], rounds: int = 5) -> dict[str, tup
     conn.commit()
     out: dict[str, tuple[float, float]] = {}
     try:
-        hop(), read(), stats()
+        for probe in (hop, read, stats):  # everything set up and run once before the pauses
+            probe()
         for name, probe in (
             ("thread hop", hop),
             ("one-row SQLite read", read),
@@ -536,7 +537,7 @@ def main() -> None:
                 f"{name} {cold * 1000:.2f} ms ({warm * 1000:.2f} warm, {cold / warm:.0f}x)"
                 for name, (cold, warm) in woke.items()
             )
-            print(f"  this machine after a {SETTLE_S} s pause (medians of 5): {shown}")
+            print(f"  this machine after a {SETTLE_S} s pause (medians of 5 pauses): {shown}")
         for writes in (5, 100) if "cycles" in parts else ():
             for watch in (True, False):
                 r = asyncio.run(
