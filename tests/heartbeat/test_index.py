@@ -257,6 +257,36 @@ def test_polling_sees_a_settled_file_edited_in_place(
     assert index.full_passes == passes and index.looked == looked + 1
 
 
+def test_polling_sees_a_session_another_tool_rewrote_without_a_new_inode(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another tool turns a session's heartbeat off by rewriting its file in place (the
+    same inode, as a file replaced twice can also come back with: a freed inode number
+    is handed out again) while a chat writes another session: the next routine polling
+    cycle decides as a full rescan does. Names and inodes alone showed nothing."""
+    from vikingbot.heartbeat import index as index_mod
+
+    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    for chat in (1, 2):
+        home.talk(chat)
+        home.write(chat, TASK)
+    home.memo_cycle()
+    path = home.rt.sessions.path_for(home.key(2))
+    before = path.stat()
+    next_tick(home.root / ".tick")  # what changes from here gets another mtime
+    data = path.read_bytes()
+    flipped = data.replace(b'"skip_heartbeat": false', b'"skip_heartbeat": true')
+    assert flipped != data
+    with open(path, "r+b") as f:  # in place: the same inode
+        f.write(flipped)
+        f.truncate()
+    assert path.stat().st_ino == before.st_ino
+    home.talk(1)  # the store's write moves the folder's mtime
+    rows = home.memo_cycle()
+    assert rows == home.rescan()
+    assert home.ws(2).name not in run_decisions(rows)
+
+
 def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path) -> None:
     """`vikingbot chat` flags its session; its workspace is still visited while fresh."""
     h = Home(tmp_path / "home", mode="shared")

@@ -16,9 +16,9 @@ Where the changes come from, cheapest first:
 - **polling** (no watcher, it could not start, or it died): the session
   store's change journal (:meth:`SessionStore.note_changed`) names the session
   files it wrote since the last cycle, and only those are stat-ed and read
-  again. When the sessions folder's mtime changed the folder is listed too,
-  names and inodes only (no stat): a file another tool created, replaced or
-  removed shows up there. Each HEARTBEAT.md of a workspace with an eligible
+  again. When the sessions folder's mtime moved, every entry in it is stat-ed
+  too: a file another tool created, replaced or removed shows up there (names
+  and inodes alone cannot show a replace: a freed inode number comes back). Each HEARTBEAT.md of a workspace with an eligible
   session is ``lstat``-ed once and read again only when its identity changed.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
   the above): every session file is stat-ed and every eligible HEARTBEAT.md
@@ -198,7 +198,6 @@ class HeartbeatIndex:
         self._stale = DueQueue()  # workspace -> when its next eligible session goes stale
         self._touched: set[str] = set()  # workspaces whose sessions changed (recompute)
         self._dir_sig: tuple[int, int] | None = None
-        self._listing: dict[str, int] | None = None  # the sessions folder: name -> inode
         self._racy: set[str] = set()  # session files read within SETTLE_NS of a write
         self._journal = _Journal(sessions.journal_path)
         self._settings: tuple[str, float, int] | None = None
@@ -303,7 +302,6 @@ class HeartbeatIndex:
         self._texts.clear()
         self._stale.clear()
         self._dir_sig = None
-        self._listing = None
         self._racy.clear()
         with _gc_paused(freeze=lambda: len(self.files) >= FREEZE_AFTER):
             self._restore()
@@ -482,7 +480,7 @@ class HeartbeatIndex:
         else:
             settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
             self._dir_sig = (st.st_ino, st.st_mtime_ns) if settled else None
-        self._listing = {e.name: e.inode() for e in entries}
+        listed = {e.name for e in entries}
         changed: set[str] = set()
         files, suffix, system = self.files, codec.SUFFIX, _SYSTEM_PREFIXES
         for entry in entries:  # the common case inline: one stat, nothing changed
@@ -493,74 +491,37 @@ class HeartbeatIndex:
             if old is not None and old.ident == _ident(entry):
                 continue
             changed |= self._reload(name, entry)
-        for name in [n for n in files if n not in self._listing]:
+        for name in [n for n in files if n not in listed]:
             changed |= self._drop(name)
         return changed
 
     def _poll_journal(self, news: set[str]) -> set[str]:
-        """The journal's names, and what a listing of the folder (names and inodes, no
-        stat) shows another tool created, replaced or removed.
+        """The journal's names read again; and when the folder's mtime moved, every
+        entry stat-ed (:meth:`_poll_all_sessions`): another tool may have created,
+        replaced or removed a file too.
 
-        The listing is held against the previous one with the journal's names set to
-        what they are now: when the two are equal (one comparison of two dicts, in C),
-        every change the folder saw was a write the journal names, and the loop over
-        10,000 entries is not needed.
+        Names and inodes alone (``scandir`` without a stat) cannot show a replace: the
+        file system hands a freed inode number out again at once (ext4 does), so a file
+        another tool replaced twice between cycles can come back with the inode it had.
+        Its ctime, mtime or size tells; only a stat gives them.
         """
+        if self._folder_moved():
+            with _open_folder(self._sessions_s) as folder:
+                return self._poll_all_sessions(folder)  # the journal's names among them
         changed: set[str] = set()
-        news |= self._racy  # read too soon after a write: read again
-        listing = self._list_sessions()
-        if listing is not None:
-            before, self._listing = self._listing, listing
-            if before is not None:
-                for name in news:
-                    now = listing.get(name)
-                    if now is None:
-                        before.pop(name, None)
-                    else:
-                        before[name] = now
-            if before != listing:
-                self._compare_listing(listing, news, changed)
-        for name in news:
+        for name in news | self._racy:  # racy: read too soon after a write, read again
             if _is_session_file(name):
                 changed |= self._reload(name, None)
         return changed
 
-    def _compare_listing(self, listing: dict[str, int], news: set[str], changed: set[str]) -> None:
-        """Names another tool created or replaced into ``news``; removed ones dropped."""
-        files = self.files
-        known = 0
-        for name, inode in listing.items():
-            old = files.get(name)
-            if old is not None:
-                known += 1
-                if old.ident[0] != inode:
-                    news.add(name)
-            elif _is_session_file(name):
-                news.add(name)
-        if known != len(files):  # some were removed
-            for name in [n for n in files if n not in listing]:
-                news.discard(name)
-                changed |= self._drop(name)
-
-    def _list_sessions(self) -> dict[str, int] | None:
-        """The sessions folder's entries, name to inode; ``None`` when its mtime says
-        nothing changed."""
+    def _folder_moved(self) -> bool:
+        """Whether the sessions folder's entries may have changed since it was last
+        listed: its mtime is not the settled one recorded then."""
         try:
             st = os.stat(self._sessions_s)
         except OSError:
-            return {}
-        sig = (st.st_ino, st.st_mtime_ns)
-        if sig == self._dir_sig:
-            return None
-        settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
-        self._dir_sig = sig if settled else None
-        # listed through an open folder where the platform can: the entries then carry
-        # no joined path (a tenth of the listing's cost)
-        try:
-            with _open_folder(self._sessions_s) as folder, os.scandir(folder) as it:
-                return {e.name: e.inode() for e in it}
-        except OSError:
-            return {}
+            return True
+        return (st.st_ino, st.st_mtime_ns) != self._dir_sig
 
     def _poll_files(self, now: datetime, *, probe: bool = False) -> set[str]:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
