@@ -18,8 +18,9 @@ Where the changes come from, cheapest first:
   files it wrote since the last cycle, and only those are stat-ed and read
   again. When the sessions folder's mtime moved, every entry in it is stat-ed
   too: a file another tool created, replaced or removed shows up there (names
-  and inodes alone cannot show a replace: a freed inode number comes back). Each HEARTBEAT.md of a workspace with an eligible
-  session is ``lstat``-ed once and read again only when its identity changed.
+  and inodes alone cannot show a replace: a freed inode number comes back).
+  Each HEARTBEAT.md of a workspace with an eligible session is ``lstat``-ed
+  once and read again only when its identity changed.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
   the above): every session file is stat-ed and every eligible HEARTBEAT.md
   looked at, for file systems whose notifications do not arrive (NFS, some
@@ -503,7 +504,8 @@ class HeartbeatIndex:
         Names and inodes alone (``scandir`` without a stat) cannot show a replace: the
         file system hands a freed inode number out again at once (ext4 does), so a file
         another tool replaced twice between cycles can come back with the inode it had.
-        Its ctime, mtime or size tells; only a stat gives them.
+        Its mtime or size tells (and its ctime, which the identity does not hold
+        yet); only a stat gives them.
         """
         if self._folder_moved():
             with _open_folder(self._sessions_s) as folder:
