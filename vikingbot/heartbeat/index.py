@@ -461,10 +461,23 @@ class HeartbeatIndex:
         self._touched.clear()
 
     def _poll_sessions(self, full: bool) -> set[str]:
-        if not full:
-            news = self._journal.read()
-            if news is not None:
-                return self._poll_journal(news)
+        """The journal's names read again while the folder's mtime has not moved; else
+        (and on full passes) every entry stat-ed: another tool may have created,
+        replaced or removed a file too.
+
+        Names and inodes alone (``scandir`` without a stat) cannot show a replace: the
+        file system hands a freed inode number out again at once (ext4 does), so a file
+        another tool replaced twice between cycles can come back with the inode it had.
+        Its mtime or size tells (and its ctime, which the identity does not hold
+        yet); only a stat gives them.
+        """
+        news = None if full else self._journal.read()
+        if news is not None and not self._folder_moved():
+            changed: set[str] = set()
+            for name in news | self._racy:  # racy: read too soon after a write, read again
+                if _is_session_file(name):
+                    changed |= self._reload(name, None)
+            return changed
         self._journal.mark()  # before the listing: a write during it is seen next time
         # listed through an open folder: each entry's stat is then relative to it
         # (fstatat), not a walk of the whole absolute path (~20% of the full pass)
@@ -494,26 +507,6 @@ class HeartbeatIndex:
             changed |= self._reload(name, entry)
         for name in [n for n in files if n not in listed]:
             changed |= self._drop(name)
-        return changed
-
-    def _poll_journal(self, news: set[str]) -> set[str]:
-        """The journal's names read again; and when the folder's mtime moved, every
-        entry stat-ed (:meth:`_poll_all_sessions`): another tool may have created,
-        replaced or removed a file too.
-
-        Names and inodes alone (``scandir`` without a stat) cannot show a replace: the
-        file system hands a freed inode number out again at once (ext4 does), so a file
-        another tool replaced twice between cycles can come back with the inode it had.
-        Its mtime or size tells (and its ctime, which the identity does not hold
-        yet); only a stat gives them.
-        """
-        if self._folder_moved():
-            with _open_folder(self._sessions_s) as folder:
-                return self._poll_all_sessions(folder)  # the journal's names among them
-        changed: set[str] = set()
-        for name in news | self._racy:  # racy: read too soon after a write, read again
-            if _is_session_file(name):
-                changed |= self._reload(name, None)
         return changed
 
     def _folder_moved(self) -> bool:
