@@ -66,7 +66,7 @@ from vikingbot.heartbeat.duequeue import DueQueue
 from vikingbot.heartbeat.planner import keeps_workspace_visited
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
-from vikingbot.session.store import SYSTEM_TYPES, SessionStore
+from vikingbot.session.store import SYSTEM_TYPES, JournalLine, SessionStore, journal_line
 from vikingbot.session.types import SessionKey, SessionMeta
 from vikingbot.watch import Watcher
 
@@ -115,15 +115,15 @@ class _Journal:
             return
         self.ino, self.offset = st.st_ino, st.st_size
 
-    def read(self) -> set[str] | None:
-        """Names appended since the last look; ``None`` when some may have been missed
-        (the journal was started afresh, removed, or never marked)."""
+    def read(self) -> list[JournalLine] | None:
+        """Lines appended since the last look, in order; ``None`` when some may have
+        been missed (the journal was started afresh, removed, or never marked)."""
         if self.ino is None:
             return None
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            return set() if self.ino == 0 else None
+            return [] if self.ino == 0 else None
         except OSError:
             return None
         try:
@@ -134,7 +134,7 @@ class _Journal:
                 return None
             self.ino = st.st_ino
             if st.st_size == self.offset:
-                return set()
+                return []
             os.lseek(fd, self.offset, os.SEEK_SET)
             data = os.read(fd, st.st_size - self.offset)
         except OSError:
@@ -143,7 +143,7 @@ class _Journal:
             os.close(fd)
         end = data.rfind(b"\n") + 1  # a line being written is read next time
         self.offset += end
-        return {line.decode("utf-8", "surrogateescape") for line in data[:end].split(b"\n") if line}
+        return [journal_line(line) for line in data[:end].split(b"\n") if line]
 
 
 @dataclass(slots=True)
@@ -201,10 +201,12 @@ class HeartbeatIndex:
         self._dir_sig: tuple[int, int] | None = None
         self._racy: set[str] = set()  # session files read within SETTLE_NS of a write
         self._journal = _Journal(sessions.journal_path)
+        self.fine_mtimes: bool | None = None  # see _fine_mtimes; found out on first use
         self._settings: tuple[str, float, int] | None = None
         self._last_full: datetime | None = None
         self._watched: set[str] = set()
         self.full_passes = 0  # how many times every file was looked at (for tests/benches)
+        self.folder_passes = 0  # how many times every session entry was stat-ed (the same)
         self.looked = 0  # files whose lstat differed from their record (for tests)
         # the watcher's step (watch.py): each costs CPU while nothing happens, and a
         # cycle only needs the changes by its start, minutes apart (a hand-made plan or
@@ -285,7 +287,7 @@ class HeartbeatIndex:
             return set()
         changed: set[str] = set()
         if self.watcher is not None:  # polling reads the journal each cycle anyway
-            for name in self._journal.read() or ():
+            for name, _ in self._journal.read() or ():
                 if _is_session_file(name):
                     changed |= self._reload(name, None)
             self._settle(now)
@@ -461,8 +463,9 @@ class HeartbeatIndex:
         self._touched.clear()
 
     def _poll_sessions(self, full: bool) -> set[str]:
-        """The journal's names read again while the folder's mtime has not moved; else
-        (and on full passes) every entry stat-ed: another tool may have created,
+        """The sessions the journal names read again, when the store's writes are all
+        that changed the sessions folder since it was last looked at (:meth:`_follow`);
+        else (and on full passes) every entry stat-ed: another tool may have created,
         replaced or removed a file too.
 
         Names and inodes alone (``scandir`` without a stat) cannot show a replace: the
@@ -472,9 +475,10 @@ class HeartbeatIndex:
         yet); only a stat gives them.
         """
         news = None if full else self._journal.read()
-        if news is not None and not self._folder_moved():
+        names = None if news is None else self._follow(news)
+        if names is not None:
             changed: set[str] = set()
-            for name in news | self._racy:  # racy: read too soon after a write, read again
+            for name in names | self._racy:  # racy: read too soon after a write, read again
                 if _is_session_file(name):
                     changed |= self._reload(name, None)
             return changed
@@ -484,7 +488,49 @@ class HeartbeatIndex:
         with _open_folder(self._sessions_s) as folder:
             return self._poll_all_sessions(folder)
 
+    def _follow(self, news: list[JournalLine]) -> set[str] | None:
+        """The names in ``news`` when the store's own writes are all that changed the
+        sessions folder since its mtime was last trusted, else ``None``.
+
+        Each write's link is the folder's mtime just before and just after its rename
+        (the store makes its temp files in a subfolder, so the rename is its one
+        change to the folder). The chain holds when the first link starts at the
+        mtime recorded then, each further one where the one before ended, and the
+        last ends at the folder's mtime now. Another tool's create, replace or
+        remove moves the mtime between links (on Linux 6.13 and later, a change right
+        after a stat always gets a new timestamp), and so do two overlapping writes
+        or a line without a link: the chain breaks. What it cannot see is another
+        tool's change in the microseconds between a write's rename and the stat
+        next to it, and an edit in place (the folder does not change): the hourly
+        safety pass does. Where timestamps are coarse (older kernels, some file
+        systems: a change in the same tick as the last stat keeps the mtime), the
+        chain proves nothing and is never trusted (:func:`_fine_mtimes`).
+        """
+        sig = self._dir_sig
+        if sig is None:
+            return None
+        if self.fine_mtimes is None:
+            self.fine_mtimes = _fine_mtimes(self._journal.path)
+        if not self.fine_mtimes:
+            return None
+        try:
+            st = os.stat(self._sessions_s)
+        except OSError:
+            return None
+        mtime = sig[1]
+        for _, link in news:
+            if link is None or link[0] != mtime:
+                return None
+            mtime = link[1]
+        if (st.st_ino, st.st_mtime_ns) != (sig[0], mtime):
+            return None
+        if mtime != sig[1]:  # trusted as a listing's is: once it is settled
+            settled = time.time_ns() - mtime > SETTLE_NS
+            self._dir_sig = (st.st_ino, mtime) if settled else None
+        return {name for name, _ in news}
+
     def _poll_all_sessions(self, folder: int | str) -> set[str]:
+        self.folder_passes += 1
         try:
             st = os.fstat(folder) if isinstance(folder, int) else os.stat(folder)
             with os.scandir(folder) as it:
@@ -508,15 +554,6 @@ class HeartbeatIndex:
         for name in [n for n in files if n not in listed]:
             changed |= self._drop(name)
         return changed
-
-    def _folder_moved(self) -> bool:
-        """Whether the sessions folder's entries may have changed since it was last
-        listed: its mtime is not the settled one recorded then."""
-        try:
-            st = os.stat(self._sessions_s)
-        except OSError:
-            return True
-        return (st.st_ino, st.st_mtime_ns) != self._dir_sig
 
     def _poll_files(self, now: datetime, *, probe: bool = False) -> set[str]:
         """One ``lstat`` per eligible workspace's file; read again only when it changed.
@@ -942,6 +979,35 @@ class _Eligible:
             except OverflowError:
                 return False
         return True
+
+
+def _fine_mtimes(journal: str) -> bool:
+    """Whether a change made right after a stat always gets a new mtime on the file
+    system the journal (and so the sessions folder) is on: Linux 6.13 and later give
+    one (multigrain timestamps), as do file systems with a nanosecond clock. Three
+    writes to a probe file beside the journal, each after a stat: a coarse clock
+    (ticks of 1-10 ms) gives two equal times at once. ``False`` when it cannot tell."""
+    probe = os.path.join(os.path.dirname(journal), ".mtime-probe")
+    try:
+        os.makedirs(os.path.dirname(journal), exist_ok=True)
+        fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o600)
+    except OSError:
+        return False
+    try:
+        last = os.fstat(fd).st_mtime_ns
+        for _ in range(3):
+            os.write(fd, b".")
+            now = os.fstat(fd).st_mtime_ns
+            if now == last:
+                return False
+            last = now
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+        with suppress(OSError):
+            os.unlink(probe)
 
 
 def _look_up(paths: list[str]) -> None:

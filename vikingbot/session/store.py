@@ -7,23 +7,29 @@ user's folder changes only when the user's conversations do (the heartbeat
 watches that folder). Files of those types left in the main folder by an older
 version are moved there once, on first use.
 
-Every write goes to a temp file in the same folder, is fsynced and then moved
-over the old file with ``os.replace``, under an OS file lock per session
-(``<sessions>/.locks/<name>.lock``) so the CLI and the gateway never clobber each
-other. Readers take no lock: they always see a whole old file or a whole new one.
+Every write goes to a temp file in ``<sessions>/.tmp/`` (the same file system), is
+fsynced and then moved over the old file with ``os.replace``, under an OS file lock
+per session (``<sessions>/.locks/<name>.lock``) so the CLI and the gateway never
+clobber each other. The temp file lives in a subfolder so that the sessions folder
+itself changes only at the rename (see the change journal below). Readers take no lock: they always see a whole old file or a whole new one.
 A line that cannot be parsed raises :class:`SessionError` naming file and line;
 the store never rewrites a file whose metadata line it could not parse, and
 copies message lines it does not need to read byte for byte.
 
-Change journal: after each write of a user session the store appends the file's
-name to ``<sessions>/.journal/changes`` (one line, ``O_APPEND``, no fsync). A
-reader that polls (the heartbeat without file system events) reads only what
-was appended since it last looked, instead of stat-ing every session file; the
-journal starts afresh (a new file, so a new inode) once it passes
-:data:`JOURNAL_MAX_BYTES`, and a reader that sees another inode looks at every
-file once. Writes by other tools are not in it: the reader still compares the
-folder's listing (names and inodes) when the folder's mtime changed, and looks
-at every file in its hourly safety pass.
+Change journal: after each write of a user session the store appends a line to
+``<sessions>/.journal/changes`` (``O_APPEND``, no fsync): the file's name, then
+the sessions folder's mtime (ns) just before and just after the rename, tab
+separated (the write's *link*). A reader that polls (the heartbeat without file
+system events) reads only what was appended since it last looked, instead of
+stat-ing every session file. The links tell it whether the store's writes are all
+that changed the folder: each starts where the one before ended, and the last
+ends at the folder's mtime now. Writes by other tools are not in the journal and
+break that chain (they move the folder's mtime between links), and so do two
+writers that overlapped; the reader then stats every entry, and it looks at
+every file in its hourly safety pass anyway (edits in place leave the folder
+alone). The journal starts afresh (a new file, so a new inode) once it passes
+:data:`JOURNAL_MAX_BYTES`; a reader that sees another inode looks at every file
+once. Older lines without a link read as a name only (the chain breaks).
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ SYSTEM_DIR = ".system"
 FULL_RESCAN_S = 60.0  # re-stat every file at least this often
 DIR_MTIME_SETTLE_NS = 2_000_000_000  # trust a folder mtime only once it is this old
 JOURNAL_DIR = ".journal"
+TEMP_DIR = ".tmp"  # where writes are made before the rename (see the module docstring)
 JOURNAL_FILE = "changes"
 JOURNAL_MAX_BYTES = 1 << 20
 
@@ -176,13 +183,20 @@ class SessionStore:
         """The change journal of the user's sessions (see the module docstring)."""
         return self.sessions_dir / JOURNAL_DIR / JOURNAL_FILE
 
-    def note_changed(self, path: Path) -> None:
+    def note_changed(self, path: Path, link: tuple[int, int] | None = None) -> None:
         """Append a user session file's name to the change journal (best effort:
-        a reader that misses it still finds the change by listing or its safety pass)."""
+        a reader that misses it still finds the change by listing or its safety pass).
+
+        ``link``: the sessions folder's mtime just before and just after this
+        write's rename; without one a reader cannot tell whether only the store
+        changed the folder, and stats every entry."""
         if path.parent != self.sessions_dir:
             return  # heartbeat/cron sessions: nobody polls for them
         journal = self.journal_path
-        line = path.name.encode("utf-8", "surrogateescape") + b"\n"
+        line = path.name.encode("utf-8", "surrogateescape")
+        if link is not None:
+            line += b"\t%d\t%d" % link
+        line += b"\n"
         try:
             try:
                 fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -370,8 +384,12 @@ class SessionStore:
         import tempfile
 
         folder = path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
+        temps = folder / TEMP_DIR
+        try:
+            temps.mkdir(exist_ok=True)
+        except FileNotFoundError:
+            temps.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(dir=temps, prefix=f"{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as out:
                 out.write(head)
@@ -380,13 +398,17 @@ class SessionStore:
                 out.write(tail)
                 out.flush()
                 os.fsync(out.fileno())
+            # the folder's mtime right before and right after the rename, nothing of
+            # ours between: the journal's link (see the module docstring)
+            before = _mtime_ns(folder)
             os.replace(tmp_name, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
             raise
+        after = _mtime_ns(folder)
         fsync_dir(folder)
-        self.note_changed(path)
+        self.note_changed(path, None if before is None or after is None else (before, after))
 
     def _new_meta(self, key: SessionKey, skip_heartbeat: bool) -> SessionMeta:
         now = self.clock.now()
@@ -481,6 +503,29 @@ class SessionStore:
             self._write(path, codec.dumps_line(codec.meta_to_obj(meta, base)), None, b"")
         logger.info("reset session {}", k)
         return meta
+
+
+JournalLine = tuple[str, tuple[int, int] | None]  # a file's name, its write's link
+_NS_DIGITS = 20  # a link's number is a 64-bit nanosecond count: never longer
+
+
+def journal_line(line: bytes) -> JournalLine:
+    """One line of the change journal (without its newline): ``name``, or
+    ``name<TAB>before<TAB>after``. Total and linear: any bytes give a name, and a
+    link only when both numbers are plain decimals of at most 20 digits."""
+    parts = line.rsplit(b"\t", 2)
+    if len(parts) == 3 and all(
+        0 < len(p) <= _NS_DIGITS and p.isdigit() for p in (parts[1], parts[2])
+    ):
+        return parts[0].decode("utf-8", "surrogateescape"), (int(parts[1]), int(parts[2]))
+    return line.decode("utf-8", "surrogateescape"), None
+
+
+def _mtime_ns(folder: Path) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
 
 
 def _first_line(path: str) -> bytes | None:
