@@ -187,7 +187,7 @@ async def production(
     await svc.run_cycle("scheduled")  # this process's first cycle: not counted
     await svc.drain(120)
     calls = agent.calls  # turns of the measured cycles only
-    times, cpus, bares, passes, bare_cpu = [], [], [], [], []
+    times, cpus, bares, passes, bare_cpu, folder = [], [], [], [], [], []
     split, splits = _Split(svc.scanner.index), []
     for _ in range(cycles):
         clock.advance(seconds=600)
@@ -197,6 +197,7 @@ async def production(
         if watcher is not None:
             watcher.wait_for(paths)
         before = svc.scanner.index.full_passes
+        folder_before = svc.scanner.index.folder_passes
         split.take()
         t0, c0 = time.perf_counter(), time.process_time()
         await svc.run_cycle("scheduled", wait=False)
@@ -204,6 +205,7 @@ async def production(
         splits.append(split.take())
         cpus.append(time.process_time() - c0)
         passes.append(svc.scanner.index.full_passes > before)
+        folder.append(svc.scanner.index.folder_passes > folder_before)
         await svc.drain(120)  # the turns, not timed
         # the bare loop after the same pause as the cycle: each starts from the CPU
         # caches an interval leaves, neither right after the other's work
@@ -226,6 +228,9 @@ async def production(
         "cpu": statistics.median(cpus),
         "bare_cpu": statistics.median(bare_cpu),
         "turns": (agent.calls - calls) / cycles,
+        # routine cycles that stat-ed every session entry (the journal's chain broke)
+        "folder": sum(f for f, full in zip(folder, passes, strict=True) if not full),
+        "routines": len(routine),
     }
 
 
@@ -244,7 +249,7 @@ def report(label: str, r: dict[str, Any], target: str) -> None:
         f"    a routine cycle's parts (medians): HEARTBEAT.md loop {r['files'] * 1000:.1f} ms "
         f"({r['files'] / bare:.2f}x the bare loop), sessions {r['sessions'] * 1000:.1f} ms "
         f"({r['sessions'] / bare:.2f}x), planning and starting turns {rest * 1000:.1f} ms "
-        f"({rest / bare:.2f}x)"
+        f"({rest / bare:.2f}x); {r['folder']} of {r['routines']} stat-ed every session entry"
     )
 
 
