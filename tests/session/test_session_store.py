@@ -267,12 +267,12 @@ def test_the_journal_links_each_write_to_the_folder_state_before_it(
     store: SessionStore,
 ) -> None:
     """A poller trusts the journal instead of stat-ing every session only while the
-    links chain up: each write starts from the folder's mtime the previous one left,
-    and the last ends at the folder's mtime now. Another tool's file in the folder
-    breaks the chain."""
+    links chain up: each write starts from the folder's ctime the previous one left,
+    and the last ends at the folder's ctime now. Another tool's file in the folder
+    breaks the chain, even when that tool sets the folder's mtime back (rsync -a)."""
     keys = [SessionKey("telegram", "default", str(n)) for n in range(3)]
     store.get_or_create(keys[0])
-    start = store.sessions_dir.stat().st_mtime_ns
+    start = store.sessions_dir.stat().st_ctime_ns
     offset = len(journal(store))
     for key in keys:
         store.append(key, msg("user", "hello"))
@@ -283,8 +283,11 @@ def test_the_journal_links_each_write_to_the_folder_state_before_it(
     assert links[0] is not None and links[0][0] == start
     for prev, nxt in itertools.pairwise(links):
         assert prev is not None and nxt is not None and prev[1] == nxt[0]
-    assert links[-1] is not None and links[-1][1] == store.sessions_dir.stat().st_mtime_ns
+    folder = store.sessions_dir.stat()
+    assert links[-1] is not None and links[-1][1] == folder.st_ctime_ns
     (store.sessions_dir / "notes.txt").write_text("another tool")
+    os.utime(store.sessions_dir, ns=(folder.st_atime_ns, folder.st_mtime_ns))
+    assert store.sessions_dir.stat().st_mtime_ns == folder.st_mtime_ns
     store.append(keys[0], msg("user", "again"))
     link = journal(store)[-1][1]
     assert link is not None and link[0] != links[-1][1]

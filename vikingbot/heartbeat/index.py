@@ -201,7 +201,7 @@ class HeartbeatIndex:
         self._dir_sig: tuple[int, int] | None = None
         self._racy: set[str] = set()  # session files read within SETTLE_NS of a write
         self._journal = _Journal(sessions.journal_path)
-        self.fine_mtimes: bool | None = None  # see _fine_mtimes; found out on first use
+        self.fine_ctimes: bool | None = None  # see _fine_ctimes; found out on first use
         self._settings: tuple[str, float, int] | None = None
         self._last_full: datetime | None = None
         self._watched: set[str] = set()
@@ -490,43 +490,44 @@ class HeartbeatIndex:
 
     def _follow(self, news: list[JournalLine]) -> set[str] | None:
         """The names in ``news`` when the store's own writes are all that changed the
-        sessions folder since its mtime was last trusted, else ``None``.
+        sessions folder since its ctime was last trusted, else ``None``.
 
-        Each write's link is the folder's mtime just before and just after its rename
+        Each write's link is the folder's ctime just before and just after its rename
         (the store makes its temp files in a subfolder, so the rename is its one
         change to the folder). The chain holds when the first link starts at the
-        mtime recorded then, each further one where the one before ended, and the
-        last ends at the folder's mtime now. Another tool's create, replace or
-        remove moves the mtime between links (on Linux 6.13 and later, a change right
-        after a stat always gets a new timestamp), and so do two overlapping writes
-        or a line without a link: the chain breaks. What it cannot see is another
-        tool's change in the microseconds between a write's rename and the stat
-        next to it, and an edit in place (the folder does not change): the hourly
-        safety pass does. Where timestamps are coarse (older kernels, some file
-        systems: a change in the same tick as the last stat keeps the mtime), the
-        chain proves nothing and is never trusted (:func:`_fine_mtimes`).
+        ctime recorded then, each further one where the one before ended, and the
+        last ends at the folder's ctime now. Another tool's create, replace, remove
+        or utime moves the ctime between links (on Linux 6.13 and later a change
+        right after a stat always gets a new timestamp), and so do two overlapping
+        writes or a line without a link: the chain breaks. What it cannot see is
+        another tool's change in the microseconds between a write's rename and the
+        stat next to it, and an edit in place (the folder does not change): the
+        hourly safety pass does. Where timestamps are coarse (older kernels, some
+        file systems: a change in the same tick as the last stat keeps the time) or
+        ctime is something else (Windows: the creation time), the chain proves
+        nothing and is never trusted (:func:`_fine_ctimes`).
         """
         sig = self._dir_sig
         if sig is None:
             return None
-        if self.fine_mtimes is None:
-            self.fine_mtimes = _fine_mtimes(self._journal.path)
-        if not self.fine_mtimes:
-            return None
+        if news and self.fine_ctimes is None:
+            self.fine_ctimes = _fine_ctimes(self._journal.path)
+        if news and not self.fine_ctimes:
+            return None  # an unchanged folder is still trusted, as a listing's is
         try:
             st = os.stat(self._sessions_s)
         except OSError:
             return None
-        mtime = sig[1]
+        ctime = sig[1]
         for _, link in news:
-            if link is None or link[0] != mtime:
+            if link is None or link[0] != ctime:
                 return None
-            mtime = link[1]
-        if (st.st_ino, st.st_mtime_ns) != (sig[0], mtime):
+            ctime = link[1]
+        if (st.st_ino, st.st_ctime_ns) != (sig[0], ctime):
             return None
-        if mtime != sig[1]:  # trusted as a listing's is: once it is settled
-            settled = time.time_ns() - mtime > SETTLE_NS
-            self._dir_sig = (st.st_ino, mtime) if settled else None
+        if ctime != sig[1]:  # trusted as a listing's is: once it is settled
+            settled = time.time_ns() - ctime > SETTLE_NS
+            self._dir_sig = (st.st_ino, ctime) if settled else None
         return {name for name, _ in news}
 
     def _poll_all_sessions(self, folder: int | str) -> set[str]:
@@ -538,8 +539,10 @@ class HeartbeatIndex:
         except OSError:
             entries = []
         else:
-            settled = time.time_ns() - st.st_mtime_ns > SETTLE_NS
-            self._dir_sig = (st.st_ino, st.st_mtime_ns) if settled else None
+            # the folder's ctime: nobody can set it back (a tool restoring the mtime
+            # still moves it); the journal's links are ctimes too (see _follow)
+            settled = time.time_ns() - st.st_ctime_ns > SETTLE_NS
+            self._dir_sig = (st.st_ino, st.st_ctime_ns) if settled else None
         listed = {e.name for e in entries}
         changed: set[str] = set()
         files, suffix, system = self.files, codec.SUFFIX, _SYSTEM_PREFIXES
@@ -981,23 +984,24 @@ class _Eligible:
         return True
 
 
-def _fine_mtimes(journal: str) -> bool:
-    """Whether a change made right after a stat always gets a new mtime on the file
+def _fine_ctimes(journal: str) -> bool:
+    """Whether a change made right after a stat always gets a new ctime on the file
     system the journal (and so the sessions folder) is on: Linux 6.13 and later give
     one (multigrain timestamps), as do file systems with a nanosecond clock. Three
     writes to a probe file beside the journal, each after a stat: a coarse clock
-    (ticks of 1-10 ms) gives two equal times at once. ``False`` when it cannot tell."""
-    probe = os.path.join(os.path.dirname(journal), ".mtime-probe")
+    (ticks of 1-10 ms) gives two equal times at once, and so does a ctime that is a
+    creation time (Windows). ``False`` when it cannot tell."""
+    probe = os.path.join(os.path.dirname(journal), ".ctime-probe")
     try:
         os.makedirs(os.path.dirname(journal), exist_ok=True)
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _O_CLOEXEC, 0o600)
     except OSError:
         return False
     try:
-        last = os.fstat(fd).st_mtime_ns
+        last = os.fstat(fd).st_ctime_ns
         for _ in range(3):
             os.write(fd, b".")
-            now = os.fstat(fd).st_mtime_ns
+            now = os.fstat(fd).st_ctime_ns
             if now == last:
                 return False
             last = now

@@ -18,13 +18,14 @@ copies message lines it does not need to read byte for byte.
 
 Change journal: after each write of a user session the store appends a line to
 ``<sessions>/.journal/changes`` (``O_APPEND``, no fsync): the file's name, then
-the sessions folder's mtime (ns) just before and just after the rename, tab
-separated (the write's *link*). A reader that polls (the heartbeat without file
+the sessions folder's ctime (ns) just before and just after the rename, tab
+separated (the write's *link*; ctime, not mtime, because nobody can set it: a
+tool that restores a folder's mtime still moves its ctime). A reader that polls (the heartbeat without file
 system events) reads only what was appended since it last looked, instead of
 stat-ing every session file. The links tell it whether the store's writes are all
 that changed the folder: each starts where the one before ended, and the last
-ends at the folder's mtime now. Writes by other tools are not in the journal and
-break that chain (they move the folder's mtime between links), and so do two
+ends at the folder's ctime now. Writes by other tools are not in the journal and
+break that chain (they move the folder's ctime between links), and so do two
 writers that overlapped; the reader then stats every entry, and it looks at
 every file in its hourly safety pass anyway (edits in place leave the folder
 alone). The journal starts afresh (a new file, so a new inode) once it passes
@@ -187,7 +188,7 @@ class SessionStore:
         """Append a user session file's name to the change journal (best effort:
         a reader that misses it still finds the change by listing or its safety pass).
 
-        ``link``: the sessions folder's mtime just before and just after this
+        ``link``: the sessions folder's ctime just before and just after this
         write's rename; without one a reader cannot tell whether only the store
         changed the folder, and stats every entry."""
         if path.parent != self.sessions_dir:
@@ -398,15 +399,15 @@ class SessionStore:
                 out.write(tail)
                 out.flush()
                 os.fsync(out.fileno())
-            # the folder's mtime right before and right after the rename, nothing of
+            # the folder's ctime right before and right after the rename, nothing of
             # ours between: the journal's link (see the module docstring)
-            before = _mtime_ns(folder)
+            before = _ctime_ns(folder)
             os.replace(tmp_name, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
             raise
-        after = _mtime_ns(folder)
+        after = _ctime_ns(folder)
         fsync_dir(folder)
         self.note_changed(path, None if before is None or after is None else (before, after))
 
@@ -521,9 +522,9 @@ def journal_line(line: bytes) -> JournalLine:
     return line.decode("utf-8", "surrogateescape"), None
 
 
-def _mtime_ns(folder: Path) -> int | None:
+def _ctime_ns(folder: Path) -> int | None:
     try:
-        return os.stat(folder).st_mtime_ns
+        return os.stat(folder).st_ctime_ns
     except OSError:
         return None
 
