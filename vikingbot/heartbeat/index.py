@@ -16,11 +16,15 @@ Where the changes come from, cheapest first:
 - **polling** (no watcher, it could not start, or it died): the session
   store's change journal (:meth:`SessionStore.note_changed`) names the session
   files it wrote since the last cycle, and only those are stat-ed and read
-  again. When the sessions folder's mtime moved, every entry in it is stat-ed
-  too: a file another tool created, replaced or removed shows up there (names
-  and inodes alone cannot show a replace: a freed inode number comes back).
-  Each HEARTBEAT.md of a workspace with an eligible session is ``lstat``-ed
-  once and read again only when its identity changed.
+  again. Each line also links its write to the sessions folder's ctime before
+  and after the rename; while those links chain up to the folder's ctime now,
+  the store's writes are all that changed the folder (:meth:`_follow`). When
+  they do not (another tool created, replaced or removed a file, two writes
+  overlapped, timestamps here are too coarse to tell), every entry in the
+  folder is stat-ed: names and inodes alone cannot show a replace, since a
+  freed inode number comes back. Each HEARTBEAT.md of a workspace with an
+  eligible session is ``lstat``-ed once and read again only when its identity
+  changed.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
   the above): every session file is stat-ed and every eligible HEARTBEAT.md
   looked at, for file systems whose notifications do not arrive (NFS, some
