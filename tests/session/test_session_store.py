@@ -10,6 +10,7 @@ import re
 import subprocess
 import sys
 import textwrap
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -291,6 +292,42 @@ def test_the_journal_links_each_write_to_the_folder_state_before_it(
     store.append(keys[0], msg("user", "again"))
     link = journal(store)[-1][1]
     assert link is not None and link[0] != links[-1][1]
+
+
+def test_writes_from_many_threads_and_another_process_still_chain_up(store: SessionStore) -> None:
+    """A busy gateway writes chats from several threads while a CLI command writes too:
+    the renames go one at a time, so a poller can still follow the journal alone."""
+    keys = [SessionKey("telegram", "default", str(n)) for n in range(8)]
+    store.get_or_create(keys[0])
+    start = store.sessions_dir.stat().st_ctime_ns
+    offset = len(journal(store))
+    script = textwrap.dedent(
+        f"""
+        from datetime import UTC, datetime
+        from pathlib import Path
+        from vikingbot.session.store import SessionStore
+        from vikingbot.session.types import Message, SessionKey
+        store = SessionStore(Path({str(store.sessions_dir)!r}))
+        for n in range(40):
+            store.append(SessionKey("cli", "default", "x"), Message("user", "hi", datetime.now(UTC)))
+        """
+    )
+    other = subprocess.Popen([sys.executable, "-c", script])
+
+    def chat(key: SessionKey) -> None:
+        for n in range(15):
+            store.append(key, msg("user", f"message {n}"))
+
+    with ThreadPoolExecutor(len(keys)) as pool:
+        list(pool.map(chat, keys))
+    assert other.wait(60) == 0
+    lines = journal(store)[offset:]
+    assert len(lines) == len(keys) * 15 + 40
+    ctime = start
+    for name, link in lines:
+        assert link is not None and link[0] == ctime, name
+        ctime = link[1]
+    assert ctime == store.sessions_dir.stat().st_ctime_ns
 
 
 LINE_PARTS = st.one_of(

@@ -19,10 +19,10 @@ Where the changes come from, cheapest first:
   again. Each line also links its write to the sessions folder's ctime before
   and after the rename; while those links chain up to the folder's ctime now,
   the store's writes are all that changed the folder (:meth:`_follow`). When
-  they do not (another tool created, replaced or removed a file, two writes
-  overlapped, timestamps here are too coarse to tell), every entry in the
-  folder is stat-ed: names and inodes alone cannot show a replace, since a
-  freed inode number comes back. Each HEARTBEAT.md of a workspace with an
+  they do not (another tool created, replaced or removed a file, a write
+  renamed without the store's lock, timestamps here are too coarse to tell),
+  every entry in the folder is stat-ed: names and inodes alone cannot show a
+  replace, since a freed inode number comes back. Each HEARTBEAT.md of a workspace with an
   eligible session is ``lstat``-ed once and read again only when its identity
   changed.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
@@ -502,8 +502,8 @@ class HeartbeatIndex:
         ctime recorded then, each further one where the one before ended, and the
         last ends at the folder's ctime now. Another tool's create, replace, remove
         or utime moves the ctime between links (on Linux 6.13 and later a change
-        right after a stat always gets a new timestamp), and so do two overlapping
-        writes or a line without a link: the chain breaks. What it cannot see is
+        right after a stat always gets a new timestamp), and so do a write that
+        renamed without the store's lock and a line without a link: the chain breaks. What it cannot see is
         another tool's change in the microseconds between a write's rename and the
         stat next to it, and an edit in place (the folder does not change): the
         hourly safety pass does. Where timestamps are coarse (older kernels, some

@@ -17,20 +17,23 @@ the store never rewrites a file whose metadata line it could not parse, and
 copies message lines it does not need to read byte for byte.
 
 Change journal: after each write of a user session the store appends a line to
-``<sessions>/.journal/changes`` (``O_APPEND``, no fsync): the file's name, then
-the sessions folder's ctime (ns) just before and just after the rename, tab
-separated (the write's *link*; ctime, not mtime, because nobody can set it: a
-tool that restores a folder's mtime still moves its ctime). A reader that polls (the heartbeat without file
-system events) reads only what was appended since it last looked, instead of
-stat-ing every session file. The links tell it whether the store's writes are all
-that changed the folder: each starts where the one before ended, and the last
-ends at the folder's ctime now. Writes by other tools are not in the journal and
-break that chain (they move the folder's ctime between links), and so do two
-writers that overlapped; the reader then stats every entry, and it looks at
-every file in its hourly safety pass anyway (edits in place leave the folder
-alone). The journal starts afresh (a new file, so a new inode) once it passes
-:data:`JOURNAL_MAX_BYTES`; a reader that sees another inode looks at every file
-once. Older lines without a link read as a name only (the chain breaks).
+``<sessions>/.journal/changes`` (``O_APPEND``, no fsync): the file's name, then the
+sessions folder's ctime (ns) just before and just after the rename, tab separated
+(the write's *link*; ctime, not mtime, because nobody can set it: a tool that
+restores a folder's mtime still moves its ctime). A reader that polls (the heartbeat
+without file system events) reads only what was appended since it last looked,
+instead of stat-ing every session file. The links tell it whether the store's writes
+are all that changed the folder: each starts where the one before ended, and the
+last ends at the folder's ctime now. Writes by other tools are not in the journal
+and break that chain (they move the folder's ctime between links). The store's own
+writers rename one at a time under an ``flock`` on ``.journal/lock``, each
+journaling before the next renames, so threads and processes of ours keep the chain
+whole (a lock not had within 50 ms is done without, and may break it). When the
+chain breaks the reader stats every entry, and it looks at every file in its hourly
+safety pass anyway (edits in place leave the folder alone). The journal starts
+afresh (a new file, so a new inode) once it passes :data:`JOURNAL_MAX_BYTES`; a
+reader that sees another inode looks at every file once. Older lines without a link
+read as a name only (the chain breaks).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ JOURNAL_DIR = ".journal"
 TEMP_DIR = ".tmp"  # where writes are made before the rename (see the module docstring)
 JOURNAL_FILE = "changes"
 JOURNAL_MAX_BYTES = 1 << 20
+RENAME_LOCK_WAIT_S = 0.05  # a journaled rename waits this long for the others, at most
 
 if TYPE_CHECKING:
     import asyncio
@@ -399,17 +403,32 @@ class SessionStore:
                 out.write(tail)
                 out.flush()
                 os.fsync(out.fileno())
-            # the folder's ctime right before and right after the rename, nothing of
-            # ours between: the journal's link (see the module docstring)
-            before = _ctime_ns(folder)
-            os.replace(tmp_name, path)
+            if folder != self.sessions_dir:  # heartbeat/cron: not journaled
+                os.replace(tmp_name, path)
+            else:
+                self._rename_journaled(tmp_name, path)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
             raise
-        after = _ctime_ns(folder)
         fsync_dir(folder)
-        self.note_changed(path, None if before is None or after is None else (before, after))
+
+    def _rename_journaled(self, tmp_name: str, path: Path) -> None:
+        """Move a user session's temp file into place and journal it with its link: the
+        folder's ctime right before and right after the rename, nothing of ours between.
+
+        Writers of this folder rename one at a time (an ``flock`` on
+        ``.journal/lock``, so across threads and processes), each journaling before
+        the next renames: the journal's order is the renames' order and its links
+        chain up. A lock not had within :data:`RENAME_LOCK_WAIT_S` (a stuck peer, a
+        file system without locks) is done without: at worst a reader stats every
+        entry once."""
+        folder = path.parent
+        with _flocked(self.sessions_dir / JOURNAL_DIR / "lock"):
+            before = _ctime_ns(folder)
+            os.replace(tmp_name, path)
+            after = _ctime_ns(folder)
+            self.note_changed(path, None if before is None or after is None else (before, after))
 
     def _new_meta(self, key: SessionKey, skip_heartbeat: bool) -> SessionMeta:
         now = self.clock.now()
@@ -504,6 +523,42 @@ class SessionStore:
             self._write(path, codec.dumps_line(codec.meta_to_obj(meta, base)), None, b"")
         logger.info("reset session {}", k)
         return meta
+
+
+@contextlib.contextmanager
+def _flocked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created if missing) while inside; go on
+    without one after :data:`RENAME_LOCK_WAIT_S`, or where there are no such locks."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: the journal's links are not trusted there anyway
+        yield
+        return
+    try:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + RENAME_LOCK_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    logger.debug("{} stayed locked; renaming without it", path)
+                    break
+                time.sleep(0.0002)
+            except OSError:
+                break
+        yield
+    finally:
+        os.close(fd)  # lets the lock go
 
 
 JournalLine = tuple[str, tuple[int, int] | None]  # a file's name, its write's link
