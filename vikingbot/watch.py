@@ -2,8 +2,13 @@
 
 A :class:`Watcher` asks ``watchfiles`` (inotify on Linux, FSEvents on macOS,
 ReadDirectoryChangesW on Windows) to watch some folders and collects the paths
-that changed, in a background thread, until the owner :meth:`~Watcher.drain`\\ s
-them. It never decides anything itself: the owner keeps its own view of the
+that changed until the owner :meth:`~Watcher.drain`\\ s them: pushed from a
+background thread of ours (for an owner that must act at once, ``on_change``),
+or, with ``pull=True``, pulled from ``watchfiles`` at each drain. ``watchfiles``
+keeps what the OS reported between looks in its own thread, which sleeps on the
+OS and costs nothing while nothing changes; our thread's loop wakes every step
+(see :data:`STEP_MS`), so an owner that only needs the changes at its own
+moments (the heartbeat, once a cycle) pulls. It never decides anything itself: the owner keeps its own view of the
 files and uses the drained paths to know which parts of that view to re-read.
 
 When notifications cannot be trusted the watcher says so and the owner falls
@@ -17,6 +22,7 @@ new watch is in place before the old one stops).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -38,15 +44,27 @@ TIMEOUT_MS = 1000  # at least this often ``watch()`` returns to this module's lo
 # watch is noticed there)
 
 
+PULL_ROUNDS = 64  # a drain takes at most this many batches (more arrive: the next drain)
+
+
 class _Generation:
-    """One ``watchfiles`` watch and the thread that reads it."""
+    """One ``watchfiles`` watch and the thread that reads it (none when pulled)."""
 
     def __init__(self, notify: Any, owner: Watcher) -> None:
         self.notify = notify
         self.stop = threading.Event()
-        self.thread = threading.Thread(
-            target=owner._run, args=(self,), name=f"watch:{owner.name}", daemon=True
+        self.failed = False  # pulled: the watch raised (it is closed)
+        self.thread = (
+            None
+            if owner.pull
+            else threading.Thread(
+                target=owner._run, args=(self,), name=f"watch:{owner.name}", daemon=True
+            )
         )
+
+    @property
+    def alive(self) -> bool:
+        return not self.failed if self.thread is None else self.thread.is_alive()
 
 
 class Watcher:
@@ -61,7 +79,12 @@ class Watcher:
         accept: Accept | None = None,
         on_change: Callable[[], object] | None = None,
         step_ms: int = STEP_MS,
+        pull: bool = False,
     ) -> None:
+        if pull and on_change is not None:
+            raise ValueError("a pulled watcher has no thread to call on_change from")
+        self.pull = pull
+        self._pulling = threading.Lock()  # one look at the watch at a time (it is not shared)
         self.paths = [str(p) for p in paths]
         self.step_ms = step_ms
         self.name = name
@@ -77,7 +100,7 @@ class Watcher:
     @property
     def running(self) -> bool:
         gen = self._current
-        return gen is not None and gen.thread.is_alive()
+        return gen is not None and gen.alive
 
     def start(self) -> bool:
         """Start watching; ``False`` (and :attr:`problem` says why) when it cannot."""
@@ -92,9 +115,13 @@ class Watcher:
         gen = _Generation(notify, self)
         old, self._current = self._current, gen
         self.paths = wanted
-        gen.thread.start()
+        if gen.thread is not None:
+            gen.thread.start()
         if old is not None:
             old.stop.set()
+            if old.thread is None:  # what the old watch still holds, then it closes
+                self._pull(old)
+                self._close(old)
         return True
 
     def _open(self, paths: list[str]) -> Any:
@@ -125,25 +152,58 @@ class Watcher:
                     if self.on_change is not None:
                         self.on_change()
         except Exception as exc:
-            if gen is self._current:
-                self.problem = f"watcher stopped: {exc}"
-                with self._lock:
-                    self._lost = True
-                logger.warning("file watcher {} stopped, polling instead: {}", self.name, exc)
-                if self.on_change is not None:
-                    self.on_change()  # the owner looks (and finds it must poll)
+            self._died(gen, exc)
         finally:
-            close = getattr(gen.notify, "close", None)
-            if close is not None:
+            self._close(gen)
+
+    def _pull(self, gen: _Generation) -> None:
+        """Take what ``watchfiles`` collected for ``gen`` since the last look (pulled)."""
+        accept = self.accept
+        with self._pulling:
+            if gen.failed:
+                return
+            for _ in range(PULL_ROUNDS):
+                try:
+                    batch = gen.notify.watch(1, 1, 1, None)
+                except Exception as exc:
+                    gen.failed = True
+                    with self._lock:
+                        self._lost = True  # an old watch's last events too (restart)
+                    self._died(gen, exc)
+                    self._close(gen)
+                    return
+                if not isinstance(batch, set):
+                    return  # "timeout": nothing more
+                paths = {p for _, p in batch if accept is None or accept(p)}
+                if paths:
+                    with self._lock:
+                        self._pending |= paths
+
+    def _died(self, gen: _Generation, exc: Exception) -> None:
+        if gen is self._current:
+            self.problem = f"watcher stopped: {exc}"
+            with self._lock:
+                self._lost = True
+            logger.warning("file watcher {} stopped, polling instead: {}", self.name, exc)
+            if self.on_change is not None:
+                self.on_change()  # the owner looks (and finds it must poll)
+
+    @staticmethod
+    def _close(gen: _Generation) -> None:
+        close = getattr(gen.notify, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
                 close()
 
     def drain(self) -> set[str] | None:
         """Paths changed since the last drain, or ``None`` when some may have been missed
         (the watcher is not running, or it died and was restarted since the last drain)."""
         gen = self._current
+        if gen is not None and gen.thread is None:
+            self._pull(gen)
         with self._lock:
-            if gen is None or not gen.thread.is_alive() or self._lost:
-                self._lost = gen is None or not gen.thread.is_alive()
+            if gen is None or not gen.alive or self._lost:
+                self._lost = gen is None or not gen.alive
                 self._pending.clear()
                 return None
             out, self._pending = self._pending, set()
@@ -159,6 +219,9 @@ class Watcher:
             timeout = 5.0 + 3 * self.step_ms / 1000
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
+            gen = self._current
+            if gen is not None and gen.thread is None:
+                self._pull(gen)
             with self._lock:
                 if wanted <= self._pending:
                     return True
@@ -171,7 +234,10 @@ class Watcher:
         gen, self._current = self._current, None
         if gen is not None:
             gen.stop.set()
-            if gen.thread is not threading.current_thread():
+            if gen.thread is None:
+                with self._pulling:
+                    self._close(gen)
+            elif gen.thread is not threading.current_thread():
                 # the thread sees the stop within one step; not waited for longer than
                 # half a second (it is a daemon thread and closes the OS watch itself)
                 gen.thread.join(timeout=min(0.5, self.step_ms / 1000 + 0.1))

@@ -463,7 +463,7 @@ def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
     for chat in range(3):
         home.talk(chat)
         home.write(chat, TEMPLATE)
-    assert _watch_fast(home.svc)
+    assert _watch(home.svc)
     home.memo_cycle()
     watcher = home.svc.scanner.index.watcher
     assert watcher is not None and watcher.running
@@ -475,12 +475,11 @@ def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
 
 
 def test_a_hand_made_plan_sees_a_chat_the_watcher_has_not_handed_over_yet(home: Home) -> None:
-    """The user chats, then asks for ``heartbeat run-now`` at once. The watcher hands
-    its events over once a step (2 s in a gateway), so a plan made by hand also
-    reads the sessions the store's change journal names (and every HEARTBEAT.md)."""
+    """The user chats, then asks for ``heartbeat run-now`` at once. The watcher's
+    events are taken at the next cycle, so a plan made by hand also reads the sessions
+    the store's change journal names (and every HEARTBEAT.md)."""
     home.talk(1, ago=timedelta(days=30))  # long quiet: the workspace is not visited
     home.write(1, TASK)
-    home.svc.scanner.index.watch_step_ms = 60_000  # no batch comes during this test
     assert home.svc.scanner.watch()
     assert run_decisions(home.memo_cycle()) == []
     home.talk(1)  # a message now: the workspace is visited again
@@ -493,16 +492,15 @@ def test_a_hand_made_plan_sees_a_chat_the_watcher_has_not_handed_over_yet(home: 
 def test_a_dead_watcher_falls_back_to_polling(home: Home) -> None:
     home.talk(1)
     home.write(1, TEMPLATE)
-    assert _watch_fast(home.svc)
+    assert _watch(home.svc)
     home.memo_cycle()
     watcher = home.svc.scanner.index.watcher
     assert watcher is not None and watcher._current is not None
-    watcher._current.notify.close()  # the OS watch goes away under the thread
-    watcher._current.thread.join(5)
-    assert not watcher.running and watcher.problem
+    watcher._current.notify.close()  # the OS watch goes away
     home.write(1, TASK)  # no event will come for this
     rows = home.memo_cycle()
     assert run_decisions(rows) == [home.ws(1).name]
+    assert not watcher.running and watcher.problem
 
 
 # ---------------------------------------------------------------- faults
@@ -605,7 +603,7 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool, settled: bool = F
                 h.talk(chat)
                 h.write(chat, TEMPLATE)
             if watch:
-                assert _watch_fast(h.svc)
+                assert _watch(h.svc)
             assert h.memo_cycle() == h.rescan()
             if settled:
                 next_tick(outside / ".tick")
@@ -616,7 +614,7 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool, settled: bool = F
                     h.talk(2)
                     h = Home(h.root, mode=h.mode, start=h.clock.now())
                     if watch:
-                        assert _watch_fast(h.svc)
+                        assert _watch(h.svc)
                     touched = []
                     continue
                 if settled and op[0] in ("forget", "replace_session"):
@@ -689,19 +687,18 @@ def check_sequence_with_pending_events(ops: list[tuple[Any, ...]]) -> None:
             for chat in range(2):
                 h.talk(chat)
                 h.write(chat, TEMPLATE)
-            assert _watch_fast(h.svc)
+            assert _watch(h.svc)
             h.memo_cycle()
             for op in [*ops, ("cycle",)]:
                 index = h.svc.scanner.index
                 if op[0] == "kill" and index.watcher is not None and index.watcher._current:
-                    index.watcher._current.notify.close()  # the watch dies under its thread
-                    index.watcher._current.thread.join(5)
+                    index.watcher._current.notify.close()  # the watch dies
                     continue
                 if op[0] == "down":  # the gateway stops; changes happen; it starts again
                     index.close()
                     apply(h, ("write", 0, "task", False), outside)
                     h.talk(3)
-                    assert _watch_fast(h.svc)
+                    assert _watch(h.svc)
                     continue
                 touched = reported(index, apply(h, op, outside))
                 watcher = index.watcher
@@ -903,10 +900,8 @@ def test_a_start_that_wrote_the_snapshot_is_not_followed_by_another_within_hours
         h.close()
 
 
-def _watch_fast(svc: Any) -> bool:
-    """Start the heartbeat's watcher with 20 ms steps (2 s in a gateway): these tests
-    wait for its events after each change."""
-    svc.scanner.index.watch_step_ms = 20
+def _watch(svc: Any) -> bool:
+    """Start the heartbeat's watcher (these tests wait for its events after each change)."""
     return bool(svc.scanner.watch())
 
 

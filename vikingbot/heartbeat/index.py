@@ -86,7 +86,6 @@ SAVE_AFTER_READS = 200  # a first pass that read this many files writes the snap
 # closes): writing 10,000 sessions costs about as much CPU as the pass itself, and a
 # snapshot a few hours old costs a start only the reads of what changed since
 SAVE_EVERY_S = 6 * 3600.0
-WATCH_STEP_MS = 2000  # see HeartbeatIndex.watch_step_ms
 FREEZE_AFTER = 2000  # session files from which a full pass's records are frozen (gc.freeze)
 # A full pass first times PROBE_STATS lookups of eligible HEARTBEAT.md files; slower
 # than COLD_STAT_S each on average, the kernel's inode cache is cold (after a reboot;
@@ -212,10 +211,6 @@ class HeartbeatIndex:
         self.full_passes = 0  # how many times every file was looked at (for tests/benches)
         self.folder_passes = 0  # how many times every session entry was stat-ed (the same)
         self.looked = 0  # files whose lstat differed from their record (for tests)
-        # the watcher's step (watch.py): each costs CPU while nothing happens, and a
-        # cycle only needs the changes by its start, minutes apart (a hand-made plan or
-        # run-now looks at the HEARTBEAT.md files itself)
-        self.watch_step_ms = WATCH_STEP_MS
         # the cold inode cache probe of full passes (_warm_up), and how often it said cold
         self.probe_stats, self.cold_stat_s = PROBE_STATS, COLD_STAT_S
         self.warm_ups = 0
@@ -282,9 +277,9 @@ class HeartbeatIndex:
         look at every eligible HEARTBEAT.md now (one ``lstat`` each), whatever the
         watcher has said so far: the workspaces whose sessions or file changed.
 
-        For what a user asks for by hand (``run-now``, ``plan``): the watcher hands
-        its events over once a step (``watch_step_ms``), and a chat a moment ago or a
-        file saved a moment ago must count. The watcher's later events for the same
+        For what a user asks for by hand (``run-now``, ``plan``): the watcher's events
+        are taken at the next cycle, and a chat a moment ago or a file saved a moment
+        ago must count now (and not wait on the OS's notification of it). The watcher's later events for the same
         files find them unchanged.
         """
         if self._settings is None:
@@ -905,9 +900,9 @@ class HeartbeatIndex:
                 return _is_session_file(name)
             return folder == root or (name == HEARTBEAT_FILE and os.path.dirname(folder) == root)
 
-        self.watcher = Watcher(
-            self._watch_paths(), name="heartbeat", accept=accept, step_ms=self.watch_step_ms
-        )
+        # pulled: the events are needed once a cycle, minutes apart, and a thread of
+        # ours would wake every step all day to hand them over (watch.py)
+        self.watcher = Watcher(self._watch_paths(), name="heartbeat", accept=accept, pull=True)
         if not self.watcher.start():
             return False
         self.polled -= self._watched
