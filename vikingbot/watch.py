@@ -8,14 +8,16 @@ or, with ``pull=True``, pulled from ``watchfiles`` at each drain. ``watchfiles``
 keeps what the OS reported between looks in its own thread, which sleeps on the
 OS and costs nothing while nothing changes; our thread's loop wakes every step
 (see :data:`STEP_MS`), so an owner that only needs the changes at its own
-moments (the heartbeat, once a cycle) pulls. It never decides anything itself: the owner keeps its own view of the
-files and uses the drained paths to know which parts of that view to re-read.
+moments (the heartbeat, once a cycle) pulls. It never decides anything itself:
+the owner keeps its own view of the files and uses the drained paths to know
+which parts of that view to re-read.
 
 When notifications cannot be trusted the watcher says so and the owner falls
 back to polling: :meth:`Watcher.start` returns ``False`` when the platform or
 the watch limit refuses the watch (or ``watchfiles`` is not installed), and
 :meth:`Watcher.drain` returns ``None`` (meaning "rescan everything") after the
-background thread died, so changes it may have missed are never silently lost.
+background thread died (or a pulled watch raised), so changes it may have missed are
+never silently lost.
 :meth:`Watcher.restart` swaps in a new set of watched paths without a gap (the
 new watch is in place before the old one stops).
 """
@@ -121,7 +123,9 @@ class Watcher:
             old.stop.set()
             if old.thread is None:  # what the old watch still holds, then it closes
                 self._pull(old)
-                self._close(old)
+                with self._pulling:
+                    old.failed = True  # closed on purpose: a late look takes nothing
+                    self._close(old)
         return True
 
     def _open(self, paths: list[str]) -> Any:

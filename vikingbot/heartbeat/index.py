@@ -22,9 +22,9 @@ Where the changes come from, cheapest first:
   they do not (another tool created, replaced or removed a file, a write
   renamed without the store's lock, timestamps here are too coarse to tell),
   every entry in the folder is stat-ed: names and inodes alone cannot show a
-  replace, since a freed inode number comes back. Each HEARTBEAT.md of a workspace with an
-  eligible session is ``lstat``-ed once and read again only when its identity
-  changed.
+  replace, since a freed inode number comes back. Each HEARTBEAT.md of a
+  workspace with an eligible session is ``lstat``-ed once and read again only
+  when its identity changed.
 - **safety pass** (once per ``safety_pass_s``, default an hour, with either of
   the above): every session file is stat-ed and every eligible HEARTBEAT.md
   looked at, for file systems whose notifications do not arrive (NFS, some
@@ -279,8 +279,8 @@ class HeartbeatIndex:
 
         For what a user asks for by hand (``run-now``, ``plan``): the watcher's events
         are taken at the next cycle, and a chat a moment ago or a file saved a moment
-        ago must count now (and not wait on the OS's notification of it). The watcher's later events for the same
-        files find them unchanged.
+        ago must count now (and not wait on the OS's notification of it). The
+        watcher's later events for the same files find them unchanged.
         """
         if self._settings is None:
             return set()
@@ -498,13 +498,13 @@ class HeartbeatIndex:
         last ends at the folder's ctime now. Another tool's create, replace, remove
         or utime moves the ctime between links (on Linux 6.13 and later a change
         right after a stat always gets a new timestamp), and so do a write that
-        renamed without the store's lock and a line without a link: the chain breaks. What it cannot see is
-        another tool's change in the microseconds between a write's rename and the
-        stat next to it, and an edit in place (the folder does not change): the
-        hourly safety pass does. Where timestamps are coarse (older kernels, some
-        file systems: a change in the same tick as the last stat keeps the time) or
-        ctime is something else (Windows: the creation time), the chain proves
-        nothing and is never trusted (:func:`_fine_ctimes`).
+        renamed without the store's lock and a line without a link: the chain
+        breaks. What it cannot see is another tool's change in the microseconds
+        between a write's rename and the stat next to it, and an edit in place (the
+        folder does not change): the hourly safety pass does. Where timestamps are
+        coarse (older kernels, some file systems: a change in the same tick as the
+        last stat keeps the time) or ctime is something else (Windows: the creation
+        time), the chain proves nothing and is never trusted (:func:`_fine_ctimes`).
         """
         sig = self._dir_sig
         if sig is None:

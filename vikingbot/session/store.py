@@ -11,10 +11,11 @@ Every write goes to a temp file in ``<sessions>/.tmp/`` (the same file system), 
 fsynced and then moved over the old file with ``os.replace``, under an OS file lock
 per session (``<sessions>/.locks/<name>.lock``) so the CLI and the gateway never
 clobber each other. The temp file lives in a subfolder so that the sessions folder
-itself changes only at the rename (see the change journal below). Readers take no lock: they always see a whole old file or a whole new one.
-A line that cannot be parsed raises :class:`SessionError` naming file and line;
-the store never rewrites a file whose metadata line it could not parse, and
-copies message lines it does not need to read byte for byte.
+itself changes only at the rename (see the change journal below). Readers take no
+lock: they always see a whole old file or a whole new one. A line that cannot be
+parsed raises :class:`SessionError` naming file and line; the store never rewrites a
+file whose metadata line it could not parse, and copies message lines it does not
+need to read byte for byte.
 
 Change journal: after each write of a user session the store appends a line to
 ``<sessions>/.journal/changes`` (``O_APPEND``, no fsync): the file's name, then the
