@@ -29,8 +29,8 @@ last ends at the folder's ctime now. Writes by other tools are not in the journa
 and break that chain (they move the folder's ctime between links). The store's own
 writers rename one at a time under an ``flock`` on ``.journal/lock``, each
 journaling before the next renames, so threads and processes of ours keep the chain
-whole (a lock not had within 50 ms is done without, and may break it). When the
-chain breaks the reader stats every entry, and it looks at every file in its hourly
+whole (a lock not had within half a second is done without, and may break it).
+When the chain breaks the reader stats every entry, and it looks at every file in its hourly
 safety pass anyway (edits in place leave the folder alone). The journal starts
 afresh (a new file, so a new inode) once it passes :data:`JOURNAL_MAX_BYTES`; a
 reader that sees another inode looks at every file once. Older lines without a link
@@ -63,7 +63,8 @@ JOURNAL_DIR = ".journal"
 TEMP_DIR = ".tmp"  # where writes are made before the rename (see the module docstring)
 JOURNAL_FILE = "changes"
 JOURNAL_MAX_BYTES = 1 << 20
-RENAME_LOCK_WAIT_S = 0.05  # a journaled rename waits this long for the others, at most
+RENAME_LOCK_WAIT_S = 0.5  # a journaled rename waits this long for the others, at most
+# (they hold it for microseconds; more than this is a stopped or stuck peer)
 
 if TYPE_CHECKING:
     import asyncio
