@@ -142,19 +142,14 @@ class Watcher:
             return None
 
     def _run(self, gen: _Generation) -> None:
-        accept = self.accept
         step, timeout = self.step_ms, max(TIMEOUT_MS, self.step_ms)
         try:
             while not gen.stop.is_set():
                 batch = gen.notify.watch(step, step, timeout, gen.stop)
                 if not isinstance(batch, set):
                     continue  # "timeout", "stop" or "signal"
-                paths = {p for _, p in batch if accept is None or accept(p)}
-                if paths:
-                    with self._lock:
-                        self._pending |= paths
-                    if self.on_change is not None:
-                        self.on_change()
+                if self._take(batch) and self.on_change is not None:
+                    self.on_change()
         except Exception as exc:
             self._died(gen, exc)
         finally:
@@ -162,7 +157,6 @@ class Watcher:
 
     def _pull(self, gen: _Generation) -> None:
         """Take what ``watchfiles`` collected for ``gen`` since the last look (pulled)."""
-        accept = self.accept
         with self._pulling:
             if gen.failed:
                 return
@@ -178,10 +172,16 @@ class Watcher:
                     return
                 if not isinstance(batch, set):
                     return  # "timeout": nothing more
-                paths = {p for _, p in batch if accept is None or accept(p)}
-                if paths:
-                    with self._lock:
-                        self._pending |= paths
+                self._take(batch)
+
+    def _take(self, batch: set[tuple[int, str]]) -> bool:
+        """Add a batch's accepted paths to the pending ones; whether there were any."""
+        accept = self.accept
+        paths = {p for _, p in batch if accept is None or accept(p)}
+        if paths:
+            with self._lock:
+                self._pending |= paths
+        return bool(paths)
 
     def _died(self, gen: _Generation, exc: Exception) -> None:
         if gen is self._current:

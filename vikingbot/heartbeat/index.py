@@ -55,7 +55,7 @@ import threading
 import time
 import weakref
 from array import array
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -286,9 +286,7 @@ class HeartbeatIndex:
             return set()
         changed: set[str] = set()
         if self.watcher is not None:  # polling reads the journal each cycle anyway
-            for name, _ in self._journal.read() or ():
-                if _is_session_file(name):
-                    changed |= self._reload(name, None)
+            changed = self._reload_named(name for name, _ in self._journal.read() or ())
             self._settle(now)
         return changed | self._poll_files(now)
 
@@ -475,17 +473,22 @@ class HeartbeatIndex:
         """
         news = None if full else self._journal.read()
         names = None if news is None else self._follow(news)
-        if names is not None:
-            changed: set[str] = set()
-            for name in names | self._racy:  # racy: read too soon after a write, read again
-                if _is_session_file(name):
-                    changed |= self._reload(name, None)
-            return changed
+        if names is not None:  # racy: read too soon after a write, read again
+            return self._reload_named(names | self._racy)
         self._journal.mark()  # before the listing: a write during it is seen next time
         # listed through an open folder: each entry's stat is then relative to it
         # (fstatat), not a walk of the whole absolute path (~20% of the full pass)
         with _open_folder(self._sessions_s) as folder:
             return self._poll_all_sessions(folder)
+
+    def _reload_named(self, names: Iterable[str]) -> set[str]:
+        """Each of ``names`` that is a user session's file stat-ed and read again if it
+        changed; the workspaces whose sessions changed."""
+        changed: set[str] = set()
+        for name in names:
+            if _is_session_file(name):
+                changed |= self._reload(name, None)
+        return changed
 
     def _follow(self, news: list[JournalLine]) -> set[str] | None:
         """The names in ``news`` when the store's own writes are all that changed the
@@ -509,10 +512,11 @@ class HeartbeatIndex:
         sig = self._dir_sig
         if sig is None:
             return None
-        if news and self.fine_ctimes is None:
-            self.fine_ctimes = _fine_ctimes(self._journal.path)
-        if news and not self.fine_ctimes:
-            return None  # an unchanged folder is still trusted, as a listing's is
+        if news:  # (an unchanged folder is trusted anyway, as a listing's is)
+            if self.fine_ctimes is None:
+                self.fine_ctimes = _fine_ctimes(self._journal.path)
+            if not self.fine_ctimes:
+                return None
         try:
             st = os.stat(self._sessions_s)
         except OSError:

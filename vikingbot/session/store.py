@@ -530,7 +530,11 @@ class SessionStore:
 @contextlib.contextmanager
 def _flocked(path: Path) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``path`` (created if missing) while inside; go on
-    without one after :data:`RENAME_LOCK_WAIT_S`, or where there are no such locks."""
+    without one after :data:`RENAME_LOCK_WAIT_S`, or where there are no such locks.
+
+    Not ``filelock`` (the per-session locks'): its acquire and release measured 88 us
+    here against 5 us for this, on every user session write, and the lock is held
+    for microseconds."""
     try:
         import fcntl
     except ImportError:  # Windows: the journal's links are not trusted there anyway
