@@ -21,15 +21,17 @@ import argparse
 import json
 import socket
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from vikingbot.testing.chat_terminal import Terminal
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.chat_terminal import Terminal
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll
 
 
 def closed_port() -> int:

@@ -37,12 +37,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
 
 from _heartbeat_setup import TEMPLATE, with_tasks, write_session
 
+from tests.support.gateway_proc import GatewayProcess
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
-from vikingbot.testing.gateway_proc import GatewayProcess
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = [

@@ -21,14 +21,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
 
 from _heartbeat_setup import with_tasks
 from dashboard import ARGS, CHROMIUM, login, seed_history
 
+from tests.support.gateway_proc import GatewayProcess
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
-from vikingbot.testing.gateway_proc import GatewayProcess
 
 PAGES = [
     ("overview", "/ui/"),

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
 from collections import Counter
+from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.hostile_heartbeat import check_file, hostile_file
 from vikingbot.heartbeat.parser import _parse  # uncached: every file is parsed for real
-from vikingbot.testing.hostile_heartbeat import check_file, hostile_file
 
 KIB = 1024
 

@@ -1,7 +1,7 @@
 """Gateway resources: time to a first `/health`, idle memory, idle CPU.
 
 Every figure comes from a real ``vikingbot gateway`` child process
-(``vikingbot.testing.gateway_proc.GatewayProcess``), with every built-in
+(``tests.support.gateway_proc.GatewayProcess``), with every built-in
 service on and no model provider: heartbeat (default interval), cron,
 housekeeping, the config watcher, and the ``cli`` and ``webhook`` channels
 (webhook with an inbound token and an outbound URL nobody is called on).
@@ -33,7 +33,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from vikingbot.testing.gateway_proc import GatewayProcess
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.gateway_proc import GatewayProcess
 
 RSS_TARGET_MB = 80.0
 CPU_TARGET_S = 0.5

@@ -1,7 +1,7 @@
 """Gateway start: wall and CPU seconds from `vikingbot gateway` to ready, and what it imports.
 
 Ready means what a test or a client waits for: ``/health`` answers and
-``run/gateway.json`` is published (``vikingbot.testing.gateway_proc``). Each
+``run/gateway.json`` is published (``tests.support.gateway_proc``). Each
 start is a new child process in a new home (config written, folders, workspace
 template and database migrations made at start, as in the tests' homes).
 
@@ -10,7 +10,7 @@ Homes:
 - ``terminal``: the terminal-only user (``cli`` channel, the ``command``
   provider, no chat platform): nothing of openai, anthropic, telegram, slack,
   aiohttp, psycopg, playwright or acp should be imported;
-- ``chat``: the e2e tests' home (``vikingbot.testing.home.Home``): the openai
+- ``chat``: the e2e tests' home (``tests.support.home.Home``): the openai
   provider and Telegram, against the loopback fakes running in this process.
 
 Byte-code: ``cached`` is an installed package's state (a warm cache under a
@@ -46,10 +46,11 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home
 
 # Top-level packages a gateway imports only when its config uses them.
 SDKS = ("openai", "anthropic", "telegram", "slack_sdk", "aiohttp", "psycopg", "playwright", "acp")

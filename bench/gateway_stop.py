@@ -14,15 +14,17 @@ from __future__ import annotations
 import argparse
 import signal
 import statistics
+import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll
 
 TARGET_S = 3.0
 

@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
 
 from _heartbeat_setup import BENCH_CONFIG, WritingAgent, build_home, make_runtime
 from loguru import logger
@@ -369,8 +370,8 @@ def gateway_cpu(
 
     from gateway_resources import cpu_seconds
 
+    from tests.support.gateway_proc import GatewayProcess
     from vikingbot.session.store import SessionStore
-    from vikingbot.testing.gateway_proc import GatewayProcess
 
     store = SessionStore(home / "data" / "sessions")
     rnd = random.Random(7)
@@ -448,7 +449,7 @@ def idle_cpu_per_s(home: Path, enabled: bool, seconds: float = 60.0) -> float:
     """CPU seconds per second of a gateway between cycles: its first cycle done, no
     writes, the next cycle an hour away (the file watchers' and timers' own cost,
     which a compressed interval under-counts: a real interval has 60 times more of it)."""
-    from vikingbot.testing.gateway_proc import GatewayProcess
+    from tests.support.gateway_proc import GatewayProcess
 
     env = {
         "VIKINGBOT_BOT__HEARTBEAT__INTERVAL_SECONDS": "3600",

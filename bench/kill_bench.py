@@ -23,6 +23,7 @@ import argparse
 import json
 import random
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -33,11 +34,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll, with_tasks
 from vikingbot.testing.fake_llm import RecordedRequest, Step, reply
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll, with_tasks
 
 TOKEN = "kill-bench-inbound"
 TASK = re.compile(r"Task:\s*\n(Bench task \d+)")

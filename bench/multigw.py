@@ -3,7 +3,7 @@
     uv run --all-extras python bench/multigw.py [--quick] [--units N] [--runs N] [--pg-url URL]
 
 Every figure comes from real gateway processes on one home and one fresh PostgreSQL
-schema (``vikingbot.testing.gateway_fleet``): per-session workspaces, each with one
+schema (``tests.support.gateway_fleet``): per-session workspaces, each with one
 due per-task entry, the scripted fake model answering at once, results delivered
 to the owner on a fake Telegram. Prints:
 
@@ -31,14 +31,16 @@ from __future__ import annotations
 import argparse
 import json
 import signal
+import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_fleet import run_gateways
-from vikingbot.testing.gateway_proc import GatewayProcess
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_fleet import run_gateways
+from tests.support.gateway_proc import GatewayProcess
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -60,9 +62,9 @@ def throughput(url: str, units: int) -> None:
 def failover(url: str) -> None:
     import psycopg
 
+    from tests.support.gateway_fleet import OWNER_ID
     from vikingbot.store.db import StateStore
     from vikingbot.testing.fake_openai import FakeOpenAI
-    from vikingbot.testing.gateway_fleet import OWNER_ID
 
     print("2. channel failover, default settings (bot.gateway.lease_s 15 s, checked every 5 s)")
     schema = f"bench_{uuid.uuid4().hex[:12]}"

@@ -3,7 +3,7 @@
     uv run --all-extras python bench/pg_outage.py [--cut-s 30] [--pg-url URL]
 
 A real ``vikingbot gateway`` process (fake model, fake Telegram) reaches its
-PostgreSQL schema through ``vikingbot.testing.pg_proxy`` on loopback. After the
+PostgreSQL schema through ``tests.support.pg_proxy`` on loopback. After the
 first heartbeat cycle the proxy cuts every connection for ``--cut-s`` seconds;
 meanwhile the owner writes to the bot on Telegram. Prints:
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import uuid
 from datetime import UTC, datetime
@@ -26,14 +27,15 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
 from sqlalchemy import select
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.pg_proxy import PgProxy
 from vikingbot.store.db import StateStore
 from vikingbot.store.tables import heartbeat_workspaces
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.pg_proxy import PgProxy
 
 INTERVAL_S = 10  # the smallest heartbeat interval the config allows
 OWNER = 42

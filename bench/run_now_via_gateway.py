@@ -26,10 +26,11 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll, with_tasks
 from vikingbot.testing.fake_openai import FakeOpenAI, tool_call
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll, with_tasks
 
 TARGET_MS = 400.0
 

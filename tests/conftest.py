@@ -11,7 +11,7 @@ Child processes (gateways, CLI commands) keep their compiled byte-code in one
 cache folder even when ``PYTHONDONTWRITEBYTECODE`` is set (see
 ``_share_bytecode_cache``), and the xdist workers take the test files most
 costly first (``tests/file_order.py``). Test gateways are forked from a process that
-has imported them already (``vikingbot/testing/forkserver.py``; set
+has imported them already (``tests/support/forkserver.py``; set
 ``VIKINGBOT_TEST_FORK=0`` to start each as a new interpreter).
 """
 

@@ -18,13 +18,13 @@ import httpx
 import pytest
 from starlette.applications import Starlette
 
+from tests.support.outbound import send_reply
 from vikingbot import registry
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.cli.channels_cmd import channel_rows
 from vikingbot.config.schema import Config
 from vikingbot.errors import ConfigError
-from vikingbot.testing.outbound import send_reply
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vikingbot-channel-example"
 

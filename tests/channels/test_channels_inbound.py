@@ -157,8 +157,8 @@ async def test_while_the_database_is_away_a_message_is_refused_503_not_accepted(
 
     import psycopg
 
+    from tests.support.pg_proxy import PgProxy
     from vikingbot.store.db import StateStore
-    from vikingbot.testing.pg_proxy import PgProxy
 
     schema = f"test_{uuid.uuid4().hex[:16]}"
     StateStore.open(pg_url, schema=schema).close()
@@ -203,9 +203,9 @@ async def test_while_the_database_is_away_a_message_is_refused_503_not_accepted(
 async def test_a_given_up_message_gets_the_apology_and_the_agent_is_not_run(
     tmp_path: Path,
 ) -> None:
+    from tests.support.harness import build_harness
     from vikingbot.gateway.supervisor import Gateway
     from vikingbot.testing.fake_openai import FakeOpenAI, reply
-    from vikingbot.testing.harness import build_harness
 
     with FakeOpenAI.start(default=reply("an answer")) as fake:
         async for h in build_harness(tmp_path, fake):

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_slack import FakeSlack
+from tests.support.outbound import send_reply
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
 from vikingbot.channels.base import Channel
 from vikingbot.channels.cli import CliChannel
@@ -17,8 +19,6 @@ from vikingbot.config.schema import ChannelBase, Config
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.delivery.outbox import Outbox
 from vikingbot.delivery.service import Outgoing
-from vikingbot.testing.fake_slack import FakeSlack
-from vikingbot.testing.outbound import send_reply
 
 OWNER_DM = "D0OWNER"
 

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.support.fake_telegram import html_problem
 from vikingbot.channels.markup import to_slack_mrkdwn, to_telegram_html
-from vikingbot.testing.fake_telegram import html_problem
 
 CASES = [
     # (markdown, telegram html, slack mrkdwn)

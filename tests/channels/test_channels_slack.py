@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_slack import FakeSlack
+from tests.support.outbound import send_reply
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
-from vikingbot.testing.fake_slack import FakeSlack
-from vikingbot.testing.outbound import send_reply
 
 OWNER_DM = "D0OWNER"
 

@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.outbound import send_reply
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.outbound import send_reply
 
 OWNER = 4242
 GROUP = -1001234

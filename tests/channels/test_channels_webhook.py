@@ -13,10 +13,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from tests.support.outbound import send_reply
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
-from vikingbot.testing.outbound import send_reply
 from vikingbot.testing.server import serve_app
 
 TOKEN = "s3cret-inbound"

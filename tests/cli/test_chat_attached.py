@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing.chat_terminal import Terminal
+from tests.support.chat_terminal import Terminal
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import TIMEOUT_S, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, error, reply
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import TIMEOUT_S, Home, poll, with_tasks
 
 SESSION = "cli:default:local"
 

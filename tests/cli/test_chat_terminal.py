@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.chat_terminal import LEFT, UP, Terminal
+from tests.support.home import poll
 from vikingbot.session.store import SessionStore
-from vikingbot.testing.chat_terminal import LEFT, UP, Terminal
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply
-from vikingbot.testing.home import poll
 
 SESSION = "cli:default:local"
 

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import TIMEOUT_S, Home
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import TIMEOUT_S, Home
 
 CHROMIUM = os.environ.get("VIKINGBOT_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [

@@ -16,9 +16,9 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, with_tasks
 from vikingbot.testing.fake_openai import reply
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, with_tasks
 
 # the module's gateway has a token, as one bound beyond loopback must
 TOKEN = "a-long-gateway-token-for-the-test"

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_slack import FakeSlack
+from tests.support.fake_telegram import FakeTelegram
 from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import FakeClock
@@ -17,8 +19,6 @@ from vikingbot.delivery.inbox import Inbox
 from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import SessionKey, SessionMeta
-from vikingbot.testing.fake_slack import FakeSlack
-from vikingbot.testing.fake_telegram import FakeTelegram
 
 OWNER_DM = "D0OWNER"
 

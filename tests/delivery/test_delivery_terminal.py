@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
 from vikingbot.bus import MessageBus
 from vikingbot.channels.cli import CliChannel
 from vikingbot.channels.manager import ChannelManager
@@ -25,7 +26,6 @@ from vikingbot.config.schema import Config
 from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey, SessionMeta
-from vikingbot.testing.fake_telegram import FakeTelegram
 
 TERMINAL = SessionKey("cli", "default", "local")
 PHONE = SessionKey("telegram", "default", "42")

@@ -1,6 +1,6 @@
 """End to end: `vikingbot gateway` as a real child process against loopback fakes.
 
-The home and its helpers are ``vikingbot.testing.home``; these are the fixtures.
+The home and its helpers are ``tests.support.home``; these are the fixtures.
 Every gateway a test starts is killed at teardown, also when the test fails.
 """
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import TIMEOUT_S, Home
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import TIMEOUT_S, Home
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import OWNER_ID, OWNER_KEY, Home, poll
 from vikingbot.testing.fake_openai import RecordedRequest, Step, reply
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import OWNER_ID, OWNER_KEY, Home, poll
 
 
 def test_a_dm_gets_the_models_answer_back_in_the_same_chat(

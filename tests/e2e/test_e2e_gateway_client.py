@@ -19,10 +19,10 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import OWNER_ID, TIMEOUT_S, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import OWNER_ID, TIMEOUT_S, Home, poll, with_tasks
 
 Start = Callable[[Home], GatewayProcess]
 

@@ -14,9 +14,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import OWNER_ID, TIMEOUT_S, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import reply, tool_call
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import OWNER_ID, TIMEOUT_S, Home, poll, with_tasks
 
 Start = Callable[[Home], GatewayProcess]
 TEXT = "Disk at 93% on the VPS."

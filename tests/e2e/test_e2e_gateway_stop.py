@@ -8,9 +8,9 @@ import threading
 import time
 from collections.abc import Callable
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll
 from vikingbot.testing.fake_openai import reply
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll
 
 Start = Callable[[Home], GatewayProcess]
 

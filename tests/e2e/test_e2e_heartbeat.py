@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from vikingbot.testing.fake_openai import reply, tool_call
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import (
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import (
     HB_KEY,
     OWNER_ID,
     OWNER_KEY,
@@ -15,6 +14,7 @@ from vikingbot.testing.home import (
     poll,
     with_tasks,
 )
+from vikingbot.testing.fake_openai import reply, tool_call
 
 Start = Callable[[Home], GatewayProcess]
 

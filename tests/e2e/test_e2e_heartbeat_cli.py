@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from tests.support.home import OWNER_KEY, Home, with_tasks
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import tool_call
-from vikingbot.testing.home import OWNER_KEY, Home, with_tasks
 from vikingbot.workspace.manager import WorkspaceManager
 
 OTHER_KEY = SessionKey("telegram", "default", "777")

@@ -21,10 +21,10 @@ from datetime import timedelta
 
 from filelock import FileLock
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll, with_tasks
 from vikingbot.fsutil import lock_path
 from vikingbot.testing.fake_llm import RecordedRequest, Step, reply
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll, with_tasks
 
 TASK = "Water the plants"
 INTERVAL_S = 10

@@ -5,9 +5,9 @@ from __future__ import annotations
 import signal
 from collections.abc import Callable
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import OWNER_ID, OWNER_KEY, Home, poll, with_tasks
 from vikingbot.testing.fake_openai import tool_call
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import OWNER_ID, OWNER_KEY, Home, poll, with_tasks
 
 TEXT = "Your passport expires in 30 days."
 

@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll
 from vikingbot.testing.fake_llm import RecordedRequest, Step, reply
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll
 
 TOKEN = "e2e-inbound-token"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tests.support.harness import build_harness
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.gateway.supervisor import Gateway
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
-from vikingbot.testing.harness import build_harness
 
 
 async def test_prompt_in_inbox_runs_once_and_answers_in_slot(tmp_path: Path) -> None:

@@ -18,8 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import poll
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import poll
 
 SDKS = ("openai", "anthropic", "telegram", "slack_sdk", "aiohttp", "psycopg", "playwright", "acp")
 

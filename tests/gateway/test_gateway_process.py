@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing import forkserver
-from vikingbot.testing.gateway_proc import GatewayProcess, free_port
+from tests.support import forkserver
+from tests.support.gateway_proc import GatewayProcess, free_port
 
 
 def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ import asyncio
 import time
 from pathlib import Path
 
+from tests.support.harness import build_harness
 from vikingbot.bus import InboundMessage
 from vikingbot.gateway.supervisor import Gateway
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
-from vikingbot.testing.harness import build_harness
 
 
 async def test_two_chats_do_not_wait_for_each_other(tmp_path: Path) -> None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.harness import Harness, build_harness
 from vikingbot.bus import InboundMessage
 from vikingbot.cron.service import CronService
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.gateway.supervisor import Gateway
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
-from vikingbot.testing.harness import Harness, build_harness
 
 FORBIDDEN = "telegram:999"
 

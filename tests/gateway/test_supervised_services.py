@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from tests.support.harness import build_harness, with_tasks
 from vikingbot.gateway.supervisor import Gateway
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply
-from vikingbot.testing.harness import build_harness, with_tasks
 
 
 async def until(check: Callable[[], bool], timeout: float = 20.0) -> None:

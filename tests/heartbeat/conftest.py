@@ -1,4 +1,4 @@
-"""Heartbeat test fixtures; the harness itself is ``vikingbot.testing.harness``."""
+"""Heartbeat test fixtures; the harness itself is ``tests.support.harness``."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.harness import (
+from tests.support.harness import (
     OWNER,
     TEMPLATE,
     Harness,
@@ -16,6 +15,7 @@ from vikingbot.testing.harness import (
     make_config,
     with_tasks,
 )
+from vikingbot.testing.fake_openai import FakeOpenAI
 
 __all__ = ["OWNER", "TEMPLATE", "Harness", "build_harness", "make_config", "with_tasks"]
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.harness import Harness, build_harness, make_config, with_tasks
 from vikingbot.config.schema import Config
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.harness import Harness, build_harness, make_config, with_tasks
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 import vikingbot
+from tests.support.harness import OWNER, Harness, build_harness, make_config, with_tasks
 from vikingbot.config.schema import Config
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.harness import OWNER, Harness, build_harness, make_config, with_tasks
 
 pytest.importorskip("acp")
 

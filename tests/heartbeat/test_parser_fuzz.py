@@ -13,7 +13,7 @@ import random
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vikingbot.testing.hostile_heartbeat import check_file, hostile_file
+from tests.support.hostile_heartbeat import check_file, hostile_file
 
 FILES_PER_EXAMPLE = 20
 settings.register_profile(

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.harness import OWNER, TEMPLATE, Harness, build_harness, with_tasks
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_call
-from vikingbot.testing.harness import OWNER, TEMPLATE, Harness, build_harness, with_tasks
 
 
 async def test_template_makes_no_model_call(harness: Harness) -> None:

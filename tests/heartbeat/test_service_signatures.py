@@ -6,9 +6,9 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.support.harness import Harness, build_harness, with_tasks
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_call
-from vikingbot.testing.harness import Harness, build_harness, with_tasks
 
 GUARDED = "- every: 10m only-if: feed title: Feed task: Check the feed and act on it"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing.databases import SharedDb
-from vikingbot.testing.databases import shared_db as make_shared_db
+from tests.support.databases import SharedDb
+from tests.support.databases import shared_db as make_shared_db
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -1,6 +1,6 @@
 """One poller of a (fake) Telegram at any moment across gateways, and takeover after a SIGKILL.
 
-Each "gateway" is a real process (``vikingbot.testing.channel_node``) running the
+Each "gateway" is a real process (``tests.support.channel_node``) running the
 channel manager against one shared database; the fake Telegram answers a second
 concurrent ``getUpdates`` with 409 and counts it, as the real API does.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing.databases import SharedDb
-from vikingbot.testing.fake_telegram import FakeTelegram
+from tests.support.databases import SharedDb
+from tests.support.fake_telegram import FakeTelegram
 
 # short for the test (15 s and 5 s by default), but long enough that a node stalled by
 # a loaded machine (three workers on two cores) does not lose the lease while it works
@@ -33,7 +33,7 @@ class Node:
             [
                 sys.executable,
                 "-m",
-                "vikingbot.testing.channel_node",
+                "tests.support.channel_node",
                 name,
                 db.url,
                 db.schema or "-",

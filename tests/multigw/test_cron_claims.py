@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.databases import SharedDb
+from tests.support.scripted_agent import START, ScriptedAgent, Sent
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
 from vikingbot.delivery.service import DeliveryService
 from vikingbot.session.store import SessionStore
 from vikingbot.store import StateStore
-from vikingbot.testing.databases import SharedDb
-from vikingbot.testing.scripted_agent import START, ScriptedAgent, Sent
 from vikingbot.workspace.manager import WorkspaceManager
 
 CONFIG = Config.model_validate(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vikingbot.testing.gateway_fleet import run_gateways
+from tests.support.gateway_fleet import run_gateways
 
 # Enough for each gateway to be killed with claims in hand (25 units a gateway, 4
 # run at once); the wall time is the cycles and leases the kills wait out, the

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
 from vikingbot.store import StateStore
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
 
 
 @pytest.fixture

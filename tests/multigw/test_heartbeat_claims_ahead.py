@@ -11,6 +11,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from tests.support.databases import SharedDb
+from tests.support.waits import until
 from vikingbot.agent.types import TurnResult
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
@@ -19,8 +21,6 @@ from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store.leases import Leases
-from vikingbot.testing.databases import SharedDb
-from vikingbot.testing.waits import until
 
 TEMPLATE = (
     "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.pg_proxy import PgProxy
 from vikingbot.agent.types import TurnResult
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
@@ -25,7 +26,6 @@ from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store import StateStore
-from vikingbot.testing.pg_proxy import PgProxy
 
 TEMPLATE = (
     "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"

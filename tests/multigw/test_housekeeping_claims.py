@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from tests.support.databases import SharedDb
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.housekeeping.service import HousekeepingService
 from vikingbot.session.store import SessionStore
-from vikingbot.testing.databases import SharedDb
 from vikingbot.workspace.manager import WorkspaceManager
 
 JOBS = ("index", "consolidate", "prune")

@@ -9,13 +9,13 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
+from tests.support.databases import SharedDb
 from vikingbot.bus import OutboundMessage
 from vikingbot.clock import SystemClock
 from vikingbot.delivery.outbox import Outbox
 from vikingbot.gateway.registry import GatewayRegistry
 from vikingbot.store import StateStore
 from vikingbot.store.tables import gateways
-from vikingbot.testing.databases import SharedDb
 
 
 @pytest.fixture

@@ -22,6 +22,10 @@ import pytest
 from loguru import logger
 from sqlalchemy import update
 
+from tests.support.databases import SharedDb
+from tests.support.fake_slack import FakeSlack
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.outbound import send_reply
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.channels.text import split_text
@@ -32,10 +36,6 @@ from vikingbot.gateway.registry import GatewayRegistry
 from vikingbot.metrics import Metrics
 from vikingbot.store import StateStore
 from vikingbot.store.tables import gateways
-from vikingbot.testing.databases import SharedDb
-from vikingbot.testing.fake_slack import FakeSlack
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.outbound import send_reply
 
 CHAT = "4242"
 SLACK_DM = "D0OWNER"

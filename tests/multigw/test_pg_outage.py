@@ -15,6 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.outbound import send_reply
+from tests.support.pg_proxy import PgProxy
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import SystemClock
@@ -23,9 +26,6 @@ from vikingbot.config.schema import Config
 from vikingbot.heartbeat.service import GLOBAL, HeartbeatService
 from vikingbot.runtime import Runtime
 from vikingbot.store import StateStore
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.outbound import send_reply
-from vikingbot.testing.pg_proxy import PgProxy
 
 
 @pytest.fixture

@@ -20,6 +20,9 @@ from typing import Any
 
 import pytest
 
+from tests.support.databases import SharedDb
+from tests.support.databases import shared_db as make_shared_db
+from tests.support.waits import until
 from vikingbot.agent.types import TurnResult
 from vikingbot.clock import SystemClock
 from vikingbot.config.loader import Paths
@@ -29,9 +32,6 @@ from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange
 from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
-from vikingbot.testing.databases import SharedDb
-from vikingbot.testing.databases import shared_db as make_shared_db
-from vikingbot.testing.waits import until
 
 TEMPLATE = (
     "# Heartbeat Tasks\n\n## Active Tasks\n\n<!-- Add your periodic tasks below this line -->\n\n"

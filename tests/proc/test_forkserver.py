@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing import forkserver
-from vikingbot.testing.gateway_proc import GatewayProcess
+from tests.support import forkserver
+from tests.support.gateway_proc import GatewayProcess
 
 
 @pytest.fixture

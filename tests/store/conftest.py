@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from vikingbot.testing.databases import SharedDb, shared_db
+from tests.support.databases import SharedDb, shared_db
 
 Target = SharedDb
 

@@ -21,7 +21,7 @@ from vikingbot.store.leases import KEY_MAX, Claim, Held, LeaseLost, Leases, leas
 from vikingbot.store.tables import audit_events
 
 if TYPE_CHECKING:
-    from vikingbot.testing.databases import SharedDb as Target
+    from tests.support.databases import SharedDb as Target
 
 
 @pytest.fixture

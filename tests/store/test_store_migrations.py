@@ -23,7 +23,7 @@ from vikingbot.store.migrations import SCRIPTS, known_versions, migrate
 from vikingbot.store.tables import metadata
 
 if TYPE_CHECKING:
-    from vikingbot.testing.databases import SharedDb as Target
+    from tests.support.databases import SharedDb as Target
 
 
 # The schema the newest migration leaves, table -> columns, on both backends. When

@@ -7,9 +7,9 @@ from dataclasses import asdict
 
 import pytest
 
+from tests.support.fake_forges import FakeGitHub, FakeGitLab
 from vikingbot.config.schema import CheckerConfig
 from vikingbot.heartbeat.checkers import CheckResult
-from vikingbot.testing.fake_forges import FakeGitHub, FakeGitLab
 
 GH_TOKEN = "ghp_fakeTokenValue123"
 GL_TOKEN = "glpat-fakeTokenValue456"

@@ -38,9 +38,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.gateway_proc import GatewayProcess
 from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, reply
-from vikingbot.testing.fake_telegram import FakeTelegram
-from vikingbot.testing.gateway_proc import GatewayProcess
 
 OWNER_ID = 4242
 UNIT = re.compile(r"unit-(\d{4,})")

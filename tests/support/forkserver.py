@@ -52,6 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 # What a gateway with the e2e tests' config imports before it is ready: the
@@ -78,6 +79,9 @@ PRELOAD = (
     "vikingbot.runtime",
 )
 MAX_MESSAGE = 1 << 20
+
+
+_REPO = Path(__file__).resolve().parents[2]
 
 
 def _python_vars(env: Mapping[str, str]) -> dict[str, str]:
@@ -134,8 +138,9 @@ class _Client:
         self.python_vars = _python_vars(os.environ)
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "vikingbot.testing.forkserver", str(theirs.fileno())],
+            [sys.executable, "-m", "tests.support.forkserver", str(theirs.fileno())],
             pass_fds=[theirs.fileno()],
+            cwd=_REPO,  # where ``-m tests.support...`` is found
             stdin=subprocess.DEVNULL,
         )
         theirs.close()

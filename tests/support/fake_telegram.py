@@ -25,7 +25,7 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl
 
-from vikingbot.testing.stalls import Stalls
+from tests.support.stalls import Stalls
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -1,6 +1,6 @@
 """A process holding a Telegram channel the way a gateway does (tests and benches).
 
-    python -m vikingbot.testing.channel_node NAME DB_URL SCHEMA|- API_BASE TOKEN TTL_S CHECK_S
+    python -m tests.support.channel_node NAME DB_URL SCHEMA|- API_BASE TOKEN TTL_S CHECK_S
 
 Opens the state database, starts a ``ChannelManager`` with only Telegram enabled
 (sender id ``NAME``, channel lease ``TTL_S``/``CHECK_S``) and prints one line per

@@ -20,7 +20,7 @@ from pathlib import Path
 import pexpect
 from pexpect import fdpexpect
 
-from vikingbot.testing import forkserver
+from tests.support import forkserver
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\x1b\][^\x07]*\x07|\r")
 UP, LEFT = "\x1b[A", "\x1b[D"
@@ -30,7 +30,7 @@ ROWS_COLS = (40, 120)
 
 class _ForkedChat(fdpexpect.fdspawn):
     """The chat forked from the tests' fork server onto a new pty
-    (``vikingbot.testing.forkserver``), with what :class:`Terminal` uses of
+    (``tests.support.forkserver``), with what :class:`Terminal` uses of
     ``pexpect.spawn``: the pty's keys and screen, Ctrl-C and Ctrl-D typed as
     characters (the terminal makes them a signal and an end of input), the exit."""
 

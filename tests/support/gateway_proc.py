@@ -17,8 +17,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from vikingbot.testing import forkserver
-from vikingbot.testing.forkserver import Forked
+from tests.support import forkserver
+from tests.support.forkserver import Forked
 
 
 def free_port() -> int:

@@ -24,11 +24,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+from tests.support import forkserver
+from tests.support.fake_telegram import FakeTelegram
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey
-from vikingbot.testing import forkserver
 from vikingbot.testing.fake_openai import FakeOpenAI
-from vikingbot.testing.fake_telegram import FakeTelegram
 
 OWNER_ID = 4242
 OWNER_KEY = SessionKey("telegram", "default", str(OWNER_ID))

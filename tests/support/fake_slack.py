@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.testing.stalls import Stalls
+from tests.support.stalls import Stalls
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
