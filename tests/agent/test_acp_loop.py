@@ -53,7 +53,7 @@ class Rig:
             {
                 "bot": {
                     "agents": {"loop": "acp", "acp": fields},
-                    "heartbeat": {"safeTools": ["read", "Fetch the weather"]},
+                    "heartbeat": {"safeTools": ["read_file", "grep", "list_dir", "message"]},
                 }
             }
         )
@@ -127,26 +127,37 @@ async def test_tool_calls_are_recorded_so_wrote_and_tools_run_stay_true(rig: Rig
     assert result.wrote is True
 
 
-async def test_unattended_permissions_follow_safe_tools_and_are_audited(rig: Rig) -> None:
+async def test_unattended_permissions_go_by_kind_never_by_title(rig: Rig) -> None:
+    """The red-team requests of issue 38: a title naming a safe tool does not widen a kind."""
     loop = rig.loop(
         {
             "*": [
+                {"permission": {"title": "read_file", "kind": "delete"}},
+                {"permission": {"title": "message", "kind": "execute"}},
+                {"permission": {"title": "list_dir", "kind": "execute"}},
                 {"permission": {"title": "Fetch the weather", "kind": "fetch"}},
-                {"permission": {"title": "rm -rf build", "kind": "execute"}},
                 {"permission": {"title": "Look at a.txt", "kind": "read"}},
+                {"permission": {"title": "exec", "kind": "read"}},  # a title only narrows
+                {"permission": {"title": "Grep for TODO", "kind": "search"}},
             ]
         }
     )
     result = await loop.run_turn("check", HB, rig.meta(heartbeat=True, unattended=True))
-    assert result.text == "allowedrefusedallowed"  # by title, refused, by kind
-    audit = rig.store.audit_events(limit=10)
-    assert sorted((e["action"], e["subject"]) for e in audit) == [
-        ("tool.approve", "Fetch the weather"),
-        ("tool.approve", "read"),
-        ("tool.deny", "execute"),
+    assert result.text == "refused" * 4 + "allowed" + "refused" + "allowed"
+    audit = rig.store.audit_events(limit=20)
+    rows = sorted((e["action"], e["subject"], e["details"]["title"]) for e in audit)
+    assert rows == [
+        ("tool.approve", "acp:read", "Look at a.txt"),
+        ("tool.approve", "acp:search", "Grep for TODO"),
+        ("tool.deny", "acp:delete", "read_file"),
+        ("tool.deny", "acp:execute", "list_dir"),
+        ("tool.deny", "acp:execute", "message"),
+        ("tool.deny", "acp:fetch", "Fetch the weather"),
+        ("tool.deny", "acp:read", "exec"),
     ]
-    refused = [c for c in result.tool_calls if not c.approved]
-    assert [c.name for c in refused] == ["execute"]
+    assert all(e["details"]["kind"] for e in audit)
+    refused = [c.name for c in result.tool_calls if not c.approved]
+    assert refused == ["read_file", "message", "list_dir", "Fetch the weather", "exec"]
 
 
 async def test_chat_permission_asks_the_person(rig: Rig) -> None:
@@ -160,7 +171,7 @@ async def test_chat_permission_asks_the_person(rig: Rig) -> None:
         {"*": [{"permission": {"title": "Run ls", "kind": "execute"}}]}, approval_callback=person
     )
     result = await loop.run_turn("list", CHAT, rig.meta())
-    assert (result.text, asked) == ("allowed", ["execute"])
+    assert (result.text, asked) == ("allowed", ["acp:execute 'Run ls'"])
 
 
 async def test_fs_is_confined_to_the_workspace(rig: Rig, tmp_path: Path) -> None:

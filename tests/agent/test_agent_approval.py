@@ -6,7 +6,16 @@ from typing import Any
 
 import pytest
 
-from vikingbot.agent.approval import Approver, decide, entry_matches
+from vikingbot.agent.approval import (
+    Approver,
+    acp_action,
+    decide,
+    decide_action,
+    entry_matches,
+    mcp_action,
+    runs_unattended,
+    tool_action,
+)
 from vikingbot.config.schema import Config
 from vikingbot.store.db import StateStore
 
@@ -92,10 +101,10 @@ async def test_every_decision_is_audited(store: StateStore) -> None:
     approver = Approver(config(auto_deny=["web_fetch"]), store=store, callback=ask)
     meta: dict[str, Any] = {}
     common = {"session": "cli:default:local", "metadata": meta, "turn_id": "t1"}
-    r1 = await approver.check("read_file", {"path": "a"}, read_only=True, **common)
-    r2 = await approver.check("exec", {"command": "ls"}, read_only=False, **common)
-    r3 = await approver.check("exec", {"command": "rm x"}, read_only=False, **common)
-    r4 = await approver.check("web_fetch", {"url": "u"}, read_only=False, **common)
+    r1 = await approver.check(tool_action("read_file", read_only=True), {"path": "a"}, **common)
+    r2 = await approver.check(tool_action("exec", read_only=False), {"command": "ls"}, **common)
+    r3 = await approver.check(tool_action("exec", read_only=False), {"command": "rm x"}, **common)
+    r4 = await approver.check(tool_action("web_fetch", read_only=False), {"url": "u"}, **common)
     assert [r.approved for r in (r1, r2, r3, r4)] == [True, True, False, False]
     assert asked == [("exec", {"command": "ls"}), ("exec", {"command": "rm x"})]
 
@@ -118,7 +127,11 @@ async def test_unattended_decisions_are_audited_with_run_and_entry(store: StateS
     meta = {"heartbeat": True, "unattended": True, "run_id": "r9", "entry": "Merge requests"}
     for name, ro in [("grep", True), ("exec", False), ("get_all_credentials", True)]:
         await approver.check(
-            name, {}, read_only=ro, session="heartbeat:default:shared", metadata=meta, turn_id="t2"
+            tool_action(name, read_only=ro),
+            {},
+            session="heartbeat:default:shared",
+            metadata=meta,
+            turn_id="t2",
         )
     events = _events(store)
     assert [(e["subject"], e["outcome"]) for e in events] == [
@@ -137,8 +150,56 @@ async def test_unattended_decisions_are_audited_with_run_and_entry(store: StateS
 async def test_no_callback_denies_writes_and_says_how_to_allow(store: StateStore) -> None:
     approver = Approver(config(), store=store, callback=None)
     d = await approver.check(
-        "write_file", {}, read_only=False, session="slack:T:C", metadata={}, turn_id="t"
+        tool_action("write_file", read_only=False),
+        {},
+        session="slack:T:C",
+        metadata={},
+        turn_id="t",
     )
     assert not d.approved
     assert "bot.tools.auto_approve" in d.reason
     assert _events(store)[0]["action"] == "tool.deny"
+
+
+@pytest.mark.parametrize(
+    ("kind", "title", "unattended", "cfg", "expected"),
+    [
+        ("read", "read_file", True, {}, "approve"),
+        ("delete", "read_file", True, {}, "deny"),  # issue 38: the title never widens
+        ("execute", "message", True, {}, "deny"),
+        ("execute", "list_dir", True, {}, "deny"),
+        ("execute", "ls", True, {"safe_tools": ["exec"]}, "approve"),
+        ("move", "mv a b", True, {"safe_tools": ["exec"]}, "approve"),  # move counts as exec
+        ("edit", "Edit a.txt", True, {"safe_tools": ["edit_file"]}, "approve"),
+        ("edit", "Edit a.txt", True, {"safe_tools": ["Edit a.txt"]}, "deny"),
+        ("read", "exec", True, {}, "deny"),  # a title naming a stricter tool narrows
+        ("read", "exec", False, {}, "ask"),
+        ("read", "Look at a", False, {}, "approve"),  # read-only kind, someone present
+        ("read", "secrets", False, {"auto_deny": ["secrets"]}, "deny"),  # auto_deny on title
+        ("other", "x", True, {"safe_tools": ["read_file", "exec"]}, "deny"),  # maps to nothing
+        ("switch_mode", "x", False, {}, "ask"),
+        ("made_up", "read_file", True, {}, "deny"),
+        (None, None, True, {}, "deny"),
+        ("fetch", "weather", False, {"auto_deny": ["web_fetch"]}, "deny"),
+    ],
+)
+def test_acp_kind_decides(
+    kind: str | None, title: str | None, unattended: bool, cfg: dict[str, Any], expected: str
+) -> None:
+    verdict = decide_action(config(**cfg), acp_action(kind, title), unattended=unattended)
+    assert verdict.outcome == expected
+    assert str(kind or "other") in verdict.reason
+
+
+def test_mcp_tools_go_by_configured_server_and_tool() -> None:
+    cfg = config(safe_tools=["mcp__github__list_issues"], auto_deny=["mcp__jira__*"])
+    action = mcp_action("github", "list_issues")
+    assert decide_action(cfg, action, unattended=True).approved
+    assert not decide_action(cfg, mcp_action("github", "delete_repo"), unattended=True).approved
+    assert (
+        decide_action(cfg, mcp_action("jira", "search", read_only=True), unattended=False).outcome
+        == "deny"
+    )
+    assert runs_unattended(cfg, "mcp__github__list_issues")
+    assert not runs_unattended(cfg, "exec")
+    assert runs_unattended(config(), "read_file") and runs_unattended(config(), "message")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from vikingbot.agent.approval import Approver
+from vikingbot.agent.approval import Approver, tool_action
 from vikingbot.agent.loop import BuiltinLoop
 from vikingbot.config.schema import Config
 from vikingbot.session.types import SessionKey
@@ -117,6 +117,6 @@ async def test_interactive_approval_stands_when_the_audit_fails(store: StateStor
     cfg = Config.model_validate({"bot": {"tools": {"autoApprove": ["read_file"]}}})
     approver = Approver(cfg, store=store)
     verdict = await approver.check(
-        "read_file", {}, read_only=True, session="s", metadata={}, turn_id="t"
+        tool_action("read_file", read_only=True), {}, session="s", metadata={}, turn_id="t"
     )
     assert verdict.approved

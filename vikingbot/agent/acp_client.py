@@ -8,11 +8,12 @@ agent process; each request is routed to the ``AcpTurn`` of its session:
   calls and their results are recorded as ``ToolCallRecord`` so ``tools_run``,
   ``wrote`` and the ledger stay true (kinds ``read``, ``search``, ``think``,
   ``fetch`` are read-only; any other kind that completes means the turn wrote);
-- ``session/request_permission``: the approval policy decides, by exact name:
-  the tool call's title if a list names it, else its kind (``edit``,
-  ``execute``, ...). Unattended turns approve only what
-  ``bot.heartbeat.safe_tools`` names; chat asks the person when it can. Every
-  decision is audited by the approval module;
+- ``session/request_permission``: the approval policy decides by the request's
+  ``kind`` (``approval.acp_action``: ``read`` counts as ``read_file``,
+  ``execute`` as ``exec``, ...); the title the agent picks may only narrow.
+  Unattended turns approve only kinds whose tool ``bot.heartbeat.safe_tools``
+  names; chat asks the person when it can. Every decision is audited, with
+  kind and title, by the approval module;
 - ``fs/read_text_file`` / ``fs/write_text_file``: confined to the turn's
   workspace (a path outside is refused, naming the path); writes go through
   the ``write_file`` tool, so HEARTBEAT.md takes the heartbeat's own lock;
@@ -25,17 +26,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.agent.approval import Approver
+from vikingbot.agent.approval import READ_ONLY_KINDS, Approver, acp_action
 from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, ToolObserver
 from vikingbot.errors import ToolError
 from vikingbot.tools.paths import resolve_in, shown
+from vikingbot.tools.registry import tool_names
 
 if TYPE_CHECKING:
     from vikingbot.agent.history import TurnLog
     from vikingbot.config.schema import Config
     from vikingbot.tools.base import ToolContext
 
-READ_ONLY_KINDS = frozenset({"read", "search", "think", "fetch"})
 MAX_READ_BYTES = 4 * 1024 * 1024
 
 
@@ -105,6 +106,7 @@ class AcpClient:
         self.approval_callback = approval_callback
         self.on_tool_call = on_tool_call
         self.turns: dict[str, AcpTurn] = {}
+        self.known_tools = frozenset(tool_names())
 
     def _turn(self, session_id: str) -> AcpTurn:
         from acp import RequestError
@@ -162,28 +164,18 @@ class AcpClient:
     ) -> Any:
         from acp.schema import AllowedOutcome, DeniedOutcome, RequestPermissionResponse
 
-        from vikingbot.agent.approval import decide
-
         turn = self._turn(session_id)
-        kind = str(tool_call.kind or "other")
-        title = str(tool_call.title or "")[:200]
-        unattended = turn.ctx.unattended
-        read_only = kind in READ_ONLY_KINDS
-        name = kind
-        if (
-            title
-            and decide(self.config, title, read_only=read_only, unattended=unattended).approved
-        ):
-            name = title
+        action = acp_action(tool_call.kind, tool_call.title)
+        title = action.title
         args = tool_call.raw_input if isinstance(tool_call.raw_input, dict) else {"title": title}
         approver = Approver(self.config, store=self.store, callback=self.approval_callback)
         decision = await approver.check(
-            name,
+            action,
             args,
-            read_only=read_only,
             session=str(turn.log.key),
             metadata=turn.log.metadata,
             turn_id=turn.log.turn_id,
+            known=self.known_tools,
         )
         wanted = (
             ("allow_once", "allow_always")
@@ -192,7 +184,8 @@ class AcpClient:
         )
         option = next((o for k in wanted for o in options if o.kind == k), None)
         if not decision.approved:
-            rec = ToolCallRecord(name, args, f"refused: {decision.reason}", read_only, False)
+            name = title or str(action.kind)
+            rec = ToolCallRecord(name, args, f"refused: {decision.reason}", action.read_only, False)
             turn.log.result.tool_calls.append(rec)
             if self.on_tool_call is not None:
                 self.on_tool_call(rec)

@@ -24,6 +24,24 @@ and so is every refusal made before the policy is asked (``Approver.refuse``:
 an unknown tool name such as ``Exec`` or a look-alike ``exec``, arguments
 that are not JSON or do not fit the tool). With nobody present, a decision
 that cannot be audited (the store fails) is a denial.
+
+What is asked is an ``Action``, named by what it *is*, never by a label the
+agent picks (heartbeat spec: "nothing the agent chooses widens what runs
+unattended"). Make one with the constructor for its source and pass it to
+``decide_action`` (pure) or ``Approver.check`` (asks, audits):
+
+- ``tool_action(name, read_only=...)``: a built-in or plug-in tool, by its
+  registered name;
+- ``acp_action(kind, title)``: an ACP permission request. The decision uses the
+  ``kind`` through ``ACP_KIND_TOOLS`` (``read`` is ``read_file``, ``execute`` is
+  ``exec``, ...); the title only narrows: a title that ``auto_deny`` matches,
+  or that is a tool name the policy would treat more strictly, makes the
+  answer stricter, never looser;
+- ``mcp_action(server, tool, read_only=...)``: an MCP tool, by the server's
+  name *as configured* and the tool's name (``mcp__<server>__<tool>``).
+
+``runs_unattended(config, name)`` is the one predicate for "may this tool run
+with nobody present" (what an unattended turn may be offered).
 """
 
 from __future__ import annotations
@@ -100,6 +118,113 @@ def decide(config: Config, name: str, *, read_only: bool, unattended: bool) -> V
     return Verdict("ask", f"{name} changes things and needs approval")
 
 
+ACP_KIND_TOOLS: dict[str, str | None] = {
+    "read": "read_file",
+    "search": "grep",
+    "think": "read_file",
+    "fetch": "web_fetch",
+    "edit": "edit_file",
+    "delete": "exec",
+    "move": "exec",
+    "execute": "exec",
+    "switch_mode": None,
+    "other": None,
+}
+"""What an ACP permission ``kind`` counts as: the built-in tool with the same power.
+
+The lists (``safe_tools``, ``auto_approve``, ``auto_deny``) are matched against
+this name. ``delete`` and ``move`` count as ``exec`` (vikingbot's own tools can
+remove or move a file only by running a command); a kind that maps to ``None``
+(or one the protocol does not define) is never approved with nobody present.
+"""
+
+READ_ONLY_KINDS = frozenset({"read", "search", "think", "fetch"})
+
+
+@dataclass(frozen=True)
+class Action:
+    """One thing an agent wants to run, named by what it is.
+
+    ``name`` is what the lists are matched against (``None``: nothing may approve
+    it unattended); ``kind`` and ``title`` are an ACP request's kind and the
+    label the agent gave, kept for the audit log (the title may only narrow).
+    """
+
+    name: str | None
+    read_only: bool
+    kind: str | None = None
+    title: str = ""
+
+    @property
+    def shown(self) -> str:
+        """How the audit log names the action."""
+        if self.kind is not None:
+            return f"acp:{shown_name(self.kind, 40)}"
+        return shown_name(self.name or "")
+
+
+def tool_action(name: str, *, read_only: bool) -> Action:
+    """A built-in or plug-in tool, by its registered name."""
+    return Action(name, read_only)
+
+
+def mcp_action(server: str, tool: str, *, read_only: bool = False) -> Action:
+    """An MCP tool: ``server`` is the name in vikingbot's config, not one the server reports.
+
+    Pass ``read_only=True`` only when the configuration says so: an MCP server's
+    own ``readOnlyHint`` is a label the server picks.
+    """
+    return Action(f"mcp__{server}__{tool}", read_only)
+
+
+def acp_action(kind: str | None, title: str | None) -> Action:
+    """An ACP permission request: decided by ``kind``, the ``title`` kept for narrowing."""
+    kind = str(kind or "other")[:40]
+    return Action(ACP_KIND_TOOLS.get(kind), kind in READ_ONLY_KINDS, kind, str(title or "")[:200])
+
+
+_STRICTNESS: dict[Outcome, int] = {"approve": 0, "ask": 1, "deny": 2}
+
+
+def decide_action(
+    config: Config, action: Action, *, unattended: bool, known: frozenset[str] = frozenset()
+) -> Verdict:
+    """The policy for any action, without I/O (the one rule; see the module docstring).
+
+    ``known`` are the tool names the caller knows of: a title equal to one of
+    them (or one ``auto_deny`` matches) is decided too, and the stricter answer
+    wins.
+    """
+    if action.name is None:
+        verdict = (
+            Verdict("deny", f"ACP kind {action.kind!r} runs only when someone approves it")
+            if unattended
+            else Verdict("ask", f"ACP kind {action.kind!r} needs approval")
+        )
+    else:
+        verdict = decide(config, action.name, read_only=action.read_only, unattended=unattended)
+    if action.kind is None:
+        return verdict
+    label = f"ACP kind {action.kind!r} (counts as {action.name or 'nothing'})"
+    verdict = Verdict(verdict.outcome, f"{label}: {verdict.reason}", verdict.entry)
+    title = action.title
+    named = title in known or title in ACP_KIND_TOOLS.values()
+    denied = first_match(config.bot.tools.auto_deny, title, star=False) if title else None
+    if denied is None and not named:
+        return verdict
+    narrow = decide(config, title, read_only=False, unattended=unattended)
+    if _STRICTNESS[narrow.outcome] > _STRICTNESS[verdict.outcome]:
+        return Verdict(
+            narrow.outcome, f"{label}, titled {shown_name(title)!r}: {narrow.reason}", narrow.entry
+        )
+    return verdict
+
+
+def runs_unattended(config: Config, name: str) -> bool:
+    """May the tool ``name`` run with nobody present? (Offer only these to unattended turns.)"""
+    return decide(config, name, read_only=False, unattended=True).approved
+
+
 def actor_of(metadata: dict[str, Any]) -> str:
     """Who a turn acts for, as the audit log names it."""
     if metadata.get("actor"):
@@ -134,19 +259,20 @@ class Approver:
 
     async def check(
         self,
-        name: str,
+        action: Action,
         args: dict[str, Any],
         *,
-        read_only: bool,
         session: str,
         metadata: dict[str, Any],
         turn_id: str,
+        known: frozenset[str] = frozenset(),
     ) -> Verdict:
+        """Decide ``action`` (asking the person if the policy says so) and audit the answer."""
         unattended = is_unattended(metadata)
-        decision = decide(self.config, name, read_only=read_only, unattended=unattended)
+        decision = decide_action(self.config, action, unattended=unattended, known=known)
         if decision.outcome == "ask":
-            decision = await self._ask(name, args)
-        return self._audit(decision, name, args, session, metadata, turn_id, unattended)
+            decision = await self._ask(action, args)
+        return self._audit(decision, action, args, session, metadata, turn_id, unattended)
 
     def refuse(
         self,
@@ -160,15 +286,20 @@ class Approver:
     ) -> Verdict:
         """Audit a call refused before the policy was asked (unknown tool, bad arguments)."""
         verdict = Verdict("deny", reason)
-        return self._audit(verdict, name, args, session, metadata, turn_id, is_unattended(metadata))
+        action = Action(name, False)
+        return self._audit(
+            verdict, action, args, session, metadata, turn_id, is_unattended(metadata)
+        )
 
-    async def _ask(self, name: str, args: dict[str, Any]) -> Verdict:
+    async def _ask(self, action: Action, args: dict[str, Any]) -> Verdict:
+        name = action.shown if action.kind is None else f"{action.shown} {action.title!r}"
         if self.callback is None:
-            return Verdict(
-                "deny",
-                f"{name} needs approval and nobody can be asked here; add it to "
-                "bot.tools.auto_approve to allow it",
+            fix = (
+                f"; add {action.name} to bot.tools.auto_approve to allow it"
+                if action.name
+                else ""
             )
+            return Verdict("deny", f"{name} needs approval and nobody can be asked here{fix}")
         try:
             ok = await self.callback(name, args)
         except (OSError, EOFError, RuntimeError, ValueError) as exc:
@@ -181,7 +312,7 @@ class Approver:
     def _audit(
         self,
         decision: Verdict,
-        name: str,
+        action: Action,
         args: dict[str, Any],
         session: str,
         metadata: dict[str, Any],
@@ -191,7 +322,7 @@ class Approver:
         """Write the verdict to the audit table; an unattended approval that cannot be written
         becomes a denial (nobody is there to see the log line instead)."""
         approved = decision.approved
-        shown = shown_name(name)
+        shown = action.shown
         log = logger.bind(session=session)
         log.info("tool {} {}: {}", shown, "approved" if approved else "denied", decision.reason)
         if self.store is None:
@@ -203,6 +334,8 @@ class Approver:
             "entry": metadata.get("entry"),
             "unattended": unattended,
             "matched": decision.entry,
+            "kind": action.kind,
+            "title": shown_name(action.title, 200) if action.kind is not None else None,
             "arguments": _preview(args),
         }
         try:

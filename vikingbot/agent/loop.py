@@ -18,7 +18,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.agent.approval import Approver
+from vikingbot.agent.approval import Approver, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
@@ -322,9 +322,8 @@ class BuiltinLoop(AgentLoop):
             )
             return record(f"Error: {refusal}", approved=False, error=True)
         decision = await approver.check(
-            name,
+            tool_action(name, read_only=bool(tool.read_only)),
             checked,
-            read_only=bool(tool.read_only),
             session=str(turn.key),
             metadata=turn.metadata,
             turn_id=turn.turn_id,
