@@ -295,9 +295,7 @@ class Approver:
         name = action.shown if action.kind is None else f"{action.shown} {action.title!r}"
         if self.callback is None:
             fix = (
-                f"; add {action.name} to bot.tools.auto_approve to allow it"
-                if action.name
-                else ""
+                f"; add {action.name} to bot.tools.auto_approve to allow it" if action.name else ""
             )
             return Verdict("deny", f"{name} needs approval and nobody can be asked here{fix}")
         try:
