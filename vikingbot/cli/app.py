@@ -68,6 +68,7 @@ def _register() -> None:
         gateway_cmd,
         heartbeat_cmd,
         inbox_cmd,
+        service_cmd,
         sessions_cmd,
         top_cmd,
     )
@@ -82,6 +83,7 @@ def _register() -> None:
     app.add_typer(heartbeat_cmd.app, name="heartbeat", help="Plan, run and inspect the heartbeat.")
     app.add_typer(cron_cmd.app, name="cron", help="Scheduled agent jobs.")
     app.add_typer(channels_cmd.app, name="channels", help="Chat platform connections.")
+    app.add_typer(service_cmd.app, name="service", help="Run the gateway as a user service.")
     app.add_typer(
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )
