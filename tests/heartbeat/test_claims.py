@@ -59,12 +59,12 @@ async def test_a_late_finisher_whose_unit_was_taken_over_neither_sends_nor_recor
     assert holder is not None and holder.holder == "gw-b:4242" and not holder.done
 
 
-async def test_a_task_claimed_ahead_that_left_the_file_meanwhile_does_not_run(
+async def test_a_task_that_left_the_file_meanwhile_does_not_run(
     tmp_path: Path, fake: FakeOpenAI
 ) -> None:
-    """The second task is claimed in the first one's commit; it was taken out of
-    HEARTBEAT.md during the first turn (as another gateway that ran it would), so the
-    file is read again under the claim and the task is not run."""
+    """The second task was taken out of HEARTBEAT.md during the first turn (as another
+    gateway that ran it would), so the file is read again under its claim and the task
+    is not run."""
     async for h in build_harness(tmp_path, fake, mode="per-task"):
         h.user_session()
         h.write(with_tasks("- Water the plants", "- Call the bank"))

@@ -12,16 +12,14 @@ units: recycle the dedicated heartbeat session, stop a workspace over budget.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from vikingbot.errors import VikingbotError
 from vikingbot.heartbeat.claims import Fence, Hold, Renewals
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import (
@@ -61,7 +59,7 @@ from vikingbot.session.types import SessionMeta
 from vikingbot.store.leases import Claim, Held, LeaseLost, Leases
 
 if TYPE_CHECKING:
-    from sqlalchemy import Connection
+    pass
 
 
 def unit_key(workspace: str, unit: Unit, after: str = "first") -> str:
@@ -90,24 +88,6 @@ def unit_prefix(workspace: str, entry: str) -> tuple[str, str]:
 
 
 @dataclass
-class Ahead:
-    """A unit claimed in the commit of the unit before it (``UnitRunner._finish``):
-    the claim (or who holds it), and for an entry its state read under the claim and
-    whether HEARTBEAT.md still lists it (``read``). ``ready`` is set once the commit
-    ended, claimed or not (``got`` stays ``None`` when it was rolled back)."""
-
-    wsin: WorkspaceInput
-    unit: Unit
-    key: str
-    path: Path
-    ready: asyncio.Event = field(default_factory=asyncio.Event)
-    got: Claim | Held | None = None
-    read: bool = False
-    entry: EntryState | None = None
-    active: bool = False
-
-
-@dataclass
 class Cycle:
     """What the runner shares with the service for one cycle."""
 
@@ -130,64 +110,6 @@ class UnitRunner:
         self.now = cycle.report.started_at  # the cycle's time keeps every entry on the rhythm
         leases = parts.leases
         self.renewals = Renewals(leases, self._lease_s()) if leases is not None else None
-        # Claims taken ahead (``_finish``): each unit's commit claims the unit its lane
-        # runs next, the next one of its workspace or the first of the next workspace
-        # lined up, so a claim costs no transaction of its own.
-        self._lined_up: deque[tuple[WorkspaceInput, Decision]] = deque()
-        self._started: set[str] = set()
-        self._next_unit: dict[str, tuple[WorkspaceInput, Decision]] = {}
-        self._ahead: dict[str, Ahead] = {}
-
-    def line_up(self, runs: list[tuple[WorkspaceInput, list[Decision]]]) -> None:
-        """The workspaces this cycle will run, in the order they wait for a slot: the
-        last commit of a workspace claims the first unit of the next one."""
-        self._lined_up.extend((wsin, todo[0]) for wsin, todo in runs if todo)
-
-    def claim_lanes(self, lanes: int) -> asyncio.Task[None] | None:
-        """Claim the first unit of each of the first ``lanes`` workspaces lined up, all
-        in one transaction, while their tasks start (each waits for its claim).
-
-        Claimed one by one, those claims were a transaction each, sent by every lane
-        at the same moment and queued on the database's write lock (SQLite's busy
-        wait sleeps in steps of milliseconds). The units after them are claimed in the
-        commits before them (``_finish``). If the transaction fails, each of these
-        units claims on its own when it starts.
-        """
-        leases = self.parts.leases
-        if leases is None or leases.store is not self.cycle.state.store or lanes < 1:
-            return None
-        batch: list[Ahead] = []
-        while self._lined_up and len(batch) < lanes:
-            wsin, d = self._lined_up.popleft()
-            if wsin.name in self._started or wsin.state.paused:
-                continue
-            ahead = self._ahead_of((wsin, d))
-            if ahead is not None:
-                batch.append(ahead)
-                self._ahead[ahead.key] = ahead
-        if not batch:
-            return None
-
-        def write() -> None:
-            with leases.transaction(f"claim {len(batch)} heartbeat units") as conn:
-                for ahead in batch:
-                    self._claim_ahead_in(conn, ahead)
-            for ahead in batch:
-                if ahead.read and ahead.unit.entry is not None:
-                    ahead.active = self._still_listed(ahead.unit.entry.ident, ahead.path)
-
-        async def claim() -> None:
-            try:
-                await asyncio.to_thread(write)
-            except VikingbotError as exc:
-                logger.warning("heartbeat: could not claim the first units together: {}", exc)
-                for ahead in batch:
-                    ahead.got, ahead.read = None, False
-            finally:
-                for ahead in batch:
-                    ahead.ready.set()
-
-        return asyncio.create_task(claim(), name="heartbeat:claim-lanes")
 
     # ------------------------------------------------------------ workspace
 
@@ -197,21 +119,12 @@ class UnitRunner:
             m for m in wsin.sessions if session_skip(m, self.now, self.cfg.stale_after) is None
         ]
         ran: list[LedgerRow] = []
-        self._started.add(wsin.name)
-        try:
-            for i, d in enumerate(todo):
-                if self.cycle.stopping() or wsin.state.paused:
-                    break
-                if i + 1 < len(todo):
-                    self._next_unit[wsin.name] = (wsin, todo[i + 1])
-                else:
-                    self._next_unit.pop(wsin.name, None)
-                row = await self.run_unit(wsin, d, eligible, path)
-                if row.decision == "run" and row.outcome != "busy":
-                    ran.append(row)
-        finally:
-            self._next_unit.pop(wsin.name, None)
-            await self._drop_ahead(wsin.name)
+        for d in todo:
+            if self.cycle.stopping() or wsin.state.paused:
+                break
+            row = await self.run_unit(wsin, d, eligible, path)
+            if row.decision == "run" and row.outcome != "busy":
+                ran.append(row)
         if ran:
             await self._after_runs(wsin, ran)
 
@@ -257,12 +170,9 @@ class UnitRunner:
             entry=unit.entry.ident if unit.entry else None,
         )
         key = unit_key(wsin.name, unit, self._after(wsin, unit))
-        ahead = self._ahead.pop(key, None)
-        if ahead is not None:  # claimed by the commit before (it may still be running)
-            await ahead.ready.wait()
-        claim, held = await self._claim(key, ahead)
+        claim, held = await self._claim(key)
         if claim is not None and held is None:
-            held = await self._ran_meanwhile(wsin, unit, path, ahead)
+            held = await self._ran_meanwhile(wsin, unit, path)
             if held is not None:
                 await self._release(claim, used=False)
         if held is not None:  # only the ledger row: the holder writes the unit's state
@@ -365,25 +275,19 @@ class UnitRunner:
         more = f"+{st.continuations}" if unit.continuation else ""
         return st.last_fired.isoformat() + more
 
-    async def _claim(self, key: str, ahead: Ahead | None) -> tuple[Claim | None, str | None]:
-        """(the claim, or None and why the unit is someone else's): the one taken
-        ahead by the commit before, else one claimed now. The claim lasts
+    async def _claim(self, key: str) -> tuple[Claim | None, str | None]:
+        """(the claim, or None and why the unit is someone else's). The claim lasts
         ``bot.gateway.lease_s`` and is renewed while the unit runs (``Renewals``), so
         a dead gateway's unit moves on after about that long."""
         leases = self.parts.leases
         if leases is None:
             return None, None
-        if ahead is not None and ahead.got is not None:
-            got = ahead.got
-        else:
-            got = await asyncio.to_thread(leases.claim, key, self.parts.owner, self._lease_s())
+        got = await asyncio.to_thread(leases.claim, key, self.parts.owner, self._lease_s())
         if isinstance(got, Held):
             return None, "this unit already ran" if got.done else f"held by {got.holder}"
         return got, None
 
-    async def _ran_meanwhile(
-        self, wsin: WorkspaceInput, unit: Unit, path: Path, ahead: Ahead | None = None
-    ) -> str | None:
+    async def _ran_meanwhile(self, wsin: WorkspaceInput, unit: Unit, path: Path) -> str | None:
         """Why the unit, now claimed, is no longer due, or None.
 
         The plan was made from HEARTBEAT.md and the entry's state as read at the
@@ -399,10 +303,7 @@ class UnitRunner:
         if not self._rechecks(unit):
             return None
         assert entry is not None
-        if ahead is not None and ahead.read:
-            active, st = ahead.active, ahead.entry
-        else:
-            active, st = await asyncio.to_thread(self._read_again, wsin.name, entry.ident, path)
+        active, st = await asyncio.to_thread(self._read_again, wsin.name, entry.ident, path)
         if not active:
             return "this unit already ran (the entry is no longer active)"
         before = wsin.entries.get(entry.ident)
@@ -430,51 +331,6 @@ class UnitRunner:
 
         parsed = read_heartbeat(path / "HEARTBEAT.md", max_bytes=self.cfg.max_file_bytes)
         return parsed.find(ident) is not None
-
-    def _up_next(self, workspace: str) -> tuple[WorkspaceInput, Decision] | None:
-        """The unit the lane that runs ``workspace`` takes next, if any."""
-        if self.cycle.stopping():
-            return None
-        nxt = self._next_unit.get(workspace)
-        if nxt is not None:
-            return nxt
-        while self._lined_up:
-            wsin, d = self._lined_up.popleft()
-            if wsin.name not in self._started and not wsin.state.paused:
-                return wsin, d
-        return None
-
-    def _ahead_of(self, nxt: tuple[WorkspaceInput, Decision]) -> Ahead | None:
-        wsin, d = nxt
-        if d.unit is None:
-            return None
-        key = unit_key(wsin.name, d.unit, self._after(wsin, d.unit))
-        if key in self._ahead:
-            return None
-        path = self.parts.paths.workspace_root / wsin.name
-        return Ahead(wsin, d.unit, key, path)
-
-    def _claim_ahead_in(self, conn: Connection, ahead: Ahead) -> None:
-        """Claim ``ahead``'s unit in the transaction the caller holds and read its
-        entry's state under that claim."""
-        leases = self.parts.leases
-        assert leases is not None
-        ahead.got = leases.claim_in(
-            conn, ahead.key, self.parts.owner, self._lease_s(), leases.stamp()
-        )
-        entry = ahead.unit.entry
-        if isinstance(ahead.got, Claim) and entry is not None and self._rechecks(ahead.unit):
-            ahead.entry = self.cycle.state.entry_in(conn, ahead.wsin.name, entry.ident)
-            ahead.read = True
-
-    async def _drop_ahead(self, workspace: str) -> None:
-        """Give up the claims taken ahead for units of ``workspace`` that did not run."""
-        for key, ahead in list(self._ahead.items()):
-            if ahead.wsin.name == workspace:
-                del self._ahead[key]
-                await ahead.ready.wait()
-                if isinstance(ahead.got, Claim):
-                    await self._release(ahead.got, used=False)
 
     async def _release(self, claim: Claim | None, *, used: bool) -> None:
         leases = self.parts.leases
@@ -528,32 +384,11 @@ class UnitRunner:
         end = None
         if hold is not None and leases is not None and leases.store is state.store:
             end = hold.end_in(leases, _uses_slot(row))
-        nxt = self._up_next(ws.workspace) if end is not None else None
-        ahead = self._ahead_of(nxt) if nxt is not None else None
-
-        def then(conn: Connection) -> None:
-            if end is not None:
-                end(conn)
-            if ahead is not None:
-                self._claim_ahead_in(conn, ahead)
 
         def write() -> dict[str, Written]:
-            written = state.finish([(rows, change)], entries or [], then=then)
-            if ahead is not None and ahead.read and ahead.unit.entry is not None:
-                ahead.active = self._still_listed(ahead.unit.entry.ident, ahead.path)
-            return written
+            return state.finish([(rows, change)], entries or [], then=end)
 
-        if ahead is not None:  # its own task may reach it while this commit runs
-            self._ahead[ahead.key] = ahead
-        try:
-            written = (await asyncio.to_thread(write))[ws.workspace]
-        except BaseException:
-            if ahead is not None:  # rolled back: claimed when it runs
-                ahead.got, ahead.read = None, False
-            raise
-        finally:
-            if ahead is not None:
-                ahead.ready.set()
+        written = (await asyncio.to_thread(write))[ws.workspace]
         if hold is not None and end is not None:
             hold.ended = True
         copy_into(ws, written.state)

@@ -274,10 +274,6 @@ class HeartbeatService:
             self.tz(),
         )
         runner = UnitRunner(self.parts, cycle)
-        runner.line_up(runs)  # each unit's commit claims the next unit its slot runs
-        claiming = runner.claim_lanes(self.cfg.max_concurrency - len(self._busy))
-        if claiming is not None:
-            self._track(claiming)
         tasks = [self._start(runner, wsin, todo) for wsin, todo in runs]
         if self.scanner.index.save_due:  # bookkeeping for the next start, after the turns
             self._track(asyncio.create_task(asyncio.to_thread(self.scanner.save_index)))

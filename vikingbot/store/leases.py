@@ -140,8 +140,7 @@ class Leases:
     def claim_in(
         self, conn: Connection, key: str, owner: str, ttl_s: float, stamp: float
     ) -> Claim | Held:
-        """``claim`` inside a transaction the caller holds (the heartbeat claims a
-        unit in the commit of the one before it). ``stamp`` is ``stamp()`` read
+        """``claim`` inside a transaction the caller holds. ``stamp`` is ``stamp()`` read
         before the transaction's first statement about this key was sent."""
         stored, who, ttl = lease_key(key), _owner(owner), _ttl(ttl_s)
         now = self._now(conn)

@@ -1,6 +1,5 @@
-"""Each heartbeat unit's commit claims the next unit its slot runs (runner.UnitRunner
-._finish): a gateway still claims no more than it can run, so the units it cannot get
-to are left to the other gateways; on SQLite and PostgreSQL."""
+"""A gateway claims a heartbeat unit when a slot starts it, never more than it can run,
+so the units it cannot get to are left to the other gateways; on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
