@@ -15,8 +15,11 @@ agent process; each request is routed to the ``AcpTurn`` of its session:
   names; chat asks the person when it can. Every decision is audited, with
   kind and title, by the approval module;
 - ``fs/read_text_file`` / ``fs/write_text_file``: confined to the turn's
-  workspace (a path outside is refused, naming the path); writes go through
-  the ``write_file`` tool, so HEARTBEAT.md takes the heartbeat's own lock;
+  workspace (a path outside is refused, naming the path); reads go through
+  ``agentio.read_capped`` in the turn's I/O lane (a pipe, socket or device is
+  refused without blocking; at most ``MAX_READ_BYTES``); writes go through
+  the ``write_file`` tool, so HEARTBEAT.md takes the heartbeat's own lock. A
+  refusal is one warning line and a JSON-RPC error, never a traceback;
 - a request for a session with no turn running is refused.
 """
 
@@ -28,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from vikingbot.agent.approval import READ_ONLY_KINDS, Approver, acp_action
 from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, ToolObserver
+from vikingbot.agentio import read_capped
 from vikingbot.errors import ToolError
 from vikingbot.tools.paths import resolve_in, shown
 from vikingbot.tools.registry import tool_names
@@ -202,8 +206,8 @@ class AcpClient:
 
         try:
             return resolve_in(turn.ctx.workspace, raw, restrict=True)
-        except ToolError as exc:
-            turn.log.log.warning("acp: refused a path outside the workspace: {!r}", raw[:300])
+        except (ToolError, OSError, ValueError) as exc:  # outside, a NUL byte, a symlink loop
+            turn.log.log.warning("acp: refused the path {!r}: {}", raw[:300], exc)
             raise RequestError.invalid_params({"details": str(exc)}) from None
 
     async def read_text_file(
@@ -214,29 +218,18 @@ class AcpClient:
         limit: int | None = None,
         **kwargs: Any,
     ) -> Any:
-        import asyncio
-
         from acp import RequestError
         from acp.schema import ReadTextFileResponse
 
         turn = self._turn(session_id)
         target = self._path(turn, path)
-
-        def read() -> str:
-            with target.open("rb") as fh:
-                data = fh.read(MAX_READ_BYTES + 1)
-            if len(data) > MAX_READ_BYTES:
-                raise RequestError.invalid_params(
-                    {
-                        "details": f"{shown(turn.ctx.workspace, target)} is over {MAX_READ_BYTES} bytes"
-                    }
-                )
-            return data.decode("utf-8", "replace")
-
+        label = shown(turn.ctx.workspace, target)
         try:
-            text = await asyncio.to_thread(read)
-        except OSError as exc:
-            raise RequestError.resource_not_found(shown(turn.ctx.workspace, target)) from exc
+            data = await turn.ctx.io.run(read_capped, target, label, MAX_READ_BYTES)
+        except (ToolError, OSError) as exc:
+            turn.log.log.warning("acp: fs/read_text_file refused: {}", exc)
+            raise RequestError.invalid_params({"details": str(exc)}) from None
+        text = data.decode("utf-8", "replace")
         if line is not None or limit is not None:
             lines = text.splitlines(keepends=True)
             start = max(0, (line or 1) - 1)
@@ -254,8 +247,9 @@ class AcpClient:
         target = self._path(turn, path)
         try:
             await WriteFileTool().run({"path": str(target), "content": content}, turn.ctx)
-        except (ToolError, OSError) as exc:
-            raise RequestError.invalid_params({"details": str(exc)}) from exc
+        except (ToolError, OSError, ValueError) as exc:
+            turn.log.log.warning("acp: fs/write_text_file refused: {}", exc)
+            raise RequestError.invalid_params({"details": str(exc)}) from None
         turn.log.result.wrote = True
         return WriteTextFileResponse()
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 from vikingbot.providers.base import ChatMessage, ToolCall
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.tools.base import is_unattended
-from vikingbot.tools.reading import open_regular
 
 CONTEXT_FILES = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md", "memory/MEMORY.md")
 MAX_FILE_CHARS = 32_000

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.agent.types import TurnResult
+from vikingbot.agentio import running_turn
 from vikingbot.replies import is_noop
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.tools.base import is_unattended
@@ -133,23 +134,8 @@ async def run_locked(
     raw = metadata.get("timeout_s")
     timeout = float(raw) if raw else agents.turn_timeout_s
     async with sessions.turn_lock(key):
-        log.info("turn {} started ({})", turn.turn_id, "background" if turn.background else "chat")
-        try:
-            async with asyncio.timeout(timeout or None):
-                await body(turn)
-        except TimeoutError:
-            turn.result.ended = "timeout"
-            turn.result.error = f"the turn did not finish within {timeout:g}s"
-            turn.result.text = None
-            log.warning("turn {} timed out after {}s", turn.turn_id, timeout)
-            if on_timeout is not None:
-                await on_timeout(turn)
-        except asyncio.CancelledError:
-            log.info("turn {} cancelled", turn.turn_id)
-            # the prompt is kept even now; the write (fsync'd) runs off the event loop
-            await asyncio.shield(asyncio.to_thread(write, config, sessions, turn, cancelled=True))
-            raise
-        await asyncio.to_thread(write, config, sessions, turn)
+        with running_turn(turn.turn_id, timeout):
+            await _timed(config, sessions, turn, timeout, body, on_timeout)
     r = turn.result
     log.info(
         "turn {} ended {}: {} model calls, {} tools, {}+{} tokens",
@@ -161,6 +147,34 @@ async def run_locked(
         r.tokens_out,
     )
     return r
+
+
+async def _timed(
+    config: Config,
+    sessions: SessionStore,
+    turn: TurnLog,
+    timeout: float,
+    body: Callable[[TurnLog], Awaitable[None]],
+    on_timeout: Callable[[TurnLog], Awaitable[None]] | None,
+) -> None:
+    log = turn.log
+    log.info("turn {} started ({})", turn.turn_id, "background" if turn.background else "chat")
+    try:
+        async with asyncio.timeout(timeout or None):
+            await body(turn)
+    except TimeoutError:
+        turn.result.ended = "timeout"
+        turn.result.error = f"the turn did not finish within {timeout:g}s"
+        turn.result.text = None
+        log.warning("turn {} timed out after {}s", turn.turn_id, timeout)
+        if on_timeout is not None:
+            await on_timeout(turn)
+    except asyncio.CancelledError:
+        log.info("turn {} cancelled", turn.turn_id)
+        # the prompt is kept even now; the write (fsync'd) runs off the event loop
+        await asyncio.shield(asyncio.to_thread(write, config, sessions, turn, cancelled=True))
+        raise
+    await asyncio.to_thread(write, config, sessions, turn)
 
 
 def write(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from vikingbot import __version__
+from vikingbot import __version__, agentio
 from vikingbot.config.loader import load_config
 from vikingbot.errors import ConfigError, VikingbotError
 from vikingbot.gateway import compose
@@ -28,6 +28,7 @@ from vikingbot.gateway.registry import Membership
 from vikingbot.gateway.reload import ConfigWatch
 from vikingbot.gateway.server import QuietServer
 from vikingbot.gateway.services import Services
+from vikingbot.gateway.threads import ThreadProbe
 from vikingbot.metrics import Metrics
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class Gateway:
         self.metrics = Metrics()
         self.stop_event = asyncio.Event()
         self.services = Services(self.stop_event, tell=self._tell, forget=self._forget)
+        self.threads = ThreadProbe()
         self.started_at = datetime.now(UTC)
         self.config_watch = ConfigWatch(
             runtime.paths.config_file,
@@ -296,6 +298,7 @@ class Gateway:
         spawn("housekeeping", lambda: hk.run_forever(stop), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
         spawn("config-watch", lambda: self.config_watch.watch(stop), "")
+        spawn("thread-probe", lambda: self.threads.run(stop), "the gateway's worker threads")
 
     def _held(self) -> list[str]:
         return self.channels.held() if self.channels is not None else []
@@ -366,6 +369,7 @@ class Gateway:
         if hb is not None and hb.health.down_since is not None:
             found.append(f"model provider down: {hb.health.error or 'no answer'}")
         found += self.services.problems()
+        found += self.threads.problems() + agentio.problems()
         if self.channels is not None:
             for row in self.channels.status():
                 if row.get("enabled") and not row.get("running"):

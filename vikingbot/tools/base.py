@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from vikingbot.agentio import Lane
 from vikingbot.errors import ToolError
 from vikingbot.toolschema import ToolSchema
 
@@ -58,7 +59,9 @@ class ToolContext:
     state store and session store when the caller has them (typed loosely so
     that this module imports nothing heavy). ``messages_sent`` counts accepted
     ``message`` tool sends in this turn. ``deliver``, when the caller gave one,
-    is how the ``message`` tool hands text to the delivery service.
+    is how the ``message`` tool hands text to the delivery service. Blocking
+    file work goes through ``io`` (``await ctx.io.run(fn, ...)``), never the
+    gateway's default thread pool.
     """
 
     workspace: Path
@@ -71,6 +74,7 @@ class ToolContext:
     deliver: Deliver | None = None
     messages_sent: int = 0
     message_attempts: int = 0
+    io: Lane = field(default_factory=Lane)  # this turn's way to block: agentio's pool
 
     @property
     def unattended(self) -> bool:

@@ -8,7 +8,6 @@ never flood the model's context.
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import os
 import re
@@ -17,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
+from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 from vikingbot.fsutil import atomic_write_text, locked_edit
 from vikingbot.tools import reading
@@ -57,10 +57,10 @@ def _check_size(content: str, label: str) -> str:
     return content
 
 
-async def _write_heartbeat(path: Path, fn: Callable[[str], str]) -> None:
+async def _write_heartbeat(ctx: ToolContext, path: Path, fn: Callable[[str], str]) -> None:
     """HEARTBEAT.md goes through the heartbeat's own lock, so a cycle's rewrite and the
     agent's edit never overwrite each other."""
-    await asyncio.to_thread(locked_edit, path, fn, error=ToolError)
+    await ctx.io.run(locked_edit, path, fn, error=ToolError)
 
 
 class ReadFileTool(Tool):
@@ -84,7 +84,7 @@ class ReadFileTool(Tool):
         path = _path(ctx, args["path"])
         offset = max(1, int(args.get("offset") or 1))
         limit = max(1, int(args["limit"])) if args.get("limit") else None
-        text = await asyncio.to_thread(reading.read_lines, path, args["path"], offset, limit)
+        text = await ctx.io.run(reading.read_lines, path, args["path"], offset, limit)
         return text if text else "(empty file)"
 
 
@@ -107,9 +107,9 @@ class WriteFileTool(Tool):
         content = str(args["content"])
         _check_size(content, args["path"])
         if path.name == HEARTBEAT_FILE:
-            await _write_heartbeat(path, lambda _old: content)
+            await _write_heartbeat(ctx, path, lambda _old: content)
         else:
-            await asyncio.to_thread(write_atomic, path, content)
+            await ctx.io.run(write_atomic, path, content)
         return f"wrote {len(content.encode())} bytes to {shown(ctx.workspace, path)}"
 
 
@@ -150,11 +150,11 @@ class EditFileTool(Tool):
             return _check_size(text.replace(old, new), args["path"])
 
         if path.name == HEARTBEAT_FILE:
-            await asyncio.to_thread(read_text, path, args["path"])  # a clear error first
-            await _write_heartbeat(path, replace)
+            await ctx.io.run(read_text, path, args["path"])  # a clear error first
+            await _write_heartbeat(ctx, path, replace)
         else:
-            text = await asyncio.to_thread(read_text, path, args["path"])
-            await asyncio.to_thread(write_atomic, path, replace(text))
+            text = await ctx.io.run(read_text, path, args["path"])
+            await ctx.io.run(write_atomic, path, replace(text))
         return f"replaced {counted[-1]} occurrence(s) in {shown(ctx.workspace, path)}"
 
 
@@ -172,7 +172,7 @@ class ListDirTool(Tool):
         path = _path(ctx, raw)
         if not path.is_dir():
             raise ToolError(f"{raw}: no such folder")
-        return await asyncio.to_thread(_list, path)
+        return await ctx.io.run(_list, path)
 
 
 def _list(path: Path) -> str:
@@ -213,7 +213,7 @@ class GlobTool(Tool):
         if not base.is_dir():
             raise ToolError(f"{args.get('path')}: no such folder")
         restrict = ctx.config.bot.tools.exec.restrict_to_workspace
-        return await asyncio.to_thread(_glob, ctx.workspace, base, pattern, restrict)
+        return await ctx.io.run(_glob, ctx.workspace, base, pattern, restrict)
 
 
 def _glob(workspace: Path, base: Path, pattern: str, restrict: bool) -> str:
@@ -262,7 +262,7 @@ class GrepTool(Tool):
             raise ToolError(f"{args.get('path')}: no such file or folder")
         limit = max(1, min(int(args.get("max_results") or 100), 1000))
         restrict = ctx.config.bot.tools.exec.restrict_to_workspace
-        return await asyncio.to_thread(
+        return await ctx.io.run(
             _grep, ctx.workspace, base, rx, args.get("include"), limit, restrict
         )
 
@@ -290,7 +290,7 @@ def _grep(
             st = f.stat()
             if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_GREP_FILE_BYTES:
                 continue  # a pipe would block the search; a huge file would bloat it
-            fd = reading.open_regular(f, str(f))
+            fd = open_regular(f, str(f))
             with os.fdopen(fd, "rb") as fh:
                 data = fh.read(MAX_GREP_FILE_BYTES)
         except (OSError, ToolError):

@@ -3,50 +3,24 @@
 A named pipe, socket or device in the workspace is refused without being
 opened for a blocking read (a FIFO would hang until someone writes to it), and
 no read holds more than a bounded amount of a file in memory, however large
-the file is. The functions are blocking; the tools call them in a worker
-thread (``asyncio.to_thread``), so the event loop keeps answering.
+the file is (``agentio.open_regular`` opens every file). The functions are
+blocking; the tools call them through the turn's ``agentio.Lane``, so the event
+loop keeps answering and the gateway's own threads stay free.
 """
 
 from __future__ import annotations
 
 import codecs
-import errno
 import os
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 
 MAX_READ_CHARS = 100_000  # what one read_file call returns at most
 MAX_SCAN_BYTES = 64 * 1024 * 1024  # how far a read scans for line numbers and the line count
 _CHUNK = 64 * 1024
-
-
-def open_regular(path: Path, label: str) -> int:
-    """An fd for reading ``path``, which must be a regular file (checked on the open fd)."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except FileNotFoundError as exc:
-        raise ToolError(f"{label}: no such file") from exc
-    except IsADirectoryError as exc:
-        raise ToolError(f"{label} is a directory (use list_dir)") from exc
-    except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a socket, or a FIFO with no writer on some systems
-            raise ToolError(f"{label} is not a regular file; only regular files are read") from exc
-        raise ToolError(f"{label}: could not be read ({exc.strerror or exc})") from exc
-    st = os.fstat(fd)
-    if stat.S_ISDIR(st.st_mode):
-        os.close(fd)
-        raise ToolError(f"{label} is a directory (use list_dir)")
-    if not stat.S_ISREG(st.st_mode):
-        os.close(fd)
-        raise ToolError(
-            f"{label} is not a regular file (a pipe, socket or device); only regular files are read"
-        )
-    os.set_blocking(fd, True)
-    return fd
 
 
 def read_text(path: Path, label: str, max_bytes: int) -> str:
