@@ -1,9 +1,10 @@
 """The built-in agent loop: prompt -> model -> tools -> model ... -> reply.
 
-``BuiltinLoop`` builds the context (``context``), calls the provider with every
-registered tool, runs the tool calls the approval policy allows
-(``approval``), and repeats up to ``bot.agents.max_tool_iterations`` times;
-then one last call with tools switched off ends the turn as ``turn-limit``. A
+``BuiltinLoop`` builds the context (``context``), calls the provider with the
+registered tools the turn may use (all of them with someone present; with nobody
+present only those approval would let run, ``approval.runs_unattended``), runs
+the tool calls the approval policy allows (``approval``), and repeats up to
+``bot.agents.max_tool_iterations`` times; then one last call with tools switched off ends the turn as ``turn-limit``. A
 tool failure goes back to the model as text. A provider failure ends the turn
 as ``error`` (nothing raised), except ``NotConfiguredError``, which is raised.
 
@@ -18,7 +19,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.agent.approval import Approver, tool_action
+from vikingbot.agent.approval import Approver, runs_unattended, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
@@ -31,7 +32,7 @@ from vikingbot.errors import (
 )
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.session.types import SessionKey
-from vikingbot.tools.base import Deliver, Tool, ToolContext
+from vikingbot.tools.base import Deliver, Tool, ToolContext, is_unattended
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
@@ -221,7 +222,12 @@ class BuiltinLoop(AgentLoop):
         user = ChatMessage("user", prompt)
         messages = [ChatMessage("system", system), *history_messages(history), user]
         turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
-        schemas = [t.schema() for t in self.tools.values()]
+        unattended = is_unattended(turn.metadata)
+        schemas = [  # nobody present: only what approval would let run (one predicate)
+            t.schema()
+            for t in self.tools.values()
+            if not unattended or runs_unattended(self.config, t.name)
+        ]
         request = ChatRequest(
             model=model,
             messages=messages,

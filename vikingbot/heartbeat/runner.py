@@ -41,7 +41,7 @@ from vikingbot.heartbeat.outcome import (
     unpark_moves,
 )
 from vikingbot.heartbeat.parts import HeartbeatParts
-from vikingbot.heartbeat.planner import budget_exceeded, session_skip
+from vikingbot.heartbeat.planner import budget_exceeded, is_parked, session_skip
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.rewrite import Move, RewriteReport
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
@@ -223,6 +223,7 @@ class UnitRunner:
         st: EntryState | None = None
         moves: tuple[Move, ...] = ()
         context = None
+        remembered = wsin.entries.get(entry.ident) if entry is not None else None
         if entry is not None:
             moves = unpark_moves(entry, wsin.entries.get(entry.ident))
             st = fresh_state(entry, wsin.entries.get(entry.ident), ctx)
@@ -243,7 +244,7 @@ class UnitRunner:
             run_id = run_identity(key, st.running_since)
         facts = await self._prior_delivery(fence, run_id)  # a dead holder's turn got out
         if facts is None:
-            facts = await self._turn(wsin, unit, eligible, path, context, fence, run_id)
+            facts = await self._turn(wsin, unit, eligible, path, context, fence, run_id, remembered)
         settlement = settle(unit, facts, st, ctx)
         await fence.check("record its result")  # a late finisher writes nothing
         return await self._commit(wsin, settlement, moves, entry, hold)
@@ -522,7 +523,13 @@ class UnitRunner:
         context: str | None,
         fence: Fence,
         run_id: str | None = None,
+        st: EntryState | None = None,
     ) -> TurnFacts:
+        tasks: tuple[Entry, ...] = ()
+        if unit.entry is None and wsin.parsed is not None:  # the checklist the plan read
+            tasks = tuple(
+                e for e in wsin.parsed.tasks if not is_parked(e, wsin.entries.get(e.ident))
+            )
         return await make_turn(
             self.parts,
             self.report.cycle_id,
@@ -533,6 +540,8 @@ class UnitRunner:
             context,
             run_id,
             fence=fence.check,
+            tasks=tasks,
+            state=st,
         )
 
     async def _prior_delivery(self, fence: Fence, run_id: str | None) -> TurnFacts | None:

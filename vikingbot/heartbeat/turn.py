@@ -14,7 +14,7 @@ import asyncio
 import hashlib
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
@@ -25,8 +25,8 @@ from loguru import logger
 from vikingbot.errors import ProviderUnavailable, VikingbotError
 from vikingbot.heartbeat.outcome import SendStatus, TurnFacts, needs_reply_delivery, reply_kind
 from vikingbot.heartbeat.parts import HeartbeatParts
-from vikingbot.heartbeat.prompts import CHECKLIST_PROMPT, task_prompt
-from vikingbot.heartbeat.types import Entry, Unit
+from vikingbot.heartbeat.prompts import checklist_prompt, task_prompt, task_state
+from vikingbot.heartbeat.types import Entry, EntryState, Unit
 from vikingbot.session.types import SessionKey, SessionMeta
 from vikingbot.tools.base import Deliver, DeliveryStatus
 
@@ -57,6 +57,8 @@ async def make_turn(
     run_id: str | None = None,
     *,
     fence: Callable[[str], Awaitable[None]] | None = None,
+    tasks: Sequence[Entry] = (),
+    state: EntryState | None = None,
 ) -> TurnFacts:
     """One heartbeat turn: prompt, agent call, the plain reply delivered when the agent
     sent nothing itself; what happened, as ``TurnFacts`` for ``settle``.
@@ -67,7 +69,11 @@ async def make_turn(
 
     ``fence`` is awaited before every send; it raises ``LeaseLost`` when another
     gateway has taken the unit over meanwhile (``claims.Fence``), so a late finisher
-    delivers nothing."""
+    delivers nothing.
+
+    ``tasks`` (a checklist turn) are the open entries of HEARTBEAT.md the plan was made
+    from and ``state`` (an entry's turn) what the heartbeat remembers of the entry: both
+    travel in the prompt (``prompts``), so the agent need not read the file first."""
     cfg = parts.config.bot.heartbeat
     entry = unit.entry
     stable = run_id is not None
@@ -75,10 +81,16 @@ async def make_turn(
     sender = Sender(
         parts, workspace, run_id, unit, entry, eligible, cfg.target, stable=stable, fence=fence
     )
+    cap = cfg.max_file_bytes
     prompt = (
-        CHECKLIST_PROMPT
+        checklist_prompt(tasks, max_bytes=cap)
         if entry is None
-        else task_prompt(entry.prompt_text, title=entry.title, context=context)
+        else task_prompt(
+            entry.prompt_text,
+            title=entry.title,
+            context=context,
+            state=task_state(entry, state, max_bytes=cap),
+        )
     )
     metadata: dict[str, Any] = {
         "heartbeat": True,
