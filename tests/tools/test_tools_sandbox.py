@@ -85,6 +85,30 @@ async def test_outside_the_workspace_is_read_only_and_secrets_hidden(
 
 
 @needs_bwrap
+async def test_the_environment_starts_empty(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38: API keys in the gateway's environment never reach an unattended command."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-leak")
+    monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-leak")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    monkeypatch.setenv("LC_TIME", "C")
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    ctx = _ctx(workspace, unattended=True, env={"GIT_AUTHOR_NAME": "Bot"})
+    out = await ExecTool().run({"command": "env"}, ctx)
+    assert out.startswith("exit code: 0\n"), out
+    seen = dict(line.split("=", 1) for line in out.splitlines()[1:])
+    # the shell adds PWD (and may add SHLVL and _) itself; everything else is ours
+    shell_own = {"PWD", "SHLVL", "_", "OLDPWD"}
+    assert set(seen) - shell_own == {
+        "PATH", "HOME", "TMPDIR", "LANG", "LC_TIME", "TZ", "GIT_AUTHOR_NAME"
+    }  # fmt: skip
+    assert seen["HOME"] == str(workspace.resolve())
+    assert (seen["TZ"], seen["GIT_AUTHOR_NAME"]) == ("Europe/Berlin", "Bot")
+    assert "leak" not in out
+
+
+@needs_bwrap
 async def test_no_network_unless_allowed(workspace: Path, listener: int) -> None:
     connect = f"bash -c 'echo > /dev/tcp/127.0.0.1/{listener}' && echo connected"
     cut = _ctx(workspace, unattended=True, restrict_to_workspace=False)

@@ -244,6 +244,16 @@ class ExecToolConfig(Model):
     # bubblewrap sandbox (docs/agent.md): unattended turns only, every exec, or never
     sandbox: Literal["unattended", "always", "off"] = "unattended"
     sandbox_network: bool = False  # the sandboxed command may use the network
+    # the sandboxed command's environment starts empty: these are added (docs/agent.md)
+    env: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not name or "=" in name or "\0" in name or "\0" in value[name]:
+                raise ValueError(f"bot.tools.exec.env: {name!r} is not a usable variable name")
+        return value
 
 
 class WebFetchConfig(Model):

@@ -13,7 +13,11 @@ command inside a sandbox where:
 - there is no network (a network namespace with only a down loopback) unless
   ``network`` is allowed;
 - every other namespace is new too (process ids, IPC, UTS, user), the command
-  gets its own session (no terminal injection) and dies with vikingbot.
+  gets its own session (no terminal injection) and dies with vikingbot;
+- the environment starts empty (``--clearenv``): only ``sandbox_env`` is set,
+  i.e. ``PATH``, ``HOME`` (the workspace), ``TMPDIR`` (``/tmp``), the
+  gateway's ``LANG`` / ``LC_*`` / ``TZ``, and what ``bot.tools.exec.env``
+  names. API keys and tokens in the gateway's environment never reach it.
 
 Not contained: reading world-readable files outside the hidden folders
 (``/etc``, ``/usr``, other users' readable data under other paths), using CPU
@@ -28,10 +32,11 @@ import functools
 import os
 import shutil
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 HIDDEN = ("/root", "/home", "/run")
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 @functools.lru_cache(maxsize=1)
@@ -61,6 +66,7 @@ def sandbox_argv(
     program: str,
     network: bool = False,
     hide: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
     shell: str = "/bin/sh",
 ) -> list[str]:
     """The argv that runs ``shell -c command`` in the sandbox described above."""
@@ -68,11 +74,25 @@ def sandbox_argv(
     argv = [program, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for folder in _hidden(hide):
         argv += ["--tmpfs", folder]
-    argv += ["--bind", ws, ws, "--chdir", ws, "--setenv", "HOME", ws, "--setenv", "TMPDIR", "/tmp"]
+    argv += ["--bind", ws, ws, "--chdir", ws, "--clearenv"]
+    for name, value in sandbox_env(ws, env, os.environ).items():
+        argv += ["--setenv", name, value]
     argv += ["--unshare-all", "--die-with-parent", "--new-session"]
     if network:
         argv.append("--share-net")
     return [*argv, "--", shell, "-c", command]
+
+
+def sandbox_env(
+    workspace: str, extra: Mapping[str, str] | None, environ: Mapping[str, str]
+) -> dict[str, str]:
+    """The whole environment of a sandboxed command (pure): the fixed names, then ``extra``."""
+    env = {"PATH": environ.get("PATH") or DEFAULT_PATH, "HOME": workspace, "TMPDIR": "/tmp"}
+    for name, value in sorted(environ.items()):
+        if name in ("LANG", "TZ") or name.startswith("LC_"):
+            env[name] = value
+    env.update(extra or {})
+    return env
 
 
 def _hidden(extra: Sequence[Path]) -> list[str]:

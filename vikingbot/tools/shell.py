@@ -145,5 +145,10 @@ async def _contained(command: str, ctx: ToolContext) -> str | list[str]:
             "or change bot.tools.exec.sandbox"
         )
     return sandbox.sandbox_argv(
-        command, ctx.workspace, program=program, network=cfg.sandbox_network, hide=[home_dir()]
+        command,
+        ctx.workspace,
+        program=program,
+        network=cfg.sandbox_network,
+        hide=[home_dir()],
+        env=cfg.env,
     )
