@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
@@ -34,3 +36,34 @@ class FakeClock:
     def advance(self, **delta: float) -> datetime:
         self._now += timedelta(**delta)
         return self._now
+
+
+NAP_CHECK_S = 5.0
+"""How often a long wait looks at the wall clock."""
+SLEEP_JUMP_S = 30.0
+"""The wall clock ahead of the monotonic clock by more than this during one look: the
+machine was suspended (a laptop's lid), or the clock was set forward."""
+
+
+async def nap(
+    wake: asyncio.Event, seconds: float, clock: Clock, *, check_s: float = NAP_CHECK_S
+) -> float:
+    """Wait up to ``seconds`` (monotonic) for ``wake``; return early when the machine slept.
+
+    The event loop's monotonic clock does not count a suspend, so a plain wait
+    started before the lid closed ends up to ``seconds`` after it opens. Looking
+    at ``clock`` every ``check_s`` notices the jump within ``check_s`` of waking.
+    Returns how many seconds the wall clock jumped (0.0: no jump seen).
+    """
+    end = time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        wall, mono = clock.now(), time.monotonic()
+        try:
+            await asyncio.wait_for(wake.wait(), timeout=min(left, check_s))
+            return 0.0
+        except TimeoutError:
+            pass
+        jump = (clock.now() - wall).total_seconds() - (time.monotonic() - mono)
+        if jump > SLEEP_JUMP_S:
+            return jump
+    return 0.0

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from vikingbot.clock import Clock, SystemClock
+from vikingbot.clock import Clock, SystemClock, nap
 from vikingbot.cron import schedule
 from vikingbot.cron.jobs import CronJobs
 from vikingbot.cron.notices import LEGACY_SCOPE, invalid_key, scope
@@ -140,8 +140,7 @@ class CronService:
                     await self._start_due()
                 except Exception:
                     logger.exception("cron: tick failed; will try again")
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stop_event.wait(), self.poll_s)
+                await nap(stop_event, self.poll_s, self.clock)  # early after a suspend
         finally:
             await self._drain(self.config.bot.gateway.shutdown_grace_s)
             logger.info("cron: stopped")

@@ -20,6 +20,7 @@ from typing import Any
 from loguru import logger
 from sqlalchemy.exc import SQLAlchemyError
 
+from vikingbot.clock import NAP_CHECK_S, nap
 from vikingbot.config.schema import HeartbeatConfig
 from vikingbot.errors import StoreError
 from vikingbot.heartbeat.notices import Notifier
@@ -57,6 +58,7 @@ class HeartbeatService:
         self.health = ProviderHealth(self.cfg.interval_seconds)
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
+        self.nap_check_s = NAP_CHECK_S  # how soon a suspended machine's wake is noticed
         # held from a cycle's planning until its runs are marked busy: two cycles at
         # once (two run-nows, or one beside the scheduled cycle) each see the other's
         # runs as busy instead of both planning to run the same workspace
@@ -525,8 +527,9 @@ class HeartbeatService:
                     logger.exception("heartbeat cycle failed")
                 continue
             wait_s = min((due - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout=wait_s)
+            slept = await nap(self._wake, wait_s, self.parts.clock, check_s=self.nap_check_s)
+            if slept:
+                logger.info("heartbeat: the machine slept about {:.0f} s; catching up", slept)
 
     async def _store_away(self, exc: Exception, stop: asyncio.Event) -> None:
         """The state database is unreachable: say so once, retry every STORE_RETRY_S."""

@@ -18,7 +18,6 @@ prune also drops leases that ran out more than ``LEASE_KEEP`` ago.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from loguru import logger
 
-from vikingbot.clock import Clock, SystemClock
+from vikingbot.clock import Clock, SystemClock, nap
 from vikingbot.housekeeping.consolidate import ConsolidateStats, consolidate_idle
 from vikingbot.housekeeping.index import IndexStats, index_sessions
 from vikingbot.housekeeping.prune import PruneStats, prune
@@ -191,6 +190,5 @@ class HousekeepingService:
                 if await self._claim(job):
                     await runners[job]()
             wait = max(1.0, self._seconds_to_next(self.clock.now()))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop_event.wait(), wait)
+            await nap(stop_event, wait, self.clock)  # early after a suspend
         logger.info("housekeeping: stopped")
