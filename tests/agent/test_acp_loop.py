@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -337,3 +338,41 @@ async def test_a_changed_agent_config_starts_the_new_agent_at_the_next_turn(rig:
     loop.reconfigure(rig.config(env={"MARK": "2"}))
     assert (await loop.run_turn("hi", CHAT, rig.meta())).text == "two"
     assert len({r["pid"] for r in rig.log("initialize")}) == 2
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("not json at all", "wrote 1 line(s) that are not JSON-RPC, e.g. 'not json at all'"),
+        ("x" * (16 * 1024 * 1024 + 10), "wrote 1 message(s) over 16777216 bytes (dropped)"),
+    ],
+)
+async def test_a_protocol_error_mid_turn_ends_it_with_the_documented_error(
+    rig: Rig, bad: str, said: str
+) -> None:
+    """Issue 38: garbage (or a dropped oversize line) ends the turn now, not at its timeout."""
+    loop = rig.loop(
+        {"bad": [{"text": "partial"}, {"garbage": bad}, {"hang": True}], "*": [{"text": "back"}]},
+        timeoutS=30,
+    )
+    t0 = time.monotonic()
+    result = await loop.run_turn("bad", CHAT, rig.meta())
+    assert time.monotonic() - t0 < 10
+    assert (result.ended, result.provider_down) == ("error", True)
+    assert said in (result.error or "")
+    assert (await loop.run_turn("hello", CHAT, rig.meta())).text == "back"
+    assert len({r["pid"] for r in rig.log("initialize")}) == 2  # a fresh process
+
+
+async def test_fs_reads_of_pipes_and_devices_are_refused_at_once(rig: Rig) -> None:
+    os.mkfifo(rig.workspace / "pipe")
+    (rig.workspace / "zero").symlink_to("/dev/zero")
+    steps: list[dict[str, Any]] = [{"read": str(rig.workspace / "pipe")} for _ in range(10)]
+    steps.append({"read": str(rig.workspace / "zero")})
+    loop = rig.loop({"*": steps})
+    t0 = time.monotonic()
+    result = await loop.run_turn("read them", CHAT, rig.meta())
+    assert time.monotonic() - t0 < 5
+    text = result.text or ""
+    assert text.count("not a regular file") == 10, text
+    assert "outside the workspace" in text  # the symlink points out of it

@@ -170,7 +170,7 @@ class AcpLoop(AgentLoop):
         blocks: list[Any] = [text_block(context), text_block(prompt)]
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=blocks))
         try:
-            resp = await asyncio.shield(task)
+            resp = await self._answer(task)
         except asyncio.CancelledError:  # timed out or cancelled: ask the agent to stop
             await self._cancel(conn, sid, task)
             raise
@@ -198,6 +198,32 @@ class AcpLoop(AgentLoop):
             turn.result.ended = "turn-limit"
         turn.result.messages_sent = ctx.messages_sent
         turn.reply(state.text())
+
+    async def _answer(self, task: asyncio.Future[Any]) -> Any:
+        """The prompt's answer; a line that breaks the protocol ends the turn at once.
+
+        The agent is stopped (the next turn starts a fresh one) and the turn ends
+        with the documented error, instead of waiting for its timeout.
+        """
+        transport = self.agent.transport
+        if transport is None:
+            return await asyncio.shield(task)
+        broken = asyncio.ensure_future(transport.garbage.seen.wait())
+        try:
+            await asyncio.wait({task, broken}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            broken.cancel()
+        if task.done():
+            return task.result()
+        note = transport.garbage.note()
+        task.cancel()
+        await self.agent.kill(f"killed: it {note}")
+        self._sessions.clear()
+        with contextlib.suppress(BaseException):
+            await task
+        raise ProviderUnavailable(
+            f"the ACP agent {self.agent.name!r} {note}; the next turn starts it again"
+        )
 
     async def _cancel(self, conn: Any, sid: str, task: asyncio.Future[Any]) -> None:
         with contextlib.suppress(Exception):

@@ -66,6 +66,7 @@ class Garbage:
     lines: int = 0
     oversized: int = 0
     sample: str = ""
+    seen: asyncio.Event = field(default_factory=asyncio.Event)  # set at the first bad line
 
     def note(self) -> str:
         parts = []
@@ -99,6 +100,7 @@ class LineTransport:
             except asyncio.LimitOverrunError:
                 await self._skip_line()
                 self.garbage.oversized += 1
+                self.garbage.seen.set()
                 continue
             except (ConnectionError, OSError):
                 return None
@@ -114,6 +116,7 @@ class LineTransport:
             self.garbage.lines += 1
             if not self.garbage.sample:
                 self.garbage.sample = text[:120].decode("utf-8", "replace")
+            self.garbage.seen.set()
 
     async def _skip_line(self) -> None:
         while True:
@@ -309,12 +312,12 @@ class AgentProcess:
             task.cancel()
         self._tasks.clear()
 
-    async def kill(self) -> None:
-        """Kill at once (a turn that did not stop when cancelled)."""
+    async def kill(self, why: str = "killed: it did not stop after session/cancel") -> None:
+        """Kill at once (a turn that did not stop when cancelled, or broke the protocol)."""
         if self.child is not None:
             proc.kill_group(self.child)
         await self.stop(grace_s=0.5)
-        self._died("killed: it did not stop after session/cancel")
+        self._died(why)
 
 
 NO_COMMAND = (
