@@ -1,4 +1,4 @@
-"""First start: config, data folders, the default workspace, the database."""
+"""First start: config, data folders, the default workspace, the starter skills, the database."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vikingbot.session.types import SessionKey
+from vikingbot.skills.discover import user_dir
+from vikingbot.skills.starters import install as install_starters
 
 if TYPE_CHECKING:
     from vikingbot.runtime import Runtime
@@ -19,6 +21,7 @@ def ensure_first_start(rt: Runtime) -> dict[str, Path]:
     for folder in (paths.data_dir, paths.sessions_dir, paths.workspace_root, paths.logs_dir):
         folder.mkdir(parents=True, exist_ok=True)
     workspace = rt.workspaces.workspace_for(CLI_SESSION)
+    install_starters(user_dir(paths.home))
     rt.store  # noqa: B018 - opening applies migrations
     return {
         "config": paths.config_file,

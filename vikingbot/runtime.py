@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
+from vikingbot.skills.discover import user_dir
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, Readiness
@@ -119,6 +120,7 @@ class Runtime:
             workspaces=self.workspaces,
             clock=self.clock,
             environ=self.environ,
+            user_skills=user_dir(self.paths.home),
             **extra,
         )
 

@@ -3,7 +3,7 @@
 The system prompt is a short preamble (who and where the agent is, the time,
 whether anyone is present), then each workspace file that exists, in order:
 ``SOUL.md``, ``USER.md``, ``AGENTS.md``, ``TOOLS.md``, ``memory/MEMORY.md``
-(each capped at ``MAX_FILE_CHARS``). History comes from the session: the last
+(each capped at ``MAX_FILE_CHARS``), then the skills' names and descriptions. History comes from the session: the last
 ``bot.agents.history_window`` messages, repaired so a provider accepts them
 (it starts at a user message; every tool call has a result; no orphan results).
 Everything here is pure except ``read_context_files``.
@@ -56,7 +56,10 @@ def system_prompt(
     timezone: str | None,
     session_key: SessionKey,
     metadata: dict[str, Any],
+    skills: str | None = None,
 ) -> str:
+    """The preamble, then each context file, then ``skills`` (the listing of
+    ``skills.prompt.listing``) when there is one."""
     tz = ZoneInfo(timezone) if timezone else None
     local = now.astimezone(tz) if tz else now
     lines = [
@@ -80,6 +83,8 @@ def system_prompt(
     parts = ["\n".join(lines)]
     for name, text in files:
         parts.append(f"## {name}\n\n{text}")
+    if skills:
+        parts.append(skills)
     return "\n\n".join(parts)
 
 

@@ -32,6 +32,8 @@ from vikingbot.errors import (
 )
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.session.types import SessionKey
+from vikingbot.skills.discover import catalog
+from vikingbot.skills.prompt import listing
 from vikingbot.tools.base import Deliver, Tool, ToolContext, is_unattended
 
 if TYPE_CHECKING:
@@ -192,6 +194,7 @@ class BuiltinLoop(AgentLoop):
                 store=self.store,
                 sessions=self.sessions,
                 deliver=deliver,
+                user_skills=self.user_skills,
             )
             try:
                 await self._run(turn, ctx, provider, model, prompt)
@@ -206,6 +209,7 @@ class BuiltinLoop(AgentLoop):
         agents = self.config.bot.agents
         now = self.clock.now()
         files = read_context_files(ctx.workspace)
+        skills = catalog(workspace=ctx.workspace, user=self.user_skills)
         system = system_prompt(
             ctx.workspace,
             files,
@@ -213,6 +217,7 @@ class BuiltinLoop(AgentLoop):
             timezone=self.config.bot.heartbeat.timezone,
             session_key=turn.key,
             metadata=turn.metadata,
+            skills=listing(skills) if "skill" in self.tools else None,
         )
         history = (
             self.sessions.read_messages(turn.key, limit=agents.history_window)

@@ -5,7 +5,8 @@ loop through this class and nothing else: ``start()`` (optional warm-up),
 ``readiness()`` (can it answer, and if not, what to set), ``run_turn(...)`` and
 ``aclose()``. A loop is registered under the ``vikingbot.loops`` entry-point
 group and constructed as ``Loop(config, sessions=..., store=..., bus=...,
-workspaces=..., clock=..., environ=..., approval_callback=..., on_tool_call=...)``;
+workspaces=..., clock=..., environ=..., approval_callback=..., on_tool_call=...,
+user_skills=...)``;
 the base ``__init__`` keeps all of these. The turn lock, history writes and the
 heartbeat no-op rule live in ``agent.history`` for every loop to use
 (docs/extending.md shows a whole loop in one module).
@@ -17,6 +18,7 @@ import os
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from vikingbot.session.types import SessionKey
@@ -134,6 +136,7 @@ class AgentLoop(ABC):
         environ: Mapping[str, str] | None = None,
         approval_callback: ApprovalCallback | None = None,
         on_tool_call: ToolObserver | None = None,
+        user_skills: Path | None = None,
     ) -> None:
         from vikingbot.clock import SystemClock
 
@@ -146,6 +149,7 @@ class AgentLoop(ABC):
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
         self.approval_callback = approval_callback
         self.on_tool_call = on_tool_call
+        self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
 
     async def start(self) -> None:
         """Warm up (import an SDK, start an agent process). Optional; turns start it lazily."""

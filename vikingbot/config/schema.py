@@ -115,7 +115,7 @@ def _guess(name: str, known: list[str]) -> str:
     return f"; did you mean {found}?" if found else ""
 
 
-READ_ONLY_TOOLS = ["read_file", "list_dir", "glob", "grep", "search_history"]
+READ_ONLY_TOOLS = ["read_file", "list_dir", "glob", "grep", "search_history", "skill"]
 
 
 class HeartbeatConfig(Model):

@@ -62,6 +62,8 @@ class ToolContext:
     is how the ``message`` tool hands text to the delivery service. Blocking
     file work goes through ``io`` (``await ctx.io.run(fn, ...)``), never the
     gateway's default thread pool.
+    ``user_skills`` is the user's skills folder (``<home>/skills``) when the caller
+    knows the home; the ``skill`` tool reads it beside the workspace's own.
     """
 
     workspace: Path
@@ -72,6 +74,7 @@ class ToolContext:
     store: Any = None
     sessions: Any = None
     deliver: Deliver | None = None
+    user_skills: Path | None = None
     messages_sent: int = 0
     message_attempts: int = 0
     io: Lane = field(default_factory=Lane)  # this turn's way to block: agentio's pool
