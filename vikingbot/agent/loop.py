@@ -209,7 +209,7 @@ class BuiltinLoop(AgentLoop):
         agents = self.config.bot.agents
         now = self.clock.now()
         files = read_context_files(ctx.workspace)
-        skills = catalog(workspace=ctx.workspace, user=self.user_skills)
+        skills = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
         system = system_prompt(
             ctx.workspace,
             files,

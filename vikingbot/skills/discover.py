@@ -6,7 +6,7 @@ cannot be used becomes one ``SkillProblem`` (skipped, or capped and still loaded
 problems of a folder are logged once each time they change.
 
 Files are read as the agent could have left them: the file is opened without blocking and must
-be a regular file (a pipe or device is refused, ``tools.reading.open_regular``), at most
+be a regular file (a pipe or device is refused at once, ``agentio.open_regular``), at most
 ``MAX_SKILL_BYTES`` are read, the text must be UTF-8, and a symbolic link (the skill's folder or
 its ``SKILL.md``) must stay inside its skills folder.
 
@@ -28,11 +28,11 @@ from pathlib import Path
 
 from loguru import logger
 
+from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 from vikingbot.fsutil import BOM
 from vikingbot.skills.frontmatter import split
 from vikingbot.skills.types import Catalog, Skill, SkillProblem, Source
-from vikingbot.tools.reading import open_regular
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILL_BYTES = 256 * 1024

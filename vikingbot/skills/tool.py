@@ -8,7 +8,6 @@ workspace's and the user's (``ToolContext.user_skills``), as the system prompt l
 
 from __future__ import annotations
 
-import asyncio
 import os
 from pathlib import Path
 from typing import Any, ClassVar
@@ -44,7 +43,7 @@ class SkillTool(Tool):
     read_only = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        return await asyncio.to_thread(self._run, args, ctx)
+        return await ctx.io.run(self._run, args, ctx)
 
     def _run(self, args: dict[str, Any], ctx: ToolContext) -> str:
         found = catalog(workspace=ctx.workspace, user=ctx.user_skills)
