@@ -209,7 +209,16 @@ class BuiltinLoop(AgentLoop):
         agents = self.config.bot.agents
         now = self.clock.now()
         files = read_context_files(ctx.workspace)
-        skills = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
+        unattended = is_unattended(turn.metadata)
+        schemas = [  # nobody present: only what approval would let run (one predicate)
+            t.schema()
+            for t in self.tools.values()
+            if not unattended or runs_unattended(self.config, t.name)
+        ]
+        skills = None
+        if any(s.name == "skill" for s in schemas):  # listed only where they can be loaded
+            found = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
+            skills = listing(found)
         system = system_prompt(
             ctx.workspace,
             files,
@@ -217,7 +226,7 @@ class BuiltinLoop(AgentLoop):
             timezone=self.config.bot.heartbeat.timezone,
             session_key=turn.key,
             metadata=turn.metadata,
-            skills=listing(skills) if "skill" in self.tools else None,
+            skills=skills,
         )
         history = (
             self.sessions.read_messages(turn.key, limit=agents.history_window)
@@ -227,12 +236,6 @@ class BuiltinLoop(AgentLoop):
         user = ChatMessage("user", prompt)
         messages = [ChatMessage("system", system), *history_messages(history), user]
         turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
-        unattended = is_unattended(turn.metadata)
-        schemas = [  # nobody present: only what approval would let run (one predicate)
-            t.schema()
-            for t in self.tools.values()
-            if not unattended or runs_unattended(self.config, t.name)
-        ]
         request = ChatRequest(
             model=model,
             messages=messages,
