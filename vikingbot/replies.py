@@ -5,7 +5,8 @@ history) and the heartbeat (which must not deliver one). One definition, so the
 two can never disagree about what "nothing to do" looks like.
 
 A token is ``HEARTBEAT_OK`` / ``HEARTBEAT_KEEP`` in any case, with ``_``,
-spaces or nothing between the words, not part of a longer word
+spaces or nothing between the words (``HEART BEAT_OK`` too: the normalised form
+drops spaces and underscores, as OpenViking's does), not part of a longer word
 (``HEARTBEAT_OK_STATUS`` is ordinary text), together with the markup that wraps
 it as a pair: HTML tags (``<b>…</b>``, ``<code>…</code>``) and Markdown bold,
 italics, strike-through and code (``**``, ``_``, ``~~``, backticks). Every
@@ -22,7 +23,7 @@ OK_TOKEN = "HEARTBEAT_OK"
 KEEP_TOKEN = "HEARTBEAT_KEEP"
 DEFAULT_ACK_MAX_CHARS = 300
 
-_CORE = re.compile(r"heartbeat[\s_]{0,4}(ok|keep)", re.IGNORECASE)
+_CORE = re.compile(r"heart[\s_]{0,4}beat[\s_]{0,4}(ok|keep)", re.IGNORECASE)
 _MD = "*_`~"
 _PUNCT = ".!?,;:。！"
 _OPEN_TAG = re.compile(r"<([A-Za-z][A-Za-z0-9]{0,15})(?:\s[^<>]{0,200})?>$")

@@ -82,3 +82,24 @@ async def test_a_task_that_left_the_file_meanwhile_does_not_run(
             "this unit already ran (the entry is no longer active)",
         ) in rows
         assert h.model_calls() == 1
+
+
+async def test_run_now_meets_a_run_now_of_another_process_as_busy(harness: Harness) -> None:
+    """Issue 31: a manual run claims the scheduled unit's key, so a second `run-now`
+    (another CLI process, no gateway: another owner) finds the first's claim; and the
+    manual run gives the key back, so the scheduled run still comes."""
+    h = harness
+    h.user_session()
+    h.write(with_tasks("- Check the build"))
+    leases = Leases(h.rt.store, h.clock)
+    other = leases.claim(KEY, "cli-b:4242", 600)  # the first run-now, still in its turn
+    assert isinstance(other, Claim)
+    report = await h.cycle("manual")
+    busy = [(r.reason, r.error) for r in report.rows if r.decision == "skip"]
+    assert busy == [("busy", "held by cli-b:4242")]
+    assert h.model_calls() == 0
+    leases.release(other)
+    assert _ran(await h.cycle("manual")) == [("manual", "noop")]
+    assert not leases.done(KEY)  # a manual run does not use up the scheduled unit
+    assert _ran(await h.cycle()) == [("due", "noop")]
+    assert h.model_calls() == 2

@@ -29,9 +29,15 @@ def test_the_docs_table_lists_every_reason_code() -> None:
     ("decision", "shown"),
     [
         (
+            Decision("shared", "skip", "skip-flag", session="telegram:default:42"),
+            "heartbeat is off for telegram:default:42: "
+            "`vikingbot sessions heartbeat on telegram:default:42`",
+        ),
+        (  # the terminal cannot be sent to: turning it on is no fix (issue 31)
             Decision("shared", "skip", "skip-flag", session="cli:default:local"),
-            "heartbeat is off for cli:default:local: "
-            "`vikingbot sessions heartbeat on cli:default:local`",
+            "cli:default:local is a `vikingbot chat` session: the terminal cannot be sent to, "
+            "so results for it go to the inbox (`vikingbot inbox`, or an attached "
+            "`vikingbot chat`); this workspace's tasks still run while you chat",
         ),
         (
             Decision("*", "skip", "quiet-hours", detail="quiet hours 22:00–08:00 Europe/Paris"),

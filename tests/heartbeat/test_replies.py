@@ -14,6 +14,8 @@ NOOP_CASES = [
     ("Heartbeat_Ok", True),
     ("HEARTBEATOK", True),
     ("HEARTBEAT OK", True),
+    ("HEART BEAT_OK", True),  # normalised, spaces and underscores dropped (issue 31)
+    ("heart_beat ok", True),
     ("HEARTBEAT_OK.", True),
     ("HEARTBEAT_OK!", True),
     ("HEARTBEAT_OK?!", True),

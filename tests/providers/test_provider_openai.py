@@ -18,7 +18,7 @@ from vikingbot.errors import (
 )
 from vikingbot.providers.base import ChatMessage, ChatRequest, ToolCall
 from vikingbot.providers.openai_compat import OpenAIProvider
-from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_calls
+from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_calls, trickle
 from vikingbot.tools.base import ToolSchema
 
 READ = ToolSchema(
@@ -200,6 +200,20 @@ async def test_request_timeout_is_reported_as_timed_out(
     with pytest.raises(ProviderUnreachable, match="timed out"):
         await p.complete(request())
     assert time.monotonic() - started < 1.2
+
+
+async def test_an_answer_that_trickles_ends_at_timeout_s_not_the_turn_timeout(
+    fake_openai: FakeOpenAI, provider: Callable[..., OpenAIProvider]
+) -> None:
+    """The SDK's timeout is per read: a byte every 20 ms never trips it. timeout_s is
+    documented per request, and bounds the whole of it (an outage, not a failure)."""
+    fake_openai.script([trickle()])
+    p = provider(fake_openai.base_url, timeout_s=0.5, max_retries=0)
+    started = time.monotonic()
+    with pytest.raises(ProviderUnreachable, match=r"no whole answer within 0.5s") as exc:
+        await p.complete(request())
+    assert time.monotonic() - started < 3
+    assert "bot.providers.openai.timeout_s" in str(exc.value)
 
 
 async def test_tool_choice_none_is_sent(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
+from vikingbot.heartbeat.planner import TERMINAL
 from vikingbot.heartbeat.types import Decision, LedgerRow, Reason
 
 MEANING: dict[str, str] = {
@@ -102,6 +103,12 @@ def _quiet(d: Decision, ctx: FixContext) -> str:
 
 def _skip_flag(d: Decision, ctx: FixContext) -> str:
     key = d.session or "this session"
+    if key.startswith(f"{TERMINAL}:"):  # turning it on would not send to the terminal
+        return (
+            f"{key} is a `vikingbot chat` session: the terminal cannot be sent to, so "
+            "results for it go to the inbox (`vikingbot inbox`, or an attached "
+            "`vikingbot chat`); this workspace's tasks still run while you chat"
+        )
     return f"heartbeat is off for {key}: `vikingbot sessions heartbeat on {key}`"
 
 

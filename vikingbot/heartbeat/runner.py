@@ -72,6 +72,11 @@ def unit_key(workspace: str, unit: Unit, after: str = "first") -> str:
     is marked done) a gateway that read the state before that run cannot run it
     again; a gateway that read it after computes the next key, and its plan says
     whether that one is due.
+
+    A manual run (``run-now``, the dashboard's button) claims the same key as the
+    scheduled unit it stands for, so two of them, or one beside a cycle, meet as
+    ``busy`` in any process; it gives the key back when done instead of marking it
+    done (``_uses_slot``), so the scheduled run still comes.
     """
     if unit.entry is None:
         who = f":{unit.session.key}" if unit.session is not None else ""
@@ -265,8 +270,6 @@ class UnitRunner:
 
     def _after(self, wsin: WorkspaceInput, unit: Unit) -> str:
         """The run a unit follows, as its claim key says it (``unit_key``)."""
-        if self.cycle.trigger == "manual":  # asked for by hand: a run of its own
-            return f"manual-{self.report.cycle_id}"
         if unit.entry is None:
             last = wsin.state.last_checklist_at
             return last.isoformat() if last is not None else "first"
@@ -582,8 +585,9 @@ class UnitRunner:
 
 
 def _uses_slot(row: LedgerRow) -> bool:
-    """A slot is used up by a run or a checker's skip, not by an outage."""
-    return "provider-down" not in (row.outcome, row.reason)
+    """A slot is used up by a scheduled run or a checker's skip, not by an outage, and
+    not by a manual run (which shares the scheduled unit's key, ``unit_key``)."""
+    return row.trigger != "manual" and "provider-down" not in (row.outcome, row.reason)
 
 
 COMPLETING = frozenset({"delivered", "inboxed", "refused", "completed"})

@@ -17,7 +17,6 @@ from vikingbot.providers.base import (
     BaseProvider,
     ChatMessage,
     ChatRequest,
-    ErrorContext,
     ProviderResponse,
     ToolCall,
     error_detail,
@@ -112,7 +111,9 @@ class AnthropicProvider(BaseProvider):
             ]
             params["tool_choice"] = {"type": request.tool_choice}
         try:
-            resp = await self._client.messages.create(**params)
+            resp = await self.within_timeout(
+                self._client.messages.create(**params), self.error_context(request.model)
+            )
             return self._parse(resp)
         except anthropic.AnthropicError as exc:
             raise self._convert(exc, request.model) from exc
@@ -144,9 +145,7 @@ class AnthropicProvider(BaseProvider):
     def _convert(self, exc: Exception, model: str) -> ProviderError:
         import anthropic
 
-        ctx = ErrorContext(
-            self.name, self.base_url, self.key_hint(), model, self.config.max_retries
-        )
+        ctx = self.error_context(model)
         if isinstance(exc, anthropic.APIConnectionError):
             return unreachable_error(ctx, timed_out=isinstance(exc, anthropic.APITimeoutError))
         if isinstance(exc, anthropic.APIStatusError):

@@ -10,10 +10,11 @@ SDK type.
 
 from __future__ import annotations
 
+import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from vikingbot.errors import (
     ContextTooLongError,
@@ -103,6 +104,7 @@ class Provider(Protocol):
 
 
 NO_KEY = "no-key"  # sent to self-hosted endpoints that need no key
+T = TypeVar("T")
 
 
 class BaseProvider:
@@ -112,6 +114,7 @@ class BaseProvider:
     key_env: str | None = None  # environment variable holding this kind's API key
     needs_model: bool = True  # False: bot.agents.model may be unset (e.g. command)
     sdk: str | None = None  # the module the kind's client needs ("openai")
+    base_url: str = ""  # where requests go (error messages name it)
 
     def __init__(
         self, name: str, config: ProviderConfig, *, environ: Mapping[str, str] | None = None
@@ -181,6 +184,22 @@ class BaseProvider:
         """Import and build what the first request needs (called in a worker thread)."""
         return None
 
+    def error_context(self, model: str) -> ErrorContext:
+        """What an error message about a request for ``model`` names."""
+        return ErrorContext(
+            self.name, self.base_url, self.key_hint(), model, self.config.max_retries
+        )
+
+    async def within_timeout(self, call: Awaitable[T], ctx: ErrorContext) -> T:
+        """``call`` (one model request, the SDK's retries included) bounded as a whole by
+        ``timeout_s``. The SDKs' own timeout is per read: an answer that trickles in a byte
+        at a time never trips it. Past the bound: ``ProviderUnreachable`` (an outage)."""
+        try:
+            async with asyncio.timeout(self.config.timeout_s):
+                return await call
+        except TimeoutError:
+            raise unreachable_error(ctx, timed_out=True, after_s=self.config.timeout_s) from None
+
     async def aclose(self) -> None:
         return None
 
@@ -224,9 +243,16 @@ def _after_retries(retries: int) -> str:
     return f" after {retries} {'retry' if retries == 1 else 'retries'}"
 
 
-def unreachable_error(ctx: ErrorContext, *, timed_out: bool) -> ProviderError:
+def unreachable_error(
+    ctx: ErrorContext, *, timed_out: bool, after_s: float | None = None
+) -> ProviderError:
     what = "timed out" if timed_out else "is unreachable"
-    tried = _after_retries(ctx.retries)
+    if after_s is not None:
+        what = (
+            f"timed out (no whole answer within {after_s:g}s; bot.providers.{ctx.name}"
+            ".timeout_s bounds the whole request)"
+        )
+    tried = "" if after_s is not None else _after_retries(ctx.retries)
     return ProviderUnreachable(
         f"the {ctx.name} endpoint {ctx.base_url} {what}{tried}; check that the server is "
         f"running and bot.providers.{ctx.name}.api_base is right"

@@ -19,7 +19,6 @@ from vikingbot.providers.base import (
     BaseProvider,
     ChatMessage,
     ChatRequest,
-    ErrorContext,
     ProviderResponse,
     ToolCall,
     error_detail,
@@ -130,7 +129,9 @@ class OpenAIProvider(BaseProvider):
             ]
             params["tool_choice"] = request.tool_choice
         try:
-            resp = await self._client.chat.completions.create(**params)
+            resp = await self.within_timeout(
+                self._client.chat.completions.create(**params), self.error_context(request.model)
+            )
             return self._parse(resp)
         except openai.OpenAIError as exc:
             raise self._convert(exc, request.model) from exc
@@ -159,9 +160,7 @@ class OpenAIProvider(BaseProvider):
     def _convert(self, exc: Exception, model: str) -> ProviderError:
         import openai
 
-        ctx = ErrorContext(
-            self.name, self.base_url, self.key_hint(), model, self.config.max_retries
-        )
+        ctx = self.error_context(model)
         if isinstance(exc, openai.APIConnectionError):
             return unreachable_error(ctx, timed_out=isinstance(exc, openai.APITimeoutError))
         if isinstance(exc, openai.APIStatusError):
