@@ -89,7 +89,7 @@ class Home:
         reused, fresh, _ = self.svc._plan(
             "scheduled", workspace=None, force=True, include_idle=False, memo=True
         )
-        return norm(reused.decisions() + fresh)
+        return norm(reused + fresh)
 
     def rescan(self) -> list[tuple[Any, ...]]:
         """The same decisions from a scanner that has never seen this home."""
@@ -486,7 +486,7 @@ def test_a_hand_made_plan_sees_a_chat_the_watcher_has_not_handed_over_yet(home: 
     reused, fresh, _ = home.svc._plan(
         "manual", workspace=None, force=True, include_idle=False, memo=False
     )
-    assert run_decisions(norm(reused.decisions() + fresh)) == [home.ws(1).name]
+    assert run_decisions(norm(reused + fresh)) == [home.ws(1).name]
 
 
 def test_a_dead_watcher_falls_back_to_polling(home: Home) -> None:
@@ -846,27 +846,31 @@ def test_the_snapshot_is_private_like_the_session_files(
     assert "telegram" in snap.read_text()  # what it holds: the metadata lines' keys
 
 
-def test_a_not_due_entry_is_planned_again_only_when_its_time_comes(home: Home) -> None:
-    """A workspace whose only entry is not due yet keeps that decision until the entry
-    falls due (no planning, no state read each cycle), and the cycles decide what a
-    scanner that never saw the home decides, before and when it falls due."""
+def test_a_not_due_entry_is_planned_every_cycle_a_quiet_workspace_once(home: Home) -> None:
+    """A workspace whose only entry is not due yet is planned again each cycle (the
+    clock alone makes it due); a quiet one keeps its decision. Each cycle decides what
+    a scanner that never saw the home decides, before and when the entry falls due."""
     home.talk(1)
     home.write(1, SCHEDULED)  # every 2h, first seen by the first cycle
     home.talk(2)
     home.write(2, TEMPLATE)
     planned: dict[str, list[int]] = {home.ws(1).name: [], home.ws(2).name: []}
+    ran: list[int] = []
     for step in range(15):  # the default 10-minute cycles (each 2 s early), 2.5 hours
         reused, fresh, inputs = home.svc._plan(
             "scheduled", workspace=None, force=True, include_idle=False, memo=True
         )
         home.svc._remember_entries(inputs, home.clock.now())
-        assert norm(reused.decisions() + fresh) == home.rescan(), step
+        assert norm(reused + fresh) == home.rescan(), step
         for d in fresh:
             planned[d.workspace].append(step)
+            if d.decision == "run":
+                ran.append(step)
         home.clock.advance(seconds=598)
-    # when first seen, then from the cycle where its two hours are up, less the half
-    # minute a jittery tick may come early (the 12th, 24 s early; the run is not made)
-    assert planned == {home.ws(1).name: [0, 12, 13, 14], home.ws(2).name: [0]}
+    assert planned == {home.ws(1).name: list(range(15)), home.ws(2).name: [0]}
+    # due from the cycle where its two hours are up, less the half minute a jittery
+    # tick may come early (the 12th, 24 s early); planning records no run: it stays due
+    assert ran == [12, 13, 14]
 
 
 def test_a_start_that_wrote_the_snapshot_is_not_followed_by_another_within_hours(

@@ -37,7 +37,6 @@ class CycleReport:
     trigger: str
     started_at: datetime
     decisions: list[Decision] = field(default_factory=list)  # planned this cycle
-    kept: Any = None  # scan.Kept: quiet workspaces' decisions kept from earlier cycles
     rows: list[LedgerRow] = field(default_factory=list)  # one per run and per recorded skip
 
     def results(self) -> list[dict[str, Any]]:

@@ -12,16 +12,15 @@ from __future__ import annotations
 
 import os
 import threading
-from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
-from datetime import datetime, timedelta
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
 from itertools import compress
 from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.config.schema import HeartbeatConfig
-from vikingbot.heartbeat.duequeue import DueQueue
 from vikingbot.heartbeat.index import HeartbeatIndex
 from vikingbot.heartbeat.planner import Decision, WorkspaceInput
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceState
@@ -35,107 +34,13 @@ if TYPE_CHECKING:
 IGNORED_SESSION_TYPES = SYSTEM_TYPES
 # Skips that depend only on the sessions and the file, never on the clock's cadence.
 QUIET_REASONS = frozenset({"stale", "skip-flag", "empty", "no-sessions"})
-# A skip that holds until a known time (an entry's next due time), whoever else writes
-# the state meanwhile: another gateway's run of the entry only moves that time later.
-UNTIL_REASONS = frozenset({"not-due"})
 _PAUSED = attrgetter("paused")
 
 
-def keeps_until(decisions: list[Decision], early: timedelta) -> tuple[bool, datetime | None]:
-    """Whether a cycle may keep these decisions while nothing changes, and until when
-    (``None``: until something changes): quiet skips, and not-due skips until the
-    earliest due time less ``early`` (the planner runs an entry that much before its
-    due time, so a tick's jitter keeps the rhythm)."""
-    wake: datetime | None = None
-    for d in decisions:
-        if d.decision != "skip":
-            return False, None
-        if d.reason in QUIET_REASONS:
-            continue
-        if d.reason not in UNTIL_REASONS or d.next_due is None:
-            return False, None
-        if wake is None or d.next_due < wake:
-            wake = d.next_due
-    return True, (None if wake is None else wake - early)
-
-
-class QuietMemo:
-    """The kept decisions of quiet workspaces, with their skip reasons counted as they
-    change: a cycle that keeps 9,900 workspaces' decisions neither copies nor counts them.
-
-    A workspace kept until a time (a not-due entry) is handed back by :meth:`woken`
-    once that time has come, from a priority queue (no loop over the kept ones)."""
-
-    def __init__(self) -> None:
-        self._by_ws: dict[str, list[Decision]] = {}
-        self._counts: Counter[str] = Counter()
-        self._wake = DueQueue()  # workspace -> when its kept decisions expire
-        self._lock = threading.Lock()  # a manual run-now may plan beside the scheduled cycle
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._by_ws
-
-    def __len__(self) -> int:
-        return len(self._by_ws)
-
-    def put(self, name: str, decisions: list[Decision], until: datetime | None = None) -> None:
-        with self._lock:
-            self._pop(name)
-            self._by_ws[name] = decisions
-            self._counts.update(d.reason for d in decisions)
-            if until is not None:
-                self._wake.put(name, until)
-
-    def woken(self, now: datetime) -> set[str]:
-        """Kept workspaces whose time has come (``now`` reached it): to plan again."""
-        with self._lock:
-            return self._wake.pop_due(now, inclusive=True)
-
-    def drop(self, name: str) -> None:
-        with self._lock:
-            self._pop(name)
-
-    def _pop(self, name: str) -> None:
-        self._wake.discard(name)
-        old = self._by_ws.pop(name, None)
-        if old:
-            self._counts.subtract(d.reason for d in old)
-
-    def kept(self, todo: Iterable[str]) -> Kept:
-        """The decisions of every quiet workspace not in ``todo`` (counted now, listed
-        on demand)."""
-        with self._lock:
-            skip = set(todo)
-            counts = Counter(self._counts)
-            for name in skip:
-                for d in self._by_ws.get(name, ()):
-                    counts[d.reason] -= 1
-            return Kept(self, skip, +counts)
-
-    def decisions(self, skip: set[str]) -> list[Decision]:
-        with self._lock:
-            out: list[Decision] = []
-            for name, decisions in self._by_ws.items():
-                if name not in skip:
-                    out.extend(decisions)
-            return out
-
-
-class Kept:
-    """Decisions a cycle kept from quiet workspaces: their count by reason, and the
-    decisions themselves when asked for (tests, ``run-now``)."""
-
-    def __init__(self, memo: QuietMemo | None, skip: set[str], counts: Counter[str]) -> None:
-        self._memo = memo
-        self._skip = skip
-        self.counts = counts
-
-    @classmethod
-    def none(cls) -> Kept:
-        return cls(None, set(), Counter())
-
-    def decisions(self) -> list[Decision]:
-        return [] if self._memo is None else self._memo.decisions(self._skip)
+def is_quiet(decisions: list[Decision]) -> bool:
+    """Whether a cycle may keep these decisions while nothing changes: skips that
+    depend only on the workspace's sessions and file."""
+    return all(d.decision == "skip" and d.reason in QUIET_REASONS for d in decisions)
 
 
 class Scanner:
@@ -150,8 +55,9 @@ class Scanner:
             rt.paths.workspace_root,
             snapshot=rt.paths.data_dir / "heartbeat" / "index.json",
         )
-        # decisions of quiet workspaces; the service fills it
-        self.quiet = QuietMemo()
+        # quiet workspaces -> their kept decisions (the service's scheduled cycles fill
+        # it, one at a time)
+        self.quiet: dict[str, list[Decision]] = {}
         self._planned: set[str] = set()  # workspaces planned by the last memo scan
         self._seen: tuple[Any, frozenset[str]] | None = None  # (config, paused) last time
         # changed workspaces not yet planned by a memo scan (None: all of them)
@@ -244,15 +150,15 @@ class Scanner:
         *,
         include_idle: bool,
         memo: bool,
-    ) -> tuple[list[WorkspaceInput], Kept]:
-        """Inputs for the planner, and (with ``memo``) the reused decisions of quiet
-        workspaces that nothing touched since they were planned."""
+    ) -> tuple[list[WorkspaceInput], list[Decision]]:
+        """Inputs for the planner, and (with ``memo``) the decisions of the quiet
+        workspaces kept since they were planned (nothing touched them)."""
         with self._lock:
             return self._scan(only, include_idle=include_idle, memo=memo)
 
     def _scan(
         self, only: str | None, *, include_idle: bool, memo: bool
-    ) -> tuple[list[WorkspaceInput], Kept]:
+    ) -> tuple[list[WorkspaceInput], list[Decision]]:
         self._state().refresh()
         loaded = self._refresh()
         # asked for by hand: an edit the watcher has not reported yet counts (unless every
@@ -266,7 +172,7 @@ class Scanner:
             changed, self._pending = self._pending, set()
             names, reused = self._changed(changed, ws_states)
         else:
-            names, reused = self._everything(only, include_idle), Kept.none()
+            names, reused = self._everything(only, include_idle), []
         # the planned ones as stored now (on PostgreSQL other gateways write them)
         ws_states = self._state().fresh(names)
         now = self.now()
@@ -287,7 +193,7 @@ class Scanner:
 
     def _changed(
         self, changed: set[str] | None, ws_states: dict[str, WorkspaceState]
-    ) -> tuple[set[str], Kept]:
+    ) -> tuple[set[str], list[Decision]]:
         """Which workspaces to plan again; the kept decisions of all the others."""
         # the paused ones, picked in C (a generator over 10,000 rows cost 1 ms a cycle)
         paused = frozenset(compress(ws_states, map(_PAUSED, ws_states.values())))
@@ -297,17 +203,18 @@ class Scanner:
             todo = set(members)  # first cycle, or other settings: everything
         else:
             now = self.now()
-            todo = changed | self.index.due(now) | self.quiet.woken(now)
+            todo = changed | self.index.due(now)
             todo |= seen[1] ^ self._seen[1]
             todo |= {n for n in self._planned if n not in self.quiet}  # did something
             todo |= self.busy
         self._seen = seen
         quiet = self.quiet
         for name in [n for n in todo if n not in members]:
-            quiet.drop(name)  # no sessions left: nothing to plan
+            quiet.pop(name, None)  # no sessions left: nothing to plan
         todo &= members.keys()
         self._planned = todo
-        return todo, quiet.kept(todo)
+        kept = [d for name, mine in quiet.items() if name not in todo for d in mine]
+        return todo, kept
 
     def _input(self, name: str, state: WorkspaceState | None, now: datetime) -> WorkspaceInput:
         until = self.index.until.get(name)

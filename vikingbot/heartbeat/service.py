@@ -26,10 +26,10 @@ from vikingbot.errors import StoreError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
-from vikingbot.heartbeat.planner import budget_exceeded, early_by, plan_workspace
+from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks, settle_owed
-from vikingbot.heartbeat.scan import Kept, Scanner, keeps_until
+from vikingbot.heartbeat.scan import Scanner, is_quiet
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
 from vikingbot.heartbeat.turn import heartbeat_session_key
 from vikingbot.heartbeat.types import (
@@ -149,10 +149,10 @@ class HeartbeatService:
         include_idle: bool = True,
     ) -> tuple[list[Decision], list[WorkspaceInput]]:
         """What a cycle would do now; no model call, no writes."""
-        reused, fresh, inputs = self._plan(
+        _, fresh, inputs = self._plan(
             trigger, workspace=workspace, force=force, include_idle=include_idle, memo=False
         )
-        return reused.decisions() + fresh, inputs
+        return fresh, inputs
 
     def _plan(
         self,
@@ -162,8 +162,9 @@ class HeartbeatService:
         force: bool,
         include_idle: bool,
         memo: bool,
-    ) -> tuple[Kept, list[Decision], list[WorkspaceInput]]:
-        """(reused quiet decisions, freshly planned decisions, planner inputs).
+    ) -> tuple[list[Decision], list[Decision], list[WorkspaceInput]]:
+        """(the kept decisions of quiet workspaces, freshly planned decisions, planner
+        inputs).
 
         ``memo`` (the gateway's cycles): a quiet workspace (stale, template, no
         sessions) whose sessions and file are unchanged reuses its last decisions.
@@ -171,7 +172,7 @@ class HeartbeatService:
         why = self.global_skip(trigger, force)
         if why:
             detail = self.quiet_hours() if why == "quiet-hours" else None
-            return Kept.none(), [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
+            return [], [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
         owed = drop_dead_marks(self.parts.leases, inputs)  # a dead gateway's turn: not "pending"
         if owed and memo:  # the gateway's cycle (not a plan): make the moves it owed
@@ -181,7 +182,6 @@ class HeartbeatService:
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
         down = self.health.waiting(now)
-        early = early_by(self.cfg)  # a not-due entry kept until its time, less this
         decisions: list[Decision] = []
         for wsin in inputs:
             mine = plan_workspace(
@@ -189,11 +189,10 @@ class HeartbeatService:
             )
             decisions += mine
             if memo:
-                keep, until = keeps_until(mine, early)
-                if keep:
-                    self.scanner.quiet.put(wsin.name, mine, until)
+                if is_quiet(mine):
+                    self.scanner.quiet[wsin.name] = mine
                 else:
-                    self.scanner.quiet.drop(wsin.name)
+                    self.scanner.quiet.pop(wsin.name, None)
         return reused, decisions, inputs
 
     def problems(
@@ -251,7 +250,7 @@ class HeartbeatService:
         # HEARTBEAT.md checked now): the user may have saved the file a moment ago.
         memo = trigger != "manual"
 
-        def prepare() -> tuple[Kept, list[Decision], list[WorkspaceInput]]:
+        def prepare() -> tuple[list[Decision], list[Decision], list[WorkspaceInput]]:
             planned = self._plan(
                 trigger, workspace=workspace, force=force, include_idle=False, memo=memo
             )
@@ -261,9 +260,8 @@ class HeartbeatService:
 
         reused, decisions, inputs = await asyncio.to_thread(prepare)
         report.decisions = decisions
-        report.kept = reused
         await self._tell_problems(inputs, decisions)
-        self._count_skips(decisions, reused.counts)
+        self._count_skips(decisions, Counter(d.reason for d in reused))
         runs = await self._record_skips(report, decisions, inputs, trigger)
         cycle = Cycle(
             report,
