@@ -1,0 +1,248 @@
+"""The IMAP side of the email channel: wait for new mail, hand each unseen one over.
+
+:class:`ImapWatch` keeps one connection (aioimaplib): log in, select the folder,
+look for unseen mail, then wait (IDLE where the server offers it and ``idle`` is
+on, else ``poll_s``), and again. For each unseen mail it fetches the header
+first and asks ``judge`` whether the sender may talk to the bot; only then the
+first ``FETCH_BYTES`` of the mail (a 20 MB attachment stays on the server). A
+mail handed over is marked ``\\Seen``; one refused, automatic or unreadable is
+remembered for this connection and left as it was, so the mailbox's owner still
+sees it unread.
+
+A dropped connection, a timeout or a refused login is logged once per new error
+text, kept as ``last_error`` and tried again after a backoff (1 s doubling to
+``MAX_BACKOFF_S``); the gateway goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from loguru import logger
+
+from vikingbot.channels.mail.body import Mail, read_mail
+from vikingbot.channels.mail.settings import EmailSettings
+from vikingbot.errors import ChannelError, ChannelRejected
+
+if TYPE_CHECKING:
+    from aioimaplib import IMAP4
+
+FETCH_BYTES = 1024 * 1024
+MAX_BACKOFF_S = 300.0
+IDLE_RENEW_S = 300.0  # servers drop an IDLE after 30 min; renew well before
+_SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
+
+
+class Fetched(NamedTuple):
+    """One unseen mail: its UID, the parsed mail, and whether all of it was fetched."""
+
+    uid: str
+    mail: Mail
+    complete: bool
+
+
+Verdict = str  # "take" (fetch it, hand it over, mark seen) or "leave"
+Judge = Callable[[Mail], Awaitable[Verdict]]
+Take = Callable[[Fetched], Awaitable[None]]
+
+
+async def close(imap: IMAP4, *, polite: bool = True) -> None:
+    """Log out (when the connection is in a state to) and close the socket."""
+    if polite:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(imap.logout(), 2)
+    transport = getattr(imap.protocol, "transport", None)
+    if transport is not None:
+        transport.close()
+    for task in list(imap.tasks):
+        task.cancel()
+
+
+def _literal(lines: list[Any]) -> bytes | None:
+    for line in lines:
+        if isinstance(line, bytearray | memoryview):
+            return bytes(line)
+    return None
+
+
+def _size(lines: list[Any]) -> int | None:
+    for line in lines:
+        if isinstance(line, bytes) and (found := _SIZE.search(line)):
+            return int(found.group(1))
+    return None
+
+
+class ImapWatch:
+    """Watches one IMAP folder; :meth:`run` returns only when cancelled."""
+
+    def __init__(
+        self,
+        settings: EmailSettings,
+        *,
+        judge: Judge,
+        take: Take,
+        report: Callable[[str | None], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._report = report or (lambda _error: None)
+        self.judge = judge
+        self.take = take
+        self.last_error: str | None = None
+        self.connected = asyncio.Event()
+        self.idling = False
+        self._lost = asyncio.Event()
+        self._looked: set[str] = set()  # UIDs left alone on this connection
+
+    # ---- the loop ---------------------------------------------------------------
+
+    async def run(self) -> None:
+        backoff = 1.0
+        while True:
+            try:
+                await self._session()
+            except asyncio.CancelledError:
+                raise
+            except ChannelError as exc:
+                self._failed(str(exc), backoff)
+            except Exception as exc:  # supervisor boundary: OSError, timeouts, aioimaplib's
+                self._failed(  # Abort/Error/CommandTimeout; the loop goes on
+                    f"IMAP {self.settings.imap_host}: {type(exc).__name__}: {exc}", backoff
+                )
+            else:
+                backoff = 1.0
+                continue
+            self.connected.clear()
+            self.idling = False
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
+
+    def _failed(self, text: str, backoff: float) -> None:
+        if text != self.last_error:
+            logger.error("email: {}; trying again in {:g}s", text, backoff)
+        else:
+            logger.debug("email: {} (again); trying again in {:g}s", text, backoff)
+        self.last_error = text
+        self._report(text)
+
+    async def _session(self) -> None:
+        imap = await self.connect()
+        try:
+            self.connected.set()
+            if self.last_error is not None:
+                logger.info("email: connected to {} again", self.settings.imap_host)
+            self.last_error = None
+            self._report(None)
+            use_idle = self.settings.idle and imap.has_capability("IDLE")
+            while not self._lost.is_set():
+                await self._take_new(imap)
+                if use_idle:
+                    await self._idle(imap)
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._lost.wait(), self.settings.poll_s)
+            raise ChannelError(f"IMAP {self.settings.imap_host}: the server closed the connection")
+        finally:
+            self.connected.clear()
+            await close(imap, polite=not self.idling and not self._lost.is_set())
+            self.idling = False
+
+    async def connect(self) -> IMAP4:
+        from aioimaplib import IMAP4, IMAP4_SSL
+
+        s = self.settings
+        if not s.imap_host or not s.address or s.password is None:
+            raise ChannelRejected("email needs address, password and imap_host")
+        self._lost = asyncio.Event()
+        self._looked.clear()
+        lost = self._lost
+
+        def gone(_exc: Exception | None) -> None:
+            lost.set()
+
+        imap: IMAP4
+        if s.imap_security == "tls":
+            imap = IMAP4_SSL(
+                s.imap_host,
+                s.imap_port,
+                timeout=s.timeout_s,
+                ssl_context=ssl.create_default_context(),
+            )
+            imap.protocol.conn_lost_cb = gone
+        else:
+            imap = IMAP4(s.imap_host, s.imap_port, timeout=s.timeout_s, conn_lost_cb=gone)
+        try:
+            await imap.wait_hello_from_server()
+        except BaseException:
+            await close(imap, polite=False)
+            raise
+        answer = await imap.login(s.username or s.address, s.password.get_secret_value())
+        if answer.result != "OK":
+            said = b" ".join(x for x in answer.lines if isinstance(x, bytes)).decode(
+                "utf-8", "replace"
+            )
+            raise ChannelRejected(
+                f"IMAP {s.imap_host} refused the login of {s.username or s.address}: {said.strip()}"
+            )
+        selected = await imap.select(s.folder)
+        if selected.result != "OK":
+            raise ChannelRejected(f"IMAP {s.imap_host}: cannot open folder {s.folder!r}")
+        return imap
+
+    async def _idle(self, imap: IMAP4) -> None:
+        idle = await imap.idle_start(timeout=IDLE_RENEW_S)
+        self.idling = True
+        push = asyncio.ensure_future(imap.wait_server_push())
+        lost = asyncio.ensure_future(self._lost.wait())
+        try:
+            await asyncio.wait({push, lost}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            self.idling = False
+            push.cancel()
+            lost.cancel()
+        if self._lost.is_set():
+            idle.cancel()
+            return
+        imap.idle_done()
+        await asyncio.wait_for(idle, self.settings.timeout_s)
+
+    # ---- one look ---------------------------------------------------------------
+
+    async def _take_new(self, imap: IMAP4) -> None:
+        found = await imap.uid_search("UNSEEN", charset=None)
+        if found.result != "OK":
+            raise ChannelError(f"IMAP {self.settings.imap_host}: SEARCH failed: {found.lines}")
+        first = found.lines[0] if found.lines else b""
+        uids = first.split() if isinstance(first, bytes) else []
+        for raw_uid in uids[:200]:
+            uid = raw_uid.decode("ascii", "replace")
+            if uid in self._looked:
+                continue
+            await self._one(imap, uid)
+
+    async def _one(self, imap: IMAP4, uid: str) -> None:
+        head = await imap.uid("fetch", uid, "(RFC822.SIZE BODY.PEEK[HEADER])")
+        header = _literal(head.lines) if head.result == "OK" else None
+        if header is None:
+            self._looked.add(uid)
+            return
+        size = _size(head.lines) or 0
+        if await self.judge(read_mail(header, complete=False)) != "take":
+            self._looked.add(uid)
+            return
+        whole = await imap.uid("fetch", uid, f"(BODY.PEEK[]<0.{FETCH_BYTES}>)")
+        raw = _literal(whole.lines) if whole.result == "OK" else None
+        if raw is None:
+            self._looked.add(uid)
+            logger.warning("email: could not fetch mail {} ({})", uid, whole.lines[-1:])
+            return
+        complete = size <= FETCH_BYTES
+        await self.take(Fetched(uid, read_mail(raw, complete=complete), complete))
+        stored = await imap.uid("store", uid, "+FLAGS", "(\\Seen)")
+        if stored.result != "OK":
+            logger.warning("email: could not mark mail {} seen: {}", uid, stored.lines[-1:])
+        self._looked.add(uid)
