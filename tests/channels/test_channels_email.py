@@ -19,9 +19,12 @@ import pytest
 from loguru import logger
 
 from tests.support.mailrig import BOT, FRIEND, OWNER, STRANGER, MailRig
-from vikingbot.bus import MessageBus
+from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.channels.mail.channel import EmailChannel
+from vikingbot.channels.mail.compose import message_id_for
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
+from vikingbot.delivery.outbox import Outbox
 from vikingbot.store.db import StateStore
 from vikingbot.testing.outbound import delivery_for
 
@@ -264,5 +267,123 @@ async def test_a_subject_with_line_breaks_stays_one_header(
         assert reply["Subject"] == "Re: Injected i1 Bcc: stranger@example.test"
         assert reply["Bcc"] is None
         assert [e.recipients for e in rig.relay.received[sent_before:]] == [[OWNER]]
+    finally:
+        await manager.stop()
+
+
+async def _until(check: Callable[[], object], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.02)
+
+
+def _email(manager: ChannelManager) -> EmailChannel:
+    channel = manager.channel("email")
+    assert isinstance(channel, EmailChannel)
+    return channel
+
+
+async def test_polling_without_idle_answers_too(
+    rig: MailRig, store: Any, bus: MessageBus, echo: Any, make_config: Callable[..., Config]
+) -> None:
+    manager = await started(make_config(email=rig.section(idle=False, pollS=0.2)), bus, store)
+    echo.manager = manager
+    try:
+        channel = _email(manager)
+        assert channel.watch is not None
+        await _until(channel.watch.connected.is_set, "the IMAP connection")
+        rig.mail_to_bot(OWNER, "Polled p1", "are you there?")
+        (reply,) = await arrived(rig, OWNER, "Polled p1")
+        assert not channel.watch.idling
+        assert "are you there?" in plain(reply)
+    finally:
+        await manager.stop()
+
+
+async def test_an_imap_server_that_drops_the_connection_is_read_again_when_back(
+    rig: MailRig,
+    store: Any,
+    bus: MessageBus,
+    echo: Any,
+    make_config: Callable[..., Config],
+    logs: list[str],
+) -> None:
+    manager = await started(make_config(email=rig.section()), bus, store)
+    echo.manager = manager
+    channel = _email(manager)
+    try:
+        assert channel.watch is not None
+        await _until(lambda: channel.watch and channel.watch.idling, "IDLE")
+        await asyncio.to_thread(rig.dovecot.stop)
+        await _until(lambda: channel.last_error, "the channel to notice")
+        assert "127.0.0.1" in str(channel.last_error)
+        assert any(line.startswith("email: IMAP") for line in logs)
+        await asyncio.to_thread(rig.dovecot.start)
+        rig.mail_to_bot(OWNER, "After the outage d1", "back?")
+        await arrived(rig, OWNER, "After the outage d1")
+        assert channel.last_error is None and channel.receiving
+    finally:
+        await manager.stop()
+        if rig.dovecot._proc is None:
+            rig.dovecot.start()
+
+
+async def test_a_wrong_password_is_a_clear_error_and_nothing_is_sent(
+    rig: MailRig,
+    store: Any,
+    bus: MessageBus,
+    make_config: Callable[..., Config],
+    logs: list[str],
+) -> None:
+    config = make_config(owner=f"email:{OWNER}", email=rig.section(password="wrong-one"))
+    manager = await started(config, bus, store)
+    sent_before = len(rig.relay.received)
+    try:
+        channel = _email(manager)
+        await _until(lambda: channel.last_error, "the refused login")
+        assert "refused the login of bot@example.test" in str(channel.last_error)
+        report = await delivery_for(manager).deliver(
+            "A result w1", "owner", source="heartbeat", dedupe_key="w1"
+        )
+        assert report.status != "delivered"
+        row = await asyncio.to_thread(manager.outbox.get, "w1")
+        assert row is not None
+        assert row.status == "failed" and "SMTPAuthenticationError" in str(row.last_error)
+        assert row.attempts == 1  # a refused login is not retried
+        assert len(rig.relay.received) == sent_before
+        assert any("refused the login" in line for line in logs)
+        assert "wrong-one" not in " ".join(logs)
+        assert channel.running
+    finally:
+        await manager.stop()
+
+
+async def test_a_busy_smtp_server_is_retried_and_a_resend_keeps_the_message_id(
+    rig: MailRig, store: Any, bus: MessageBus, make_config: Callable[..., Config]
+) -> None:
+    config = make_config(owner=f"email:{OWNER}", email=rig.section(imapHost=None))
+    # a gateway wrote this row, then died before the server took it
+    left = OutboundMessage("email", OWNER, "Left behind r2", dedupe_key="r2")
+    Outbox(store).claim(left, "r2")
+    manager = await started(config, bus, store)
+    try:
+        assert await manager.wait_recovered() == 1
+        (again,) = await arrived(rig, OWNER, "Left behind r2")
+        assert again["Message-ID"] == message_id_for("r2", BOT)
+        rig.relay.answers.append("451 4.3.0 try again later")
+        report = await delivery_for(manager).deliver(
+            "The nightly build r1 is red",
+            "email:owner@example.test",
+            source="heartbeat",
+            dedupe_key="r1",
+        )
+        assert report.status == "delivered"
+        (mail,) = await arrived(rig, OWNER, "The nightly build r1")
+        assert mail["Subject"] == "vikingbot: The nightly build r1 is red"
+        assert mail["Message-ID"] == message_id_for("r1", BOT)
+        row = await asyncio.to_thread(manager.outbox.get, "r1")
+        assert row is not None and row.attempts == 2
     finally:
         await manager.stop()

@@ -25,7 +25,10 @@ def plain(body: str) -> bytes:
 @pytest.mark.parametrize(
     ("body", "new"),
     [
-        ("Yes, noon.\n\nOn Mon, 1 Jan 2026 at 10:00, Bot <b@x.org> wrote:\n> lunch?\n", "Yes, noon."),
+        (
+            "Yes, noon.\n\nOn Mon, 1 Jan 2026 at 10:00, Bot <b@x.org> wrote:\n> lunch?\n",
+            "Yes, noon.",
+        ),
         ("Yes.\nOn Mon, 1 Jan 2026 at 10:00, a very long name\n<b@x.org> wrote:\n> q\n", "Yes."),
         ("Ja.\n\nAm 1. Jan. 2026 schrieb Bot <b@x.org>:\n> q\n", "Ja."),
         ("Sure\n\n-----Original Message-----\nFrom: Bot\nq\n", "Sure"),
@@ -39,7 +42,11 @@ def plain(body: str) -> bytes:
 def test_the_new_text_leaves_quotes_and_signatures_out(body: str, new: str) -> None:
     mail = read_mail(plain(body))
     assert (mail.text, mail.problem) == (new, None)
-    assert (mail.sender, mail.message_id, mail.subject) == ("ann@example.org", "<x1@example.org>", "Hi")
+    assert (mail.sender, mail.message_id, mail.subject) == (
+        "ann@example.org",
+        "<x1@example.org>",
+        "Hi",
+    )
 
 
 @pytest.mark.parametrize(
