@@ -19,6 +19,7 @@ import pytest
 from loguru import logger
 
 from tests.support.mailrig import BOT, FRIEND, OWNER, STRANGER, MailRig
+from tests.support.outbound import delivery_for
 from vikingbot.bus import MessageBus, OutboundMessage
 from vikingbot.channels.mail.channel import EmailChannel
 from vikingbot.channels.mail.compose import message_id_for
@@ -26,7 +27,6 @@ from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
 from vikingbot.delivery.outbox import Outbox
 from vikingbot.store.db import StateStore
-from vikingbot.testing.outbound import delivery_for
 
 Eventually = Callable[..., Awaitable[None]]
 

@@ -177,21 +177,25 @@ class ImapWatch:
             imap = IMAP4(s.imap_host, s.imap_port, timeout=s.timeout_s, conn_lost_cb=gone)
         try:
             await imap.wait_hello_from_server()
+            await self._log_in(imap)
         except BaseException:
             await close(imap, polite=False)
             raise
+        return imap
+
+    async def _log_in(self, imap: IMAP4) -> None:
+        s = self.settings
+        assert s.address is not None and s.password is not None
         answer = await imap.login(s.username or s.address, s.password.get_secret_value())
         if answer.result != "OK":
-            said = b" ".join(x for x in answer.lines if isinstance(x, bytes)).decode(
-                "utf-8", "replace"
-            )
+            said = b" ".join(x for x in answer.lines if isinstance(x, bytes))
             raise ChannelRejected(
-                f"IMAP {s.imap_host} refused the login of {s.username or s.address}: {said.strip()}"
+                f"IMAP {s.imap_host} refused the login of {s.username or s.address}: "
+                f"{said.decode('utf-8', 'replace').strip()}"
             )
         selected = await imap.select(s.folder)
         if selected.result != "OK":
             raise ChannelRejected(f"IMAP {s.imap_host}: cannot open folder {s.folder!r}")
-        return imap
 
     async def _idle(self, imap: IMAP4) -> None:
         idle = await imap.idle_start(timeout=IDLE_RENEW_S)
