@@ -16,6 +16,7 @@ from typing import Any
 from vikingbot.grammar import closest, duration_s, time_of_day
 from vikingbot.grammar import cron_problem as cron_expression_problem
 from vikingbot.heartbeat.types import Schedule, normalise_key
+from vikingbot.skills.names import name_problem
 
 # A key is one of these words, at the start or after whitespace, followed by ':'.
 KEYS = {
@@ -31,6 +32,9 @@ KEYS = {
     "titel": "title",
     "task": "task",
     "aufgabe": "task",
+    "skill": "skill",
+    "fähigkeit": "skill",
+    "faehigkeit": "skill",
 }
 _LONGEST_KEY = max(len(k) for k in KEYS)
 # Keys that make a plain line a schedule: a typo of one of these at the start of a
@@ -99,6 +103,7 @@ def _fields(text: str, found: list[_Key], problems: list[str]) -> dict[str, Any]
     title = _title(values, problems)
     schedule = _kind(values, problems)
     only_if = _only_if(values, problems)
+    skill = _skill(values, problems)
     task = None
     if "task" in values:
         if values["task"][1]:
@@ -111,6 +116,7 @@ def _fields(text: str, found: list[_Key], problems: list[str]) -> dict[str, Any]
         "only_if": only_if,
         "title": title,
         "task": task,
+        "skill": skill,
     }
 
 
@@ -270,6 +276,19 @@ def _only_if(
             f"(as name or name:scope), never a command; got {short(value)!r}"
         )
     return ref
+
+
+def _skill(values: dict[str, tuple[str, str]], problems: list[str]) -> str | None:
+    """A ``skill:`` value is one skill's name; whether it is installed is checked against the
+    workspace's skills when the file is planned (``heartbeat.skills``), not here."""
+    if "skill" not in values:
+        return None
+    word, value = values["skill"]
+    why = name_problem(value, word) if value else f"{word}: is empty"
+    if why:
+        problems.append(why)
+        return None
+    return value
 
 
 def short(text: str, limit: int = 60) -> str:

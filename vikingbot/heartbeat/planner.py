@@ -274,7 +274,7 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
         if sched.kind == "every":  # a jittery tick keeps the rhythm; a clock time never early
             slack = early_by(ctx.cfg)
         if ctx.now + slack < due:
-            return skip("not-due", next_due=due, detail=sched.describe())
+            return skip("not-due", next_due=due, detail=_with_skill(sched.describe(), e))
         slot = ctx.now if sched.kind == "every" else latest_slot(sched, ctx.now, ctx.tz)
     except (ValueError, OverflowError) as exc:
         return skip("invalid", detail=f"{sched.describe()}: {_plain(exc)}")
@@ -283,7 +283,15 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
         scope = f":{e.only_if[1]}" if e.only_if[1] else ""
         detail = f"only-if {e.only_if[0]}{scope} decides at run time"
     unit = Unit("scheduled", e, slot=slot)
+    detail = _with_skill(detail, e)
     return Decision(ctx.name, "run", "due", entry=e.ident, unit=unit, detail=detail)
+
+
+def _with_skill(detail: str | None, e: Entry) -> str | None:
+    """Plan shows which skill an entry's turn carries."""
+    if not e.skill:
+        return detail
+    return f"{detail}; skill {e.skill}" if detail else f"skill {e.skill}"
 
 
 def checker_missing(name: str, cfg: HeartbeatConfig) -> str:

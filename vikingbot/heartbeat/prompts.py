@@ -53,7 +53,11 @@ def task_prompt(
     title: str | None = None,
     context: str | None = None,
     state: str | None = None,
+    skill: str | None = None,
 ) -> str:
+    """A task turn's prompt: the instruction, the task, its entry and state, the skill it
+    names (``skills.prompt.skill_text``: in the prompt from the start, so no call is spent
+    loading it) and what its check found."""
     parts = [TASK_INSTRUCTION, ""]
     if title:
         parts.append(f"Task ({title}):")
@@ -62,6 +66,8 @@ def task_prompt(
     parts.append(task.strip())
     if state:
         parts += ["", state]
+    if skill:
+        parts += ["", skill]
     if context:
         parts += [
             "",

@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any
 from vikingbot.config.schema import HeartbeatConfig
 from vikingbot.heartbeat.index import HeartbeatIndex
 from vikingbot.heartbeat.planner import Decision, WorkspaceInput
+from vikingbot.heartbeat.skills import names_skills, with_skill_problems
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceState
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session.store import SYSTEM_TYPES
 from vikingbot.session.types import SessionKey, SessionMeta
+from vikingbot.skills.discover import catalog, user_dir
 
 if TYPE_CHECKING:
     from vikingbot.heartbeat.parts import HeartbeatParts
@@ -92,6 +94,11 @@ class Scanner:
 
     def workspace_path(self, name: str) -> Path:
         return self.rt.paths.workspace_root / name
+
+    def skill_names(self, name: str) -> list[str]:
+        """The skills workspace ``name`` sees (its own and the user's)."""
+        found = catalog(workspace=self.workspace_path(name), user=user_dir(self.rt.paths.home))
+        return found.names
 
     # ------------------------------------------------------------ the index
 
@@ -219,10 +226,13 @@ class Scanner:
     def _input(self, name: str, state: WorkspaceState | None, now: datetime) -> WorkspaceInput:
         until = self.index.until.get(name)
         eligible = until is not None and now <= until
+        parsed = self.index.parsed_for(name) if eligible else None
+        if parsed is not None and names_skills(parsed):
+            parsed = with_skill_problems(parsed, lambda: self.skill_names(name))
         return WorkspaceInput(
             name=name,
             sessions=self.index.sessions_of(name),
-            parsed=self.index.parsed_for(name) if eligible else None,
+            parsed=parsed,
             state=state or WorkspaceState(workspace=name),
             busy=name in self.busy,
         )

@@ -22,12 +22,15 @@ from typing import Any
 
 from loguru import logger
 
+from vikingbot.agentio import Lane
 from vikingbot.errors import ProviderUnavailable, VikingbotError
 from vikingbot.heartbeat.outcome import SendStatus, TurnFacts, needs_reply_delivery, reply_kind
 from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.prompts import checklist_prompt, task_prompt, task_state
 from vikingbot.heartbeat.types import Entry, EntryState, Unit
 from vikingbot.session.types import SessionKey, SessionMeta
+from vikingbot.skills.discover import catalog, user_dir
+from vikingbot.skills.prompt import skill_text
 from vikingbot.tools.base import Deliver, DeliveryStatus
 
 
@@ -90,6 +93,7 @@ async def make_turn(
             title=entry.title,
             context=context,
             state=task_state(entry, state, max_bytes=cap),
+            skill=await _skill(parts, path, entry.skill) if entry.skill else None,
         )
     )
     metadata: dict[str, Any] = {
@@ -112,6 +116,19 @@ async def make_turn(
     if needs_reply_delivery(facts, kind):
         await sender.send(facts.reply or "")  # a result without the message tool still arrives
     return replace(facts, sends=tuple(sender.sends))
+
+
+async def _skill(parts: HeartbeatParts, workspace: Path, name: str) -> str:
+    """The text of the skill an entry names, as the workspace sees it now."""
+
+    def load() -> str:
+        found = catalog(workspace=workspace, user=user_dir(parts.paths.home))
+        skill = found.get(name)
+        if skill is None:  # removed since the plan
+            return f"(The entry names skill {name}, which is not installed any more.)"
+        return skill_text(skill)
+
+    return await Lane().run(load)
 
 
 async def call_agent(

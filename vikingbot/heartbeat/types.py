@@ -129,6 +129,7 @@ class Entry:
     only_if: tuple[str, str | None] | None = None  # (checker name, scope)
     title: str | None = None
     task: str | None = None
+    skill: str | None = None  # a skill whose text the turn carries (``skill:``)
     tags: tuple[str, ...] = ()
     deliver: str | None = None  # untrusted; validated by delivery, not here
     parked: str | None = None  # reason from a ``<!-- parked: ... -->`` tag

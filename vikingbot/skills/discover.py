@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import re
 import stat
 import time
 from dataclasses import dataclass
@@ -32,13 +31,13 @@ from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 from vikingbot.fsutil import BOM
 from vikingbot.skills.frontmatter import split
+from vikingbot.skills.names import name_problem
 from vikingbot.skills.types import Catalog, Skill, SkillProblem, Source
 
 SKILL_FILE = "SKILL.md"
 MAX_SKILL_BYTES = 256 * 1024
 MAX_DESCRIPTION = 1024
 MAX_FOLDERS = 2000  # skill folders read per skills folder; the rest are counted in one problem
-NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.-]{0,62}[A-Za-z0-9])?")
 _SETTLED_NS = 2_000_000_000
 
 Identity = tuple[int, int, int, int, int]
@@ -287,15 +286,3 @@ def _from_text(
     if warnings:
         return skill, SkillProblem(folder, source, "; ".join(warnings), skipped=False)
     return skill, None
-
-
-def name_problem(name: str) -> str | None:
-    """Why ``name`` cannot be a skill's name, or ``None``."""
-    if any(c in name for c in "/\\\0") or ".." in name:
-        return f"name: {name[:80]!r} holds path characters; use letters, digits, '-', '_', '.'"
-    if not NAME.fullmatch(name):
-        return (
-            f"name: {name[:80]!r} is not a skill name (1-64 letters, digits, '-', '_' or '.', "
-            "starting and ending with a letter or digit)"
-        )
-    return None
