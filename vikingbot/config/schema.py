@@ -360,6 +360,12 @@ class GatewayConfig(Model):
     host: str = "127.0.0.1"
     port: int = Field(default=18790, ge=1, le=65535)
     token: SecretStr | None = None
+    # Host names (besides IP addresses, localhost and this machine's name) that mean this
+    # gateway, e.g. a reverse proxy's public name; any other Host header is refused.
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # a request's head must arrive within head_timeout_s, its body within body_timeout_s
+    head_timeout_s: float = Field(default=10, gt=0, le=3600)
+    body_timeout_s: float = Field(default=30, gt=0, le=3600)
     shutdown_grace_s: float = Field(default=1, ge=0)
     # Several gateways on one PostgreSQL database (docs/scaling.md): how long a claim
     # on a heartbeat unit or a chat channel lasts without renewal (renewed every third

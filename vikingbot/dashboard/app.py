@@ -87,10 +87,12 @@ class Dashboard:
 
     async def login(self, request: Request) -> Response:
         given = request.query_params.get("token", "")
+        one_time_only = True  # a URL carries only one-time login tokens, never a secret
         if request.method == "POST":
             given = (await self.form(request)).get("token", "")
+            one_time_only = False
         if given:
-            started = self.auth.login(given)
+            started = self.auth.login(given, one_time_only=one_time_only)
             if started is not None:
                 sid, _ = started
                 response = RedirectResponse(f"{PREFIX}/", status_code=303)

@@ -36,7 +36,9 @@ CSP = (
 SECURITY_HEADERS = [
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
+    # same-origin, not no-referrer: with no-referrer browsers send ``Origin: null`` on the
+    # dashboard's own POSTs, which the gateway's Origin check (gateway/webguard.py) refuses
+    (b"referrer-policy", b"same-origin"),
     (b"x-frame-options", b"DENY"),
     (b"cache-control", b"no-store"),
 ]
@@ -79,13 +81,14 @@ class Auth:
         self.login_tokens[token] = self.now() + LOGIN_TOKEN_TTL_S
         return token
 
-    def login(self, given: str) -> tuple[str, Session] | None:
-        """A new session for a valid one-time token or secret; None otherwise."""
+    def login(self, given: str, *, one_time_only: bool = False) -> tuple[str, Session] | None:
+        """A new session for a valid one-time token or (unless ``one_time_only``, as for a
+        token in a URL) a secret; None otherwise."""
         self._expire()
         if not given or len(given) > 500:
             return None
         one_time = self.login_tokens.pop(given, None)
-        if one_time is None and not self.secret_ok(given):
+        if one_time is None and (one_time_only or not self.secret_ok(given)):
             return None
         if len(self.sessions) >= MAX_SESSIONS:  # drop the oldest
             oldest = min(self.sessions, key=lambda k: self.sessions[k].expires)

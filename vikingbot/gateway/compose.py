@@ -343,9 +343,10 @@ def http_app(
     audit: Callable[[str, str, str], None],
 ) -> Any:
     """`/health`, `/metrics`, each channel's routes, the control API and the dashboard,
-    behind the gateway token and the control secret."""
+    behind the Host/Origin checks, the gateway token and the control secret."""
     from vikingbot.gateway.control import ControlGuard, control_routes
     from vikingbot.gateway.server import build_app
+    from vikingbot.gateway.webguard import WebGuard, own_names
 
     channel_prefixes = tuple(f"{route.path}/" for route in channel_routes)
     routes = [*channel_routes, *control_routes(ops), *dashboard]
@@ -358,4 +359,6 @@ def http_app(
         extra_routes=routes,
         self_authenticating=(*channel_prefixes, "/api/", "/ui/"),
     )
-    return ControlGuard(app, secret=secret, token=token_text, audit=audit)
+    gateway = core.config().bot.gateway
+    guarded = ControlGuard(app, secret=secret, token=token_text, audit=audit)
+    return WebGuard(guarded, own_names(gateway.host, gateway.allowed_hosts))

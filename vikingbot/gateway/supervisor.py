@@ -422,6 +422,8 @@ class Gateway:
     async def _start_http(self) -> Any:
         import uvicorn
 
+        from vikingbot.gateway.webguard import deadline_protocol
+
         assert self.home_lock is not None and self.home_lock.secret is not None
         assert self.heartbeat is not None
         core = self.core
@@ -454,8 +456,15 @@ class Gateway:
             secret=self.home_lock.secret,
             audit=self._audit_control,
         )
+        web = core.config().bot.gateway
         config = uvicorn.Config(
-            app, host=self.host, port=self.port, log_config=None, access_log=False, lifespan="off"
+            app,
+            host=self.host,
+            port=self.port,
+            log_config=None,
+            access_log=False,
+            lifespan="off",
+            http=deadline_protocol(web.head_timeout_s, web.body_timeout_s),
         )
         server = QuietServer(config)
         task = self._server_task = asyncio.create_task(server.serve(sockets=[self._sock]))
