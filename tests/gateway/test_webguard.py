@@ -66,7 +66,11 @@ def status(answer: bytes) -> int:
 def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayProcess]:
     home = tmp_path_factory.mktemp("web") / "home"
     home.mkdir()
-    cfg = {"bot": {"gateway": {"allowedHosts": ["bot.example.org"], "headTimeoutS": 1, "bodyTimeoutS": 1}}}
+    cfg = {
+        "bot": {
+            "gateway": {"allowedHosts": ["bot.example.org"], "headTimeoutS": 1, "bodyTimeoutS": 1}
+        }
+    }
     (home / "config.json").write_text(json.dumps(cfg))
     with GatewayProcess(home, fork=False) as gw:
         yield gw
