@@ -182,7 +182,9 @@ def test_a_session_going_stale_changes_the_decision_without_any_file_change(home
     assert {r[2] for r in home.memo_cycle()} == {"empty"}  # quiet: kept from now on
     home.clock.advance(hours=2)  # stale_after is two days
     rows = home.memo_cycle()
-    assert {r[2] for r in rows} == {"stale"} and rows == home.rescan()
+    # the session's row says so; the file is still looked at (standing orders)
+    assert {(r[2], r[3]) for r in rows} == {("stale", str(home.key(1))), ("empty", "")}
+    assert rows == home.rescan()
 
 
 def test_a_stale_workspace_that_comes_back_has_its_file_polled_again(home: Home) -> None:
@@ -322,8 +324,9 @@ def test_polling_follows_the_stores_own_writes_without_stating_every_session(
     assert home.ws(0).name not in run_decisions(rows) and rows == home.rescan()
 
 
-def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path) -> None:
-    """`vikingbot chat` flags its session; its workspace is still visited while fresh."""
+def test_a_terminal_only_workspace_with_work_runs_and_goes_on_running(tmp_path: Path) -> None:
+    """`vikingbot chat` flags its session; its workspace is still visited, and the shared
+    workspace's checklist stands when the terminal goes quiet."""
     h = Home(tmp_path / "home", mode="shared")
     try:
         key = SessionKey("cli", "default", "local")
@@ -335,7 +338,7 @@ def test_a_terminal_only_workspace_with_work_runs_and_goes_stale(tmp_path: Path)
         assert run_decisions(rows) == ["shared"] and rows == h.rescan()
         h.clock.advance(days=2, minutes=1)  # the terminal went quiet for stale_after
         rows = h.memo_cycle()
-        assert run_decisions(rows) == [] and rows == h.rescan()
+        assert run_decisions(rows) == ["shared"] and rows == h.rescan()
     finally:
         h.close()
 

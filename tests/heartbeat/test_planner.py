@@ -49,15 +49,17 @@ def plan(
     busy=False,
     cfg=None,
     trigger="scheduled",
+    name="shared",
 ):
     parsed = None if text is None else parse_heartbeat(text)
     ws = WorkspaceInput(
-        name="shared",
+        name=name,
         sessions=[meta()] if sessions is None else sessions,
         parsed=parsed,
         state=state or WorkspaceState("shared"),
         entries=entries or {},
         busy=busy,
+        shared=name == "shared",
     )
     return plan_workspace(
         ws, cfg=cfg or HeartbeatConfig(), now=NOW, tz=UTCZ, trigger=trigger, today="2026-03-10"
@@ -78,9 +80,55 @@ def test_one_task_runs_one_checklist_turn() -> None:
     assert ds[0].unit is not None and ds[0].unit.kind == "checklist"
 
 
+CHAT_WS = "telegram-default-1"  # a chat's own workspace (per-session or per-channel)
+SCHEDULED = ONE_TASK.replace(
+    "- Check the build\n",
+    "- Check the build\n- daily: 08:30 title: Morning brief task: Give me my calendar\n"
+    "- every: 30m title: Builds task: Check CI\n",
+)
+SEEN_DAYS_AGO = {
+    e: EntryState("w", e, first_seen=NOW - timedelta(days=3)) for e in ("Morning brief", "Builds")
+}
+
+
 def test_skip_flag_and_stale_sessions() -> None:
-    ds = plan(ONE_TASK, sessions=[meta("a", skip=True), meta("b", last_user=timedelta(days=3))])
-    assert reasons(ds) == [("skip", "skip-flag"), ("skip", "stale")]
+    sessions = [meta("a", skip=True), meta("b", last_user=timedelta(days=3))]
+    # a chat's own workspace: its checklist sleeps while nobody talks there
+    ds = plan(ONE_TASK, sessions=sessions, name=CHAT_WS)
+    assert reasons(ds) == [("skip", "skip-flag"), ("skip", "stale"), ("skip", "stale")]
+    assert ds[-1].session is None and ds[-1].detail == "checklist"
+    # the shared workspace's checklist is a standing order
+    ds = plan(ONE_TASK, sessions=sessions)
+    assert reasons(ds) == [("skip", "skip-flag"), ("skip", "stale"), ("run", "due")]
+
+
+@pytest.mark.parametrize("name", ["shared", CHAT_WS])
+def test_scheduled_entries_run_after_a_quiet_weekend(name: str) -> None:
+    ds = plan(
+        SCHEDULED,
+        sessions=[meta(last_user=timedelta(days=3))],
+        entries=SEEN_DAYS_AGO,
+        name=name,
+    )
+    runs = {d.entry for d in ds if d.decision == "run" and d.entry}
+    assert runs == {"Morning brief", "Builds"}
+    checklist = [d for d in ds if d.entry is None and d.session is None]
+    assert reasons(checklist) == [("run", "due") if name == "shared" else ("skip", "stale")]
+
+
+def test_the_shared_workspace_runs_before_anyone_chatted() -> None:
+    ds = plan(SCHEDULED, sessions=[], entries=SEEN_DAYS_AGO)
+    assert sorted(reasons(ds)) == [("run", "due")] * 3
+    # any other folder nobody chats from is not read
+    assert reasons(plan(SCHEDULED, sessions=[], name=CHAT_WS)) == [("skip", "no-sessions")]
+
+
+def test_a_chat_flagged_off_keeps_its_own_workspace_asleep() -> None:
+    ds = plan(SCHEDULED, sessions=[meta(skip=True)], entries=SEEN_DAYS_AGO, name=CHAT_WS)
+    assert reasons(ds) == [("skip", "skip-flag")]
+
+
+STALE = ("skip", "stale")  # the checklist of a chat's own workspace, while nobody talks
 
 
 def terminal(*, last_user: timedelta | None = timedelta(hours=1)) -> SessionMeta:
@@ -101,15 +149,15 @@ def terminal(*, last_user: timedelta | None = timedelta(hours=1)) -> SessionMeta
         # the terminal-only user: the workspace is visited when it has work
         (ONE_TASK, [terminal()], [("skip", "skip-flag"), ("run", "due")]),
         (TEMPLATE, [terminal()], [("skip", "skip-flag"), ("skip", "empty")]),
-        # a terminal idle for longer than stale_after does not count
-        (ONE_TASK, [terminal(last_user=timedelta(days=3))], [("skip", "skip-flag")]),
-        (ONE_TASK, [terminal(last_user=None)], [("skip", "skip-flag")]),
+        # a terminal idle for longer than stale_after does not wake a checklist
+        (ONE_TASK, [terminal(last_user=timedelta(days=3))], [("skip", "skip-flag"), STALE]),
+        (ONE_TASK, [terminal(last_user=None)], [("skip", "skip-flag"), STALE]),
         # a chat platform session with the flag keeps the workspace unvisited
         (ONE_TASK, [meta("a", skip=True)], [("skip", "skip-flag")]),
     ],
 )
 def test_a_fresh_terminal_session_keeps_its_workspace_visited(text, sessions, expected) -> None:
-    assert reasons(plan(text, sessions=sessions)) == expected
+    assert reasons(plan(text, sessions=sessions, name=CHAT_WS)) == expected
 
 
 def test_a_terminal_is_never_a_fan_out_target() -> None:
@@ -119,7 +167,8 @@ def test_a_terminal_is_never_a_fan_out_target() -> None:
 
 
 def test_session_with_no_user_message_is_stale() -> None:
-    assert reasons(plan(ONE_TASK, sessions=[meta(last_user=None)])) == [("skip", "stale")]
+    ds = plan(ONE_TASK, sessions=[meta(last_user=None)], name=CHAT_WS)
+    assert reasons(ds) == [("skip", "stale"), ("skip", "stale")]
 
 
 def test_one_fresh_session_is_enough() -> None:

@@ -48,7 +48,12 @@ def test_the_docs_table_lists_every_reason_code() -> None:
         (
             Decision("shared", "skip", "stale", session="telegram:default:42"),
             "no message in telegram:default:42 for over 2d (bot.heartbeat.stale_after): "
-            "write in it, or raise stale_after",
+            "results do not go there until someone writes in it",
+        ),
+        (
+            Decision("telegram-42", "skip", "stale", detail="checklist"),
+            "the checklist of workspace telegram-42 waits for its chat: no message there for "
+            "over 2d (bot.heartbeat.stale_after); its scheduled entries still run",
         ),
         (Decision("work", "skip", "paused"), "paused: `vikingbot heartbeat resume work`"),
         (

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.harness import OWNER, TEMPLATE, Harness, build_harness, with_tasks
+from tests.support.harness import (
+    OWNER,
+    TEMPLATE,
+    Harness,
+    build_harness,
+    make_config,
+    with_tasks,
+)
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_call
 
@@ -67,13 +74,20 @@ async def test_incomplete_keep_result_is_not_delivered(harness: Harness) -> None
     assert [r.outcome for r in report.rows if r.decision == "run"] == ["kept"]
 
 
-async def test_stale_and_skip_flag_sessions_make_no_call(harness: Harness) -> None:
-    harness.user_session(SessionKey("telegram", "default", "1"), ago=timedelta(days=3))
-    harness.rt.sessions.get_or_create(SessionKey("cli", "default", "local"), skip_heartbeat=True)
-    harness.write(with_tasks("- Something"))
-    report = await harness.cycle()
-    assert harness.model_calls() == 0
-    assert sorted(r.reason for r in report.rows) == ["skip-flag", "stale"]
+async def test_stale_and_skip_flag_sessions_make_no_call(tmp_path: Path, fake: FakeOpenAI) -> None:
+    config = make_config(fake.base_url)
+    config.bot.sandbox.mode = "per-session"
+    async for harness in build_harness(tmp_path, fake, config):
+        chat = SessionKey("telegram", "default", "1")
+        harness.user_session(chat, ago=timedelta(days=3))
+        terminal = SessionKey("cli", "default", "local")
+        harness.rt.sessions.get_or_create(terminal, skip_heartbeat=True)
+        for key in (chat, terminal):
+            harness.write(with_tasks("- Something"), harness.rt.workspaces.path_for(key).name)
+        report = await harness.cycle()
+        assert harness.model_calls() == 0
+        # each chat's own workspace sleeps: the sessions' rows and each checklist's
+        assert sorted(r.reason for r in report.rows) == ["skip-flag", "stale", "stale", "stale"]
 
 
 async def test_cadence_one_run_per_interval(harness: Harness) -> None:

@@ -132,7 +132,7 @@ def _plan_table(title: str, decisions: list[dict[str, Any]]) -> None:
         [
             [
                 d["workspace"],
-                d["session"] or d["entry"] or "",
+                d.get("name") or d["session"] or d["entry"] or "",
                 d["decision"],
                 d["reason"],
                 detail(d),
@@ -282,7 +282,7 @@ def _runs_table(title: str, rows: list[dict[str, Any]], *, when: bool) -> None:
             ([ago(r["at"])] if when else [])
             + [
                 r["workspace"],
-                r["entry"] or r.get("session") or "",
+                r["entry"] or r.get("session") or ("checklist" if r["decision"] == "run" else ""),
                 r["reason"],
                 r["outcome"] or "",
                 *_counts(r),

@@ -204,7 +204,8 @@ class DeliveryService:
             return res
         res.destinations = [Destination.inbox(DEFAULT_SLOT)]
         res.note = "no owner configured and no active chat: kept in the inbox"
-        logger.warning("delivery: {} (target {!r})", res.note, res.target)
+        # the documented default for a home with no chat platform: not a problem
+        logger.info("delivery: {} (target {!r})", res.note, res.target)
         return res
 
     def _refuse(self, res: Resolution, reason: str, sessions: Sequence[SessionMeta]) -> Resolution:

@@ -64,10 +64,13 @@ def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, An
 
 def decision_json(d: Any, detail: str | None = None) -> dict[str, Any]:
     """One planner decision as `heartbeat plan --json` prints it (``detail``: with its fix)."""
+    from vikingbot.heartbeat.planner import subject
+
     return {
         "workspace": d.workspace,
         "session": d.session,
         "entry": d.entry,
+        "name": subject(d),  # what listings call it: session, entry or "checklist"
         "decision": d.decision,
         "reason": d.reason,
         "detail": detail if detail is not None else d.detail,

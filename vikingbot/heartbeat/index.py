@@ -39,10 +39,12 @@ beyond the identities it records, and a broken or foreign one is ignored. It is
 written after a first pass that had to read much, after a safety pass that read
 something (at most every ``SAVE_EVERY_S``, six hours), and when the index closes.
 
-When a session's last user message grows older than ``stale_after`` its
-workspace's decisions change with nobody touching a file: those times sit in a
-priority queue and :meth:`HeartbeatIndex.due` hands back the workspaces whose
-time came.
+The shared workspace (sandbox mode ``shared``) is always a member (a new user who has not chatted yet has
+standing orders too), and every workspace with standing orders has its file
+looked at whatever its sessions' age. When a session's last user message grows
+older than ``stale_after`` its workspace's decisions still change with nobody
+touching a file (its checklist stops): those times sit in a priority queue and
+:meth:`HeartbeatIndex.due` hands back the workspaces whose time came.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from itertools import count, islice
 from pathlib import Path
 from typing import Any
@@ -67,16 +69,20 @@ from loguru import logger
 
 from vikingbot.errors import SessionError, WorkspaceError
 from vikingbot.heartbeat.duequeue import DueQueue
-from vikingbot.heartbeat.planner import keeps_workspace_visited
+from vikingbot.heartbeat.planner import keeps_workspace_visited, stands
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
 from vikingbot.session.store import SYSTEM_TYPES, JournalLine, SessionStore, journal_line
 from vikingbot.session.types import SessionKey, SessionMeta
 from vikingbot.watch import Watcher
+from vikingbot.workspace.manager import SHARED_NAME
 
 HEARTBEAT_FILE = "HEARTBEAT.md"
 _HB_TAIL = os.sep + HEARTBEAT_FILE
 SAFETY_PASS_S = 3600.0
+# "eligible until" of a workspace with standing orders (see planner.stands): its file is
+# read whatever its sessions' age, since its scheduled entries run on their schedule
+ALWAYS = datetime.max.replace(tzinfo=UTC)
 SETTLE_NS = 2_000_000_000  # a folder mtime is trusted once it is this old
 RENEW_AFTER = 64  # polled workspace folders before the watch is renewed to cover them
 SNAPSHOT_VERSION = 1
@@ -239,6 +245,13 @@ class HeartbeatIndex:
             found = self.parsed[workspace] = self._read(workspace)
         return found
 
+    def is_shared(self, workspace: str) -> bool:
+        """The home's shared workspace (sandbox mode ``shared``): always a member."""
+        return workspace == SHARED_NAME and self._shared_mode()
+
+    def _shared_mode(self) -> bool:
+        return self._settings is not None and self._settings[0] == "shared"
+
     def due(self, now: datetime) -> set[str]:
         """Workspaces where a session went stale since the last call."""
         out = self._stale.pop_due(now, inclusive=False)
@@ -305,6 +318,9 @@ class HeartbeatIndex:
         self._racy.clear()
         with _gc_paused(freeze=lambda: len(self.files) >= FREEZE_AFTER):
             self._restore()
+            if self._shared_mode():  # standing orders with no session at all
+                self.members.setdefault(SHARED_NAME, {})
+                self._touched.add(SHARED_NAME)
             self._reads = 0
             self._poll(now, full=True)
         if self._reads >= SAVE_AFTER_READS:
@@ -822,7 +838,7 @@ class HeartbeatIndex:
         group = self.members.get(old.workspace)
         if group is not None:
             group.pop(name, None)
-            if not group:
+            if not group and not self.is_shared(old.workspace):
                 del self.members[old.workspace]
         self._touched.add(old.workspace)
         return {old.workspace}
@@ -843,7 +859,7 @@ class HeartbeatIndex:
         """Until when ``ws`` has an eligible session, and when its next one goes stale."""
         assert self._settings is not None
         group = self.members.get(ws)
-        if not group:
+        if group is None:
             self.until.pop(ws, None)
             gone = self._polls.pop(ws, None)
             if gone is not None:
@@ -852,13 +868,13 @@ class HeartbeatIndex:
             self._stale.discard(ws)
             return
         stale = timedelta(seconds=self._settings[1])
-        until = nxt = None
-        for meta in group.values():
+        metas = list(group.values())
+        until = ALWAYS if stands(self.is_shared(ws), metas) else None
+        nxt = None
+        for meta in metas:
             if meta.last_user_at is None or not keeps_workspace_visited(meta):
                 continue
             t = meta.last_user_at + stale
-            if until is None or t > until:
-                until = t
             if t >= now and (nxt is None or t < nxt):
                 nxt = t
         self.until[ws] = until

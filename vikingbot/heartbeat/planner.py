@@ -10,7 +10,7 @@ time cannot be computed is an ``invalid`` skip naming the problem).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
@@ -47,6 +47,8 @@ __all__ = [
     "keeps_workspace_visited",
     "plan_workspace",
     "session_skip",
+    "stands",
+    "subject",
 ]
 
 # A tick that comes a little early (timer jitter) still counts as on time for the
@@ -55,6 +57,7 @@ CADENCE_SLACK = 0.05
 # A crashed holder's "running" mark (and claim) is stale after the turn timeout plus this.
 CLAIM_MARGIN_S = 60.0
 TERMINAL = "cli"  # the session type of `vikingbot chat`
+CHECKLIST = "checklist"  # how listings name a workspace's unscheduled entries, run as one
 
 
 def early_by(cfg: HeartbeatConfig) -> timedelta:
@@ -71,6 +74,27 @@ def keeps_workspace_visited(meta: SessionMeta) -> bool:
     and the workspace's tasks still run (results go to the owner, else the inbox).
     """
     return not meta.skip_heartbeat or meta.key.type == TERMINAL
+
+
+def stands(shared: bool, sessions: Iterable[SessionMeta]) -> bool:
+    """Whether a workspace's ``HEARTBEAT.md`` holds standing orders: its scheduled
+    entries run on their schedule however long ago anyone chatted.
+
+    The shared workspace always (``shared``; also with no session at all: a new user
+    who has not chatted yet); any other workspace while a session that is not
+    flagged off uses it.
+    """
+    return shared or any(keeps_workspace_visited(m) for m in sessions)
+
+
+def subject(d: Decision) -> str:
+    """What a decision is about, as listings name it: its session, its entry, the
+    workspace's ``checklist`` (unscheduled entries, run as one), else "" (the
+    workspace as a whole)."""
+    if d.session or d.entry:
+        return d.session or d.entry or ""
+    checklist = d.unit is not None and d.unit.kind == CHECKLIST
+    return CHECKLIST if checklist or d.detail == CHECKLIST else ""
 
 
 def session_skip(meta: SessionMeta, now: datetime, stale_after_s: float) -> Reason | None:
@@ -144,7 +168,11 @@ def plan_workspace(
     its detail; nothing is charged and scheduled slots stay due.
     """
     out, eligible = _sessions(ws, now, cfg)
-    if not eligible and not _terminal_fresh(ws, now, cfg):
+    # standing orders: scheduled entries run whether or not anyone chatted lately, and
+    # so does the shared workspace's checklist; staleness only keeps the checklist of
+    # another workspace (a chat's own) asleep while nobody talks in it
+    live = bool(eligible) or ws.shared or _terminal_fresh(ws, now, cfg)
+    if not live and not stands(ws.shared, ws.sessions):
         if not ws.sessions:
             out.append(Decision(ws.name, "skip", "no-sessions"))
         return out
@@ -153,7 +181,10 @@ def plan_workspace(
         return [*out, Decision(ws.name, "skip", why[0], detail=why[1])]
     assert ws.parsed is not None  # _workspace_skip returns "empty" otherwise
     ctx = _Ctx(ws.name, cfg, now, tz, trigger == "manual", dict(ws.entries))
-    out += _unscheduled(ctx, ws.parsed, ws.state, eligible)
+    if live:
+        out += _unscheduled(ctx, ws.parsed, ws.state, eligible)
+    elif ws.parsed.tasks:
+        out.append(Decision(ws.name, "skip", "stale", detail=CHECKLIST))
     out += [_scheduled(ctx, e) for e in ws.parsed.scheduled]
     if provider_down is not None:
         out = [_wait_for_provider(d, provider_down) for d in out]
@@ -225,7 +256,7 @@ def _checklist(ctx: _Ctx, state: WorkspaceState, eligible: list[SessionMeta]) ->
     last = state.last_checklist_at
     if not ctx.cadence_due(last):
         nxt = ctx.next_cadence(last)
-        return [Decision(ctx.name, "skip", "not-due", detail="checklist", next_due=nxt)]
+        return [Decision(ctx.name, "skip", "not-due", detail=CHECKLIST, next_due=nxt)]
     if ctx.cfg.target == "all" and len(eligible) > 1:
         return [
             Decision(

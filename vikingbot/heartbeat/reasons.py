@@ -113,17 +113,22 @@ def _skip_flag(d: Decision, ctx: FixContext) -> str:
 
 
 def _stale(d: Decision, ctx: FixContext) -> str:
-    key = d.session or "this chat"
+    quiet = _duration(ctx.stale_after_s)
+    if d.session is None:  # the checklist of a chat's own workspace
+        return (
+            f"the checklist of workspace {d.workspace} waits for its chat: no message there "
+            f"for over {quiet} (bot.heartbeat.stale_after); its scheduled entries still run"
+        )
     return (
-        f"no message in {key} for over {_duration(ctx.stale_after_s)} "
-        "(bot.heartbeat.stale_after): write in it, or raise stale_after"
+        f"no message in {d.session} for over {quiet} (bot.heartbeat.stale_after): "
+        "results do not go there until someone writes in it"
     )
 
 
 def _no_sessions(d: Decision, ctx: FixContext) -> str:
     return (
-        f"no chat uses workspace {d.workspace}, so its HEARTBEAT.md is not read: "
-        "talk to the bot from a chat that uses it"
+        f"no chat uses workspace {d.workspace}, so its HEARTBEAT.md is not read: talk to "
+        "the bot from a chat that uses it, or put the tasks in the shared workspace"
     )
 
 

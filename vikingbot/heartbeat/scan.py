@@ -235,6 +235,7 @@ class Scanner:
             parsed=parsed,
             state=state or WorkspaceState(workspace=name),
             busy=name in self.busy,
+            shared=self.index.is_shared(name),
         )
 
     def _attach_entries(self, inputs: list[WorkspaceInput]) -> None:

@@ -331,6 +331,9 @@ class WorkspaceInput:
     state: WorkspaceState
     entries: Mapping[str, EntryState] = field(default_factory=dict)
     busy: bool = False
+    # the home's shared workspace (sandbox mode ``shared``): its checklist is a standing
+    # order, read with no session at all or every session stale
+    shared: bool = False
     memo_key: Any = None  # what the decisions depend on (the scanner's quiet-workspace memo)
 
 
