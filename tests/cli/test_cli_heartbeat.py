@@ -15,7 +15,16 @@ from typer.testing import Result
 
 Cli = Callable[..., Result]
 Fresh = Callable[[str], None]
-PLAN_FIELDS = {"workspace", "session", "entry", "decision", "reason", "detail", "next_due"}
+PLAN_FIELDS = {
+    "workspace",
+    "session",
+    "entry",
+    "name",
+    "decision",
+    "reason",
+    "detail",
+    "next_due",
+}
 STATUS_FIELDS = {
     "enabled",
     "interval_seconds",
@@ -133,6 +142,7 @@ def test_plan_on_the_template_is_an_empty_skip(cli: Cli, shared: Path) -> None:
             "workspace": "shared",
             "session": None,
             "entry": None,
+            "name": "",
             "decision": "skip",
             "reason": "empty",
             "detail": "nothing to do: put tasks under `## Active Tasks` in "
@@ -142,9 +152,9 @@ def test_plan_on_the_template_is_an_empty_skip(cli: Cli, shared: Path) -> None:
     ]
 
 
-def test_plan_without_sessions_says_so(cli: Cli) -> None:
+def test_plan_before_anyone_chatted_reads_the_shared_workspace(cli: Cli) -> None:
     assert cli("onboard").exit_code == 0
-    assert [(r["workspace"], r["reason"]) for r in plan(cli)] == [("shared", "no-sessions")]
+    assert [(r["workspace"], r["reason"]) for r in plan(cli)] == [("shared", "empty")]
 
 
 def test_plan_with_a_task_runs_it(cli: Cli, shared: Path) -> None:
