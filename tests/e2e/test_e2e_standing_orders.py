@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll, with_tasks
 from vikingbot.testing.fake_openai import reply
-from vikingbot.testing.gateway_proc import GatewayProcess
-from vikingbot.testing.home import Home, poll, with_tasks
 
 RESULT = "No rain in Berlin tomorrow."
 

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.harness import Harness, build_harness, make_config, with_tasks
 from vikingbot.clock import FakeClock
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
-from vikingbot.testing.harness import Harness, build_harness, make_config, with_tasks
 
 FRIDAY = datetime(2026, 3, 6, 12, 0, tzinfo=UTC)
 MONDAY = datetime(2026, 3, 9, 9, 0, tzinfo=UTC)  # after 08:30, three days later
