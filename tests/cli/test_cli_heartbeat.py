@@ -310,16 +310,19 @@ def test_plan_skip_rows_say_how_to_change_them(
 ) -> None:
     """Issue 9 item 7 / issue 16: every skip row's detail holds the fix."""
     add_task(shared, "- Check the build\n")
-    fresh_session("cli:default:local")
-    assert cli("sessions", "heartbeat", "off", "cli:default:local").exit_code == 0
+    fresh_session("telegram:default:42")
+    assert cli("sessions", "heartbeat", "off", "telegram:default:42").exit_code == 0
     rows = plan(cli)
     (flag,) = [r for r in rows if r["reason"] == "skip-flag"]
     assert flag["detail"] == (
-        "heartbeat is off for cli:default:local: `vikingbot sessions heartbeat on cli:default:local`"
+        "heartbeat is off for telegram:default:42: "
+        "`vikingbot sessions heartbeat on telegram:default:42`"
     )
     result = cli("heartbeat", "plan", "--all", env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.stderr
-    assert "`vikingbot sessions heartbeat on cli:default:local`" in " ".join(result.stdout.split())
+    assert "`vikingbot sessions heartbeat on telegram:default:42`" in " ".join(
+        result.stdout.split()
+    )
 
     from datetime import datetime, timedelta
     from zoneinfo import ZoneInfo
