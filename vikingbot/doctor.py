@@ -73,6 +73,7 @@ def run(
         checks.append(_agent(config, paths, full_env, live))
         checks += _channels(config)
         checks += _workspaces(config, paths, fix)
+        checks += _skills(config, paths)
         checks.append(_timezone(config))
         checks.append(_database(paths, fix))
         checks.append(_gateway(paths))
@@ -175,7 +176,9 @@ def _channels(config: Config) -> list[Check]:
 
 def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
     from vikingbot.heartbeat.parser import read_heartbeat
+    from vikingbot.heartbeat.skills import with_skill_problems
     from vikingbot.session.types import SessionKey
+    from vikingbot.skills.discover import catalog, user_dir
     from vikingbot.workspace.manager import WorkspaceManager
 
     manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
@@ -193,7 +196,8 @@ def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
     out = []
     for ws in manager.list_workspaces():
         file = ws / "HEARTBEAT.md"
-        parsed = read_heartbeat(file, hb.max_file_bytes)
+        seen = catalog(workspace=ws, user=user_dir(paths.home)).names
+        parsed = with_skill_problems(read_heartbeat(file, hb.max_file_bytes), lambda: seen)
         problems: list[tuple[int, str]] = []
         if parsed.unreadable:
             problems.append((0, f"{file}: {parsed.unreadable}"))
@@ -217,6 +221,28 @@ def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
             out.append(Check(name, "ok", f"HEARTBEAT.md: {n} active entries", fixed))
         fixed = None
     return out
+
+
+def _skills(config: Config, paths: Paths) -> list[Check]:
+    """The user's skills and each workspace's: a line only when there are any; every skill
+    skipped or capped is named with its fix (the rest still load, so it is a warning)."""
+    from vikingbot.skills.discover import scan, user_dir, workspace_dir
+    from vikingbot.workspace.manager import WorkspaceManager
+
+    manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
+    folders = [(user_dir(paths.home), "user")]
+    folders += [(workspace_dir(ws), "workspace") for ws in manager.list_workspaces()]
+    count, problems = 0, []
+    for folder, source in folders:
+        skills, trouble = scan(folder, source)  # type: ignore[arg-type]
+        count += len(skills)
+        problems += [f"{p.folder}: {p.message}" for p in trouble]
+    if problems:
+        head = f"{count} loaded, {len(problems)} skipped or capped:\n  "
+        return [Check("skills", "warn", head + "\n  ".join(problems))]
+    if count:
+        return [Check("skills", "ok", f"{count} loaded (vikingbot skills list)")]
+    return []
 
 
 # ---------------------------------------------------------------- time

@@ -24,6 +24,7 @@
     ├── CronError                   a cron job is invalid
     ├── SpawnError                  a child program could not be started (vikingbot.proc)
     ├── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
+    ├── SkillError                  a skill could not be added or removed (skills/manage.py)
     ├── GatewayRunning              another gateway holds this home (gateway/lock.py)
     ├── GatewayUnavailable          the CLI cannot reach the gateway (gateway/client.py)
     ├── GatewayRefused              the gateway answered with an error (gateway/client.py)

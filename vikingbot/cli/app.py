@@ -70,6 +70,7 @@ def _register() -> None:
         inbox_cmd,
         service_cmd,
         sessions_cmd,
+        skills_cmd,
         top_cmd,
     )
 
@@ -84,6 +85,7 @@ def _register() -> None:
     app.add_typer(cron_cmd.app, name="cron", help="Scheduled agent jobs.")
     app.add_typer(channels_cmd.app, name="channels", help="Chat platform connections.")
     app.add_typer(service_cmd.app, name="service", help="Run the gateway as a user service.")
+    app.add_typer(skills_cmd.app, name="skills", help="SKILL.md procedures the agent loads.")
     app.add_typer(
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )

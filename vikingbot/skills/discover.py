@@ -223,10 +223,18 @@ def _one(
         os.path.realpath(folder / SKILL_FILE), real_root
     ):
         return skip(f"its {SKILL_FILE} is a symbolic link out of the skills folder")
+    return check(folder, source)
+
+
+def check(
+    folder: Path, source: Source, name: str | None = None
+) -> tuple[Skill | None, SkillProblem | None]:
+    """Read ``folder/SKILL.md`` and check it as a skill called ``name`` (default: the folder's
+    name): the skill (``None`` when skipped) and its problem, if any."""
     text, capped, problem = read_text(folder / SKILL_FILE)
     if text is None:
-        return skip(problem or "cannot be read")
-    return _from_text(folder, source, text, capped)
+        return None, SkillProblem(folder, source, problem or "cannot be read")
+    return _from_text(folder, source, text, capped, name or folder.name)
 
 
 def _inside(path: str, root: str) -> bool:
@@ -253,7 +261,7 @@ def read_text(file: Path) -> tuple[str | None, bool, str | None]:
 
 
 def _from_text(
-    folder: Path, source: Source, text: str, capped: bool
+    folder: Path, source: Source, text: str, capped: bool, expected: str
 ) -> tuple[Skill | None, SkillProblem | None]:
     def skip(message: str) -> tuple[None, SkillProblem]:
         return None, SkillProblem(folder, source, message)
@@ -269,8 +277,8 @@ def _from_text(
     why = name_problem(name)
     if why:
         return skip(why)
-    if name != folder.name:
-        return skip(f"name: {name!r} does not match its folder {folder.name!r}; rename one")
+    if name != expected:
+        return skip(f"name: {name!r} does not match its folder {expected!r}; rename one")
     description = " ".join(fm.fields.get("description", "").split())
     if not description:
         return skip("the front matter has no description: (what the skill is for, and when)")
@@ -282,7 +290,7 @@ def _from_text(
         description = description[: MAX_DESCRIPTION - 1] + "…"
     if capped:
         warnings.append(f"{SKILL_FILE} is over {MAX_SKILL_BYTES} bytes; only that much is read")
-    skill = Skill(name, description, folder, source, tuple(fm.fields.items()))
+    skill = Skill(name, description, folder.parent / name, source, tuple(fm.fields.items()))
     if warnings:
         return skill, SkillProblem(folder, source, "; ".join(warnings), skipped=False)
     return skill, None

@@ -84,6 +84,10 @@ class WorkspaceManager:
         """The workspace folder's name for ``key`` (pure; see :func:`checked_name`)."""
         return checked_name(key, self.mode)
 
+    def named(self, name: str) -> Path:
+        """The workspace folder called ``name`` (one folder name under the root, checked)."""
+        return self._inside(name)
+
     def path_for(self, key: SessionKey) -> Path:
         """The workspace folder for ``key`` without creating anything."""
         return self._inside(workspace_name(key, self.mode))
