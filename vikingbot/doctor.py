@@ -10,6 +10,7 @@ permissions of secrets) and every fix says what it did.
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import stat
 from collections.abc import Mapping
@@ -178,7 +179,6 @@ def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
     from vikingbot.heartbeat.parser import read_heartbeat
     from vikingbot.heartbeat.skills import with_skill_problems
     from vikingbot.session.types import SessionKey
-    from vikingbot.skills.discover import catalog, user_dir
     from vikingbot.workspace.manager import WorkspaceManager
 
     manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
@@ -196,8 +196,8 @@ def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
     out = []
     for ws in manager.list_workspaces():
         file = ws / "HEARTBEAT.md"
-        seen = catalog(workspace=ws, user=user_dir(paths.home)).names
-        parsed = with_skill_problems(read_heartbeat(file, hb.max_file_bytes), lambda: seen)
+        names = functools.partial(_skill_names, ws, paths.home)
+        parsed = with_skill_problems(read_heartbeat(file, hb.max_file_bytes), names)
         problems: list[tuple[int, str]] = []
         if parsed.unreadable:
             problems.append((0, f"{file}: {parsed.unreadable}"))
@@ -221,6 +221,12 @@ def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
             out.append(Check(name, "ok", f"HEARTBEAT.md: {n} active entries", fixed))
         fixed = None
     return out
+
+
+def _skill_names(workspace: Path, home: Path) -> list[str]:
+    from vikingbot.skills.discover import catalog, user_dir
+
+    return catalog(workspace=workspace, user=user_dir(home)).names
 
 
 def _skills(config: Config, paths: Paths) -> list[Check]:
