@@ -16,8 +16,8 @@ from vikingbot.heartbeat.prompts import CHECKLIST_PROMPT, capped
 from vikingbot.testing.fake_openai import FakeOpenAI
 
 QUIET = "Look over my notes and tell me only if something is overdue."
-STRETCH = "Send me a message that says it is time to stretch."
-DISK = "Run exec with df -h and message me the free space."
+STRETCH = "Send me a `message` that says it is time to stretch."
+DISK = "Run `exec` with df -h and send me a `message` with the free space."
 
 
 async def test_a_no_op_checklist_turn_is_one_call(tmp_path: Path, fake: FakeOpenAI) -> None:
@@ -86,3 +86,23 @@ async def test_a_task_turn_carries_its_entry_and_state(tmp_path: Path, fake: Fak
         h.user_session()
         await h.cycle()
         assert "last outcome kept" in fake.requests[1].last_user_text
+
+
+async def test_light_context_sends_no_workspace_files_and_full_does(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    async for h in build_harness(tmp_path, fake, context="full"):
+        h.user_session()
+        h.write(with_tasks(f"- {QUIET}"))
+        (h.workspace() / "SOUL.md").write_text("I am Brünhilde, terse and exact.\n")
+        await h.cycle()
+        assert "I am Brünhilde" in fake.requests[-1].system
+        h.rt.config.bot.heartbeat.context = "light"
+        h.clock.advance(seconds=700)
+        h.user_session()
+        await h.cycle()
+        light = fake.requests[-1]
+        assert "I am Brünhilde" not in light.system
+        assert "Nobody is watching this turn" in light.system  # the unattended rules stay
+        assert f"- {QUIET}" in light.last_user_text  # and the checklist
+        assert [m["role"] for m in light.messages] == ["system", "user"]  # no history

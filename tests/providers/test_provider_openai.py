@@ -229,3 +229,26 @@ async def test_tool_choice_none_is_sent(
 def test_tool_call_unpacks_as_a_triple() -> None:
     call_id, name, args = ToolCall("c1", "exec", {"command": "ls"})
     assert (call_id, name, args) == ("c1", "exec", {"command": "ls"})
+
+
+async def test_the_fake_streams_in_the_sdks_own_chunk_format(fake_openai: FakeOpenAI) -> None:
+    """Other bots (nanobot) stream; the SDK's stream parser reads the fake's chunks."""
+    from openai import AsyncOpenAI
+
+    fake_openai.script([tool_calls(("read_file", {"path": "a"})), reply("done")])
+    client = AsyncOpenAI(api_key="k", base_url=fake_openai.base_url, max_retries=0)
+    try:
+        got = []
+        for _ in range(2):
+            stream = await client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            async for chunk in stream:
+                d = chunk.choices[0].delta if chunk.choices else None
+                got.append((d.content if d else None, chunk.choices[0].finish_reason))
+                if d and d.tool_calls:
+                    assert d.tool_calls[0].function.name == "read_file"  # type: ignore[union-attr]
+    finally:
+        await client.close()
+    assert ("done", None) in got and got[-1] == (None, "stop")
+    assert (None, "tool_calls") in got

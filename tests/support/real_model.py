@@ -5,8 +5,8 @@ task written in ``HEARTBEAT.md`` and
 
 1. calls ``read_file`` on ``HEARTBEAT.md`` while the task's text is nowhere in
    what it was sent (a real model told "Read HEARTBEAT.md" does);
-2. then calls every offered tool the task names as a word (``message``,
-   ``exec``, ...), once per turn, whether or not it would be allowed to run;
+2. then calls every offered tool the task names in backticks (`` `message` ``,
+   `` `exec` ``), once per turn, whether or not it would be allowed to run;
 3. then answers ``HEARTBEAT_OK``.
 
 It decides from the request alone (what is in the messages, which tools are
@@ -17,7 +17,6 @@ wire format. ``chars`` is the size of a request as the benches count it.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,7 +78,7 @@ class RealModel:
         for name, schema in offered.items():
             if name in called or name == READ:
                 continue
-            if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", self.task):
+            if f"`{name}`" in self.task:
                 return tool_call(name, self._args(name, schema, request))
         return reply(OK_TOKEN)
 

@@ -57,9 +57,11 @@ def system_prompt(
     session_key: SessionKey,
     metadata: dict[str, Any],
     skills: str | None = None,
+    light: bool = False,
 ) -> str:
     """The preamble, then each context file, then ``skills`` (the listing of
-    ``skills.prompt.listing``) when there is one."""
+    ``skills.prompt.listing``) when there is one. ``light`` (a heartbeat turn with
+    ``bot.heartbeat.context: light``): the preamble alone, no word of the files."""
     tz = ZoneInfo(timezone) if timezone else None
     local = now.astimezone(tz) if tz else now
     lines = [
@@ -75,6 +77,8 @@ def system_prompt(
         )
     else:
         lines.append(f"You are talking with the user in {session_key.type} chat {session_key}.")
+    if light:
+        return "\n".join(lines)
     lines.append(
         "The files below say who you are (SOUL.md), who your user is (USER.md), how to work "
         "(AGENTS.md), notes on tools (TOOLS.md) and what you remember (memory/MEMORY.md). "

@@ -208,7 +208,11 @@ class BuiltinLoop(AgentLoop):
     ) -> None:
         agents = self.config.bot.agents
         now = self.clock.now()
-        files = read_context_files(ctx.workspace)
+        # a heartbeat turn in light context: preamble and prompt (the checklist) only
+        light = (
+            bool(turn.metadata.get("heartbeat")) and self.config.bot.heartbeat.context == "light"
+        )
+        files = [] if light else read_context_files(ctx.workspace)
         unattended = is_unattended(turn.metadata)
         schemas = [  # nobody present: only what approval would let run (one predicate)
             t.schema()
@@ -216,7 +220,7 @@ class BuiltinLoop(AgentLoop):
             if not unattended or runs_unattended(self.config, t.name)
         ]
         skills = None
-        if any(s.name == "skill" for s in schemas):  # listed only where they can be loaded
+        if not light and any(s.name == "skill" for s in schemas):  # only where loadable
             found = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
             skills = listing(found)
         system = system_prompt(
@@ -227,10 +231,11 @@ class BuiltinLoop(AgentLoop):
             session_key=turn.key,
             metadata=turn.metadata,
             skills=skills,
+            light=light,
         )
         history = (
             self.sessions.read_messages(turn.key, limit=agents.history_window)
-            if agents.history_window
+            if agents.history_window and not light
             else []
         )
         user = ChatMessage("user", prompt)

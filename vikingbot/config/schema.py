@@ -138,6 +138,8 @@ class HeartbeatConfig(Model):
     session_max_prompts: int = Field(default=40, ge=1)
     session_context_ratio: float = Field(default=0.7, gt=0, le=1)
     safe_tools: list[str] = Field(default_factory=lambda: [*READ_ONLY_TOOLS, "message"])
+    # what a heartbeat turn's model is sent besides the prompt (docs/heartbeat.md)
+    context: Literal["full", "light"] = "light"
     budget: Budget = Field(default_factory=Budget)
     checkers: dict[str, CheckerConfig] = Field(default_factory=dict)
 

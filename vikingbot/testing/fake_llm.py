@@ -360,8 +360,10 @@ class FakeModelServer(ScriptedModel):
                 from starlette.responses import StreamingResponse
 
                 async def sse() -> Any:
-                    for event, data in events:
-                        yield f"event: {event}\ndata: {json.dumps(data)}\n\n".encode()
+                    for event, data in events:  # no name: a bare data line (OpenAI's)
+                        name = f"event: {event}\n" if event else ""
+                        text = data if isinstance(data, str) else json.dumps(data)
+                        yield f"{name}data: {text}\n\n".encode()
 
                 return StreamingResponse(sse(), 200, media_type="text/event-stream")
         return JSONResponse(rendered)
@@ -370,7 +372,8 @@ class FakeModelServer(ScriptedModel):
         raise NotImplementedError
 
     def render_stream(self, rendered: dict[str, Any]) -> list[tuple[str, Any]] | None:
-        """The reply as server-sent events for a ``"stream": true`` request (None: JSON)."""
+        """The reply as server-sent events for a ``"stream": true`` request (None: JSON):
+        ``(event name or "", data)``, data a JSON value or a string sent as it is."""
         return None
 
     def render_reply(self, step: Step, request: RecordedRequest, n: int) -> dict[str, Any]:

@@ -62,8 +62,6 @@ class FakeOpenAI(FakeModelServer):
         return auth[7:] if auth.lower().startswith("bearer ") else None
 
     def render_reply(self, step: Step, request: RecordedRequest, n: int) -> dict[str, Any]:
-        if request.body.get("stream"):
-            return self.render_error(error(400, "the fake server does not stream"), request)
         message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
         if step.calls:
             message["tool_calls"] = [
@@ -94,6 +92,33 @@ class FakeOpenAI(FakeModelServer):
             ],
             "usage": {"prompt_tokens": tin, "completion_tokens": tout, "total_tokens": tin + tout},
         }
+
+    def render_stream(self, rendered: dict[str, Any]) -> list[tuple[str, Any]] | None:
+        """The reply as ``chat.completion.chunk`` events (no event names), then ``[DONE]``."""
+        choice = rendered["choices"][0]
+        message = choice["message"]
+        head = {k: rendered[k] for k in ("id", "created", "model")}
+        head["object"] = "chat.completion.chunk"
+
+        def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> Any:
+            return (
+                "",
+                {
+                    **head,
+                    "choices": [
+                        {"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}
+                    ],
+                    **extra,
+                },
+            )
+
+        events = [chunk({"role": "assistant", "content": message["content"] or ""})]
+        calls = message.get("tool_calls") or []
+        if calls:
+            events.append(chunk({"tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}))
+        events.append(chunk({}, choice["finish_reason"], usage=rendered["usage"]))
+        events.append(("", "[DONE]"))
+        return events
 
     def render_error(self, step: Step, request: RecordedRequest) -> dict[str, Any]:
         status = step.status
