@@ -376,3 +376,41 @@ async def test_fs_reads_of_pipes_and_devices_are_refused_at_once(rig: Rig) -> No
     text = result.text or ""
     assert text.count("not a regular file") == 10, text
     assert "outside the workspace" in text  # the symlink points out of it
+
+
+async def test_skills_are_linked_where_claude_code_looks_and_listed_with_paths(
+    rig: Rig, tmp_path: Path
+) -> None:
+    user = tmp_path / "home" / "skills"
+    for root, name in ((user, "weekly-report"), (rig.workspace / "skills", "triage")):
+        (root / name).mkdir(parents=True)
+        (root / name / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: Does {name}.\n---\nStep one of {name}.\n"
+        )
+    links = rig.workspace / ".claude" / "skills"
+    links.mkdir(parents=True)
+    (links / "mine").mkdir()  # the user's own Claude skill: left alone
+    (links / "gone").symlink_to(user / "gone")  # a skill that was removed since
+    loop = rig.loop(
+        {
+            "*": [
+                {"read": ".claude/skills/weekly-report/SKILL.md"},
+                {"write": {"path": ".claude/skills/weekly-report/SKILL.md", "content": "x"}},
+                {"read": str(tmp_path / "home" / "config.json")},
+            ]
+        }
+    )
+    loop.user_skills = user
+    result = await loop.run_turn("hi", CHAT, rig.meta())
+
+    assert sorted(p.name for p in links.iterdir()) == ["mine", "triage", "weekly-report"]
+    assert os.readlink(links / "weekly-report") == str(user / "weekly-report")
+    assert os.readlink(links / "triage") == str(rig.workspace / "skills" / "triage")
+    text = result.text or ""
+    assert "read: ---\nname: weekly-report" in text  # a read reaches the user's skills
+    assert "Step one of weekly-report." in (user / "weekly-report" / "SKILL.md").read_text()
+    assert text.count("outside the workspace") == 2  # never a write there, nor other files
+    [prompt] = rig.log("prompt")
+    context = prompt["texts"][0]
+    assert "- weekly-report: Does weekly-report. (SKILL.md: " in context
+    assert ".claude/skills/weekly-report/SKILL.md)" in context

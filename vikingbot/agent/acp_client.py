@@ -15,7 +15,8 @@ agent process; each request is routed to the ``AcpTurn`` of its session:
   names; chat asks the person when it can. Every decision is audited, with
   kind and title, by the approval module;
 - ``fs/read_text_file`` / ``fs/write_text_file``: confined to the turn's
-  workspace (a path outside is refused, naming the path); reads go through
+  workspace (a path outside is refused, naming the path; a read may also reach
+  the user's skills folder, which ``.claude/skills`` links to); reads go through
   ``agentio.read_capped`` in the turn's I/O lane (a pipe, socket or device is
   refused without blocking; at most ``MAX_READ_BYTES``); writes go through
   the ``write_file`` tool, so HEARTBEAT.md takes the heartbeat's own lock. A
@@ -201,14 +202,28 @@ class AcpClient:
 
     # ----------------------------------------------------------------- fs
 
-    def _path(self, turn: AcpTurn, raw: str) -> Path:
+    def _path(self, turn: AcpTurn, raw: str, *, reading: bool = False) -> Path:
         from acp import RequestError
 
         try:
             return resolve_in(turn.ctx.workspace, raw, restrict=True)
         except (ToolError, OSError, ValueError) as exc:  # outside, a NUL byte, a symlink loop
+            skill = self._user_skill(turn, raw) if reading else None
+            if skill is not None:
+                return skill
             turn.log.log.warning("acp: refused the path {!r}: {}", raw[:300], exc)
             raise RequestError.invalid_params({"details": str(exc)}) from None
+
+    @staticmethod
+    def _user_skill(turn: AcpTurn, raw: str) -> Path | None:
+        """A read inside the user's skills folder (the workspace's ``.claude/skills`` links
+        point there): allowed, read-only; ``None`` for anything else."""
+        root = turn.ctx.user_skills
+        if root is None or not isinstance(raw, str) or "\0" in raw:
+            return None
+        path = Path(raw) if Path(raw).is_absolute() else turn.ctx.workspace / raw
+        resolved, top = path.resolve(), root.resolve()
+        return resolved if resolved.is_relative_to(top) and resolved != top else None
 
     async def read_text_file(
         self,
@@ -222,7 +237,7 @@ class AcpClient:
         from acp.schema import ReadTextFileResponse
 
         turn = self._turn(session_id)
-        target = self._path(turn, path)
+        target = self._path(turn, path, reading=True)
         label = shown(turn.ctx.workspace, target)
         try:
             data = await turn.ctx.io.run(read_capped, target, label, MAX_READ_BYTES)

@@ -36,6 +36,9 @@ from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
 from vikingbot.errors import AgentError, ProviderUnavailable, WorkspaceError
 from vikingbot.session.types import SessionKey
+from vikingbot.skills.agents import link_skills, shown_path
+from vikingbot.skills.discover import catalog
+from vikingbot.skills.prompt import listing
 from vikingbot.tools.base import Deliver, ToolContext
 
 if TYPE_CHECKING:
@@ -141,6 +144,7 @@ class AcpLoop(AgentLoop):
                 store=self.store,
                 sessions=self.sessions,
                 deliver=deliver,
+                user_skills=self.user_skills,
             )
             turn.user(prompt)
             turn.result.model_calls = 1
@@ -158,11 +162,12 @@ class AcpLoop(AgentLoop):
         from acp import RequestError, text_block
 
         cwd = Path(self.config.bot.agents.acp.cwd or ctx.workspace)
+        skills = await ctx.io.run(self._skills, ctx.workspace, cwd)  # before a session starts
         conn = await self.agent.ensure(cwd)
         sid, fresh, news = await self._session(conn, turn.key, cwd)
         state = AcpTurn(turn, ctx, self.config.bot.agents.acp.max_update_chars)
         self.client.turns[sid] = state
-        context = self._context(turn, ctx, fresh)
+        context = self._context(turn, ctx, fresh, skills)
         if news:
             context += "\n\nSince your last turn vikingbot sent the user this in this chat:\n" + (
                 "\n---\n".join(news)
@@ -294,7 +299,19 @@ class AcpLoop(AgentLoop):
             return
         self._sessions[key] = (known[0], known[1], known[2] + turn.written, self._stamp(key))
 
-    def _context(self, turn: TurnLog, ctx: ToolContext, fresh: bool) -> str:
+    def _skills(self, workspace: Path, cwd: Path) -> str | None:
+        """The skill listing for the agent's context. When it works in the workspace, each
+        skill is also linked where Claude Code looks (``skills.agents``); vikingbot writes
+        nothing into a working folder of the user's own (``bot.agents.acp.cwd``)."""
+        found = catalog(workspace=workspace, user=self.user_skills)
+        linked = None
+        if cwd == workspace:
+            linked = link_skills(workspace, found, self.user_skills)
+        return listing(found, where=lambda s: shown_path(s, linked, cwd))
+
+    def _context(
+        self, turn: TurnLog, ctx: ToolContext, fresh: bool, skills: str | None = None
+    ) -> str:
         """vikingbot's context for the agent: all of it on a new session, the time after."""
         now = self.clock.now()
         if not fresh:
@@ -307,6 +324,7 @@ class AcpLoop(AgentLoop):
             timezone=self.config.bot.heartbeat.timezone,
             session_key=turn.key,
             metadata=turn.metadata,
+            skills=skills,
         )
 
     # ------------------------------------------------------------ helpers

@@ -9,7 +9,7 @@ from the start (``skill_text``).
 from __future__ import annotations
 
 import os
-from pathlib import Path
+from collections.abc import Callable
 
 from vikingbot.skills.discover import SKILL_FILE, read_text
 from vikingbot.skills.frontmatter import split
@@ -31,31 +31,24 @@ PATH_INTRO = (
 )
 
 
-def listing(catalog: Catalog, *, cwd: Path | None = None) -> str | None:
+def listing(catalog: Catalog, *, where: Callable[[Skill], str] | None = None) -> str | None:
     """The system prompt's ``## Skills`` section, or ``None`` with no skill.
 
-    With ``cwd`` (an external agent's working folder, which has no ``skill`` tool) each line
-    also says where the skill's SKILL.md is, relative to ``cwd`` when inside it."""
+    With ``where`` (for an external agent, which has no ``skill`` tool) each line also says
+    where the skill's SKILL.md is, as ``where(skill)`` gives it."""
     if not catalog.skills:
         return None
-    lines = ["## Skills", "", PATH_INTRO if cwd is not None else TOOL_INTRO, ""]
+    lines = ["## Skills", "", PATH_INTRO if where is not None else TOOL_INTRO, ""]
     for skill in catalog.skills[:MAX_LISTED]:
         line = f"- {skill.name}: {skill.description}"
-        if cwd is not None:
-            line += f" (SKILL.md: {_shown(skill.file, cwd)})"
+        if where is not None:
+            line += f" (SKILL.md: {where(skill)})"
         lines.append(line)
     rest = len(catalog.skills) - MAX_LISTED
     if rest > 0:
-        how = "the skill tool loads any of them by name" if cwd is None else "see the folders"
+        how = "the skill tool loads any of them by name" if where is None else "see the folders"
         lines.append(f"- ... and {rest} more skills not listed here ({how})")
     return "\n".join(lines)
-
-
-def _shown(path: Path, cwd: Path) -> str:
-    try:
-        return path.relative_to(cwd).as_posix()
-    except ValueError:
-        return str(path)
 
 
 def body(skill: Skill) -> tuple[str | None, str | None]:
