@@ -16,7 +16,7 @@ import stat
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from vikingbot.errors import VikingbotError
 
@@ -73,6 +73,7 @@ def run(
         full_env = {**dotenv_values_for(paths.home), **env}
         checks.append(_agent(config, paths, full_env, live))
         checks += _channels(config)
+        checks += _mcp(config, paths, full_env)
         checks += _workspaces(config, paths, fix)
         checks += _skills(config, paths)
         checks.append(_timezone(config))
@@ -173,6 +174,39 @@ def _channels(config: Config) -> list[Check]:
 
 
 # ---------------------------------------------------------------- workspaces
+
+
+def _mcp(config: Config, paths: Paths, env: Mapping[str, str]) -> list[Check]:
+    """Each enabled MCP server: started, its tools listed, stopped again (docs/mcp.md)."""
+    if not config.bot.tools.mcp_servers:
+        return []
+    import asyncio
+    import time
+
+    from vikingbot.mcp.hub import McpHub
+
+    hub = McpHub(config, environ=env, logs=paths.logs_dir)
+
+    async def probe() -> tuple[dict[str, Any], float]:
+        began = time.perf_counter()
+        try:
+            return await hub.tools_for(unattended=False), time.perf_counter() - began
+        finally:
+            await hub.aclose()
+
+    tools, took = asyncio.run(probe())
+    out = []
+    for row in hub.status():
+        name = f"mcp {row.name}"
+        if row.state == "disabled":
+            out.append(Check(name, "ok", "disabled (enabled: false)"))
+        elif row.problem:
+            out.append(Check(name, "fail", row.problem))
+        else:
+            count = sum(1 for t in tools.values() if getattr(t, "server", None) == row.name)
+            out.append(Check(name, "ok", f"{count} tool(s) listed ({took:.1f} s for all)"))
+    out += [Check("mcp tools", "warn", p) for p in hub.problems() if "would both be called" in p]
+    return out
 
 
 def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:

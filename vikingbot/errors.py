@@ -25,6 +25,7 @@
     ├── SpawnError                  a child program could not be started (vikingbot.proc)
     ├── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
     ├── SkillError                  a skill could not be added or removed (skills/manage.py)
+    ├── McpError                    an MCP server cannot start, answer or be reached (vikingbot.mcp)
     ├── GatewayRunning              another gateway holds this home (gateway/lock.py)
     ├── GatewayUnavailable          the CLI cannot reach the gateway (gateway/client.py)
     ├── GatewayRefused              the gateway answered with an error (gateway/client.py)
@@ -148,6 +149,10 @@ class SpawnError(VikingbotError):
         super().__init__(message)
         self.program = program
         self.missing = missing
+
+
+class McpError(VikingbotError):
+    """An MCP server could not start, answer or be reached; the message names the server."""
 
 
 class AgentError(VikingbotError):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from vikingbot.bus import MessageBus
     from vikingbot.delivery.service import DeliveryService
     from vikingbot.heartbeat.service import HeartbeatService
+    from vikingbot.mcp.hub import McpHub
     from vikingbot.metrics import Metrics
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
@@ -106,7 +107,19 @@ class Runtime:
     def new_agent(self, **extra: Any) -> AgentLoop:
         """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
         its constructor (a terminal chat's ``approval_callback`` and ``on_tool_call``)."""
-        return self._loop(store=self.store, **extra)
+        return self._loop(store=self.store, mcp=self.mcp, **extra)
+
+    @cached_property
+    def mcp(self) -> McpHub:
+        """The MCP servers of this home (none start until a turn needs them; docs/mcp.md)."""
+        from vikingbot.mcp.hub import McpHub
+
+        return McpHub(
+            self.config,
+            environ=self.environ,
+            logs=self.paths.logs_dir,
+            pins=self.paths.data_dir / "mcp" / "approved.json",
+        )
 
     def _loop(self, *, store: StateStore | None, **extra: Any) -> AgentLoop:
         from vikingbot import registry
@@ -148,12 +161,16 @@ class Runtime:
             self._agent.reconfigure(config)
         if "delivery" in self.__dict__:
             self.delivery.config = config
+        if "mcp" in self.__dict__:
+            self.mcp.reconfigure(config)
 
     async def aclose(self) -> None:
         """Close the agent's provider connections, then the store."""
         agent, self._agent = self._agent, None
         if agent is not None:
             await agent.aclose()
+        if "mcp" in self.__dict__:  # every MCP server this run started
+            await self.mcp.aclose()
         self.close()
 
     def close(self) -> None:

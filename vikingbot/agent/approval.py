@@ -37,8 +37,14 @@ unattended"). Make one with the constructor for its source and pass it to
   ``exec``, ...); the title only narrows: a title that ``auto_deny`` matches,
   or that is a tool name the policy would treat more strictly, makes the
   answer stricter, never looser;
-- ``mcp_action(server, tool, read_only=...)``: an MCP tool, by the server's
-  name *as configured* and the tool's name (``mcp__<server>__<tool>``).
+- ``mcp_action(server, tool, ...)``: an MCP tool, by the server's name *as
+  configured* and the tool's name. Lists name it as the model sees it
+  (``mcp_<server>_<tool>``, ``vikingbot.mcp.naming``) or as ACP agents do
+  (``mcp__<server>__<tool>``); ``mcp_<server>_*`` covers the tools of the server
+  configured as ``<server>`` (never those of a server named ``<server>_x``). With
+  the server's ``identity`` (command line or URL) and the fingerprint its approvals
+  were given for (``vikingbot.mcp.pins``), an approval of a server whose entry now
+  points elsewhere is refused until the owner approves it again.
 
 ``runs_unattended(config, name)`` is the one predicate for "may this tool run
 with nobody present" (what an unattended turn may be offered).
@@ -54,11 +60,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from loguru import logger
 
 from vikingbot.errors import StoreError
+from vikingbot.mcp.naming import sanitise, tool_name
+from vikingbot.mcp.pins import same
+from vikingbot.redact import mask_text
 from vikingbot.tools.base import is_unattended
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import ApprovalCallback
     from vikingbot.config.schema import Config
+    from vikingbot.mcp.types import McpAction
 
 Outcome = Literal["approve", "deny", "ask"]
 
@@ -91,28 +101,62 @@ def entry_matches(entry: str, name: str, *, star: bool) -> bool:
     return False
 
 
-def first_match(entries: list[str], name: str, *, star: bool) -> str | None:
-    return next((e for e in entries if entry_matches(e, name, star=star)), None)
+def first_match(
+    entries: list[str], name: str, *, star: bool, mcp: McpAction | None = None
+) -> str | None:
+    """The first entry that covers ``name`` (for an MCP tool: any of its names, or its
+    configured server's ``mcp_<server>_*``)."""
+    names = (name,) if mcp is None else (name, f"mcp__{mcp.server}__{mcp.tool}")
+    server_star = None if mcp is None else f"mcp_{sanitise(mcp.server)}_*"
+    for e in entries:
+        if e.strip() == server_star or any(entry_matches(e, n, star=star) for n in names):
+            return e
+    return None
 
 
-def decide(config: Config, name: str, *, read_only: bool, unattended: bool) -> Verdict:
-    """The policy, without I/O: approve, deny, or ask the person."""
+def _repointed(name: str, mcp: McpAction | None) -> Verdict | None:
+    """A denial when ``mcp``'s server no longer is the one its approvals were given for."""
+    if mcp is None or mcp.pinned is None or same(mcp.pinned, mcp.identity):
+        return None
+    was = mcp.pinned.split(" ", 1)[-1]
+    return Verdict(
+        "deny",
+        f"{name}: MCP server {mcp.server!r} now runs {mask_text(mcp.identity)[:200]!r}, but it "
+        f"was approved as {was!r}; approvals do not move with a repointed entry. The owner "
+        f"can approve it again with: vikingbot mcp trust {mcp.server}",
+    )
+
+
+def decide(
+    config: Config,
+    name: str,
+    *,
+    read_only: bool,
+    unattended: bool,
+    mcp: McpAction | None = None,
+) -> Verdict:
+    """The policy, without I/O: approve, deny, or ask the person (``mcp``: which configured
+    MCP server and tool ``name`` is; see ``mcp_action``)."""
     tools = config.bot.tools
-    hit = first_match(tools.auto_deny, name, star=True)
+    hit = first_match(tools.auto_deny, name, star=True, mcp=mcp)
     if hit is not None:
         return Verdict("deny", f"{name} is denied by bot.tools.auto_deny ({hit!r})", hit)
     if unattended:
-        hit = first_match(config.bot.heartbeat.safe_tools, name, star=False)
+        hit = first_match(config.bot.heartbeat.safe_tools, name, star=False, mcp=mcp)
         if hit is not None:
-            return Verdict("approve", f"{name} is in bot.heartbeat.safe_tools", hit)
+            return _repointed(name, mcp) or Verdict(
+                "approve", f"{name} is in bot.heartbeat.safe_tools", hit
+            )
         return Verdict(
             "deny",
             f"{name} is not in bot.heartbeat.safe_tools; unattended turns (heartbeat, cron) "
             "run only the tools listed there",
         )
-    hit = first_match(tools.auto_approve, name, star=True)
+    hit = first_match(tools.auto_approve, name, star=True, mcp=mcp)
     if hit is not None:
-        return Verdict("approve", f"{name} is approved by bot.tools.auto_approve ({hit!r})", hit)
+        return _repointed(name, mcp) or Verdict(
+            "approve", f"{name} is approved by bot.tools.auto_approve ({hit!r})", hit
+        )
     if read_only:
         return Verdict("approve", f"{name} is a read-only tool")
     return Verdict("ask", f"{name} changes things and needs approval")
@@ -154,6 +198,7 @@ class Action:
     read_only: bool
     kind: str | None = None
     title: str = ""
+    mcp: McpAction | None = None  # an MCP tool: its configured server, as configured
 
     @property
     def shown(self) -> str:
@@ -168,13 +213,24 @@ def tool_action(name: str, *, read_only: bool) -> Action:
     return Action(name, read_only)
 
 
-def mcp_action(server: str, tool: str, *, read_only: bool = False) -> Action:
+def mcp_action(
+    server: str,
+    tool: str,
+    *,
+    read_only: bool = False,
+    identity: str = "",
+    pinned: str | None = None,
+) -> Action:
     """An MCP tool: ``server`` is the name in vikingbot's config, not one the server reports.
 
     Pass ``read_only=True`` only when the configuration says so: an MCP server's
-    own ``readOnlyHint`` is a label the server picks.
+    own ``readOnlyHint`` is a label the server picks. ``identity`` is the server's
+    command line or URL as configured, ``pinned`` the fingerprint its approvals were
+    given for (``None``: none recorded yet).
     """
-    return Action(f"mcp__{server}__{tool}", read_only)
+    from vikingbot.mcp.types import McpAction
+
+    return Action(tool_name(server, tool), read_only, mcp=McpAction(server, tool, identity, pinned))
 
 
 def acp_action(kind: str | None, title: str | None) -> Action:
@@ -202,7 +258,9 @@ def decide_action(
             else Verdict("ask", f"ACP kind {action.kind!r} needs approval")
         )
     else:
-        verdict = decide(config, action.name, read_only=action.read_only, unattended=unattended)
+        verdict = decide(
+            config, action.name, read_only=action.read_only, unattended=unattended, mcp=action.mcp
+        )
     if action.kind is None:
         return verdict
     label = f"ACP kind {action.kind!r} (counts as {action.name or 'nothing'})"
@@ -220,9 +278,12 @@ def decide_action(
     return verdict
 
 
-def runs_unattended(config: Config, name: str) -> bool:
-    """May the tool ``name`` run with nobody present? (Offer only these to unattended turns.)"""
-    return decide(config, name, read_only=False, unattended=True).approved
+def runs_unattended(config: Config, what: str | Action) -> bool:
+    """May the tool (a name, or an ``Action``) run with nobody present? (Offer only these
+    to unattended turns.)"""
+    if isinstance(what, str):
+        return decide(config, what, read_only=False, unattended=True).approved
+    return decide_action(config, what, unattended=True).approved
 
 
 def actor_of(metadata: dict[str, Any]) -> str:
@@ -336,6 +397,10 @@ class Approver:
             "title": shown_name(action.title, 200) if action.kind is not None else None,
             "arguments": _preview(args),
         }
+        if action.mcp is not None:  # which server, as configured, and which of its tools
+            details["mcp_server"] = action.mcp.server
+            details["mcp_tool"] = shown_name(action.mcp.tool)
+            details["mcp_identity"] = mask_text(action.mcp.identity)[:300]
         try:
             self.store.audit(
                 actor_of(metadata),

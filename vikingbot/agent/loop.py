@@ -19,7 +19,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.agent.approval import Approver, runs_unattended, tool_action
+from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
@@ -30,6 +30,7 @@ from vikingbot.errors import (
     VikingbotError,
     WorkspaceError,
 )
+from vikingbot.mcp.tool import McpTool
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.session.types import SessionKey
 from vikingbot.skills.discover import catalog
@@ -185,6 +186,7 @@ class BuiltinLoop(AgentLoop):
         workspace = self._workspace(key, meta)
 
         async def body(turn: TurnLog) -> None:
+            tools = await self.turn_tools(meta)
             ctx = ToolContext(
                 workspace=workspace,
                 session_key=key,
@@ -197,14 +199,31 @@ class BuiltinLoop(AgentLoop):
                 user_skills=self.user_skills,
             )
             try:
-                await self._run(turn, ctx, provider, model, prompt)
+                await self._run(turn, ctx, provider, model, prompt, tools)
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
         return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
 
+    async def turn_tools(self, metadata: dict[str, Any]) -> dict[str, Tool]:
+        """The tools one turn may call: the registered ones, then the MCP servers' (an
+        unattended turn connects only the servers ``bot.heartbeat.mcp_servers`` allows)."""
+        if self.mcp is None:
+            return self.tools
+        tools = dict(self.tools)
+        found = await self.mcp.tools_for(unattended=is_unattended(metadata))
+        for name, tool in found.items():
+            tools.setdefault(name, tool)
+        return tools
+
     async def _run(
-        self, turn: TurnLog, ctx: ToolContext, provider: Provider, model: str, prompt: str
+        self,
+        turn: TurnLog,
+        ctx: ToolContext,
+        provider: Provider,
+        model: str,
+        prompt: str,
+        tools: dict[str, Tool],
     ) -> None:
         agents = self.config.bot.agents
         now = self.clock.now()
@@ -216,8 +235,8 @@ class BuiltinLoop(AgentLoop):
         unattended = is_unattended(turn.metadata)
         schemas = [  # nobody present: only what approval would let run (one predicate)
             t.schema()
-            for t in self.tools.values()
-            if not unattended or runs_unattended(self.config, t.name)
+            for t in tools.values()
+            if not unattended or runs_unattended(self.config, action_of(t))
         ]
         skills = None
         if not light and any(s.name == "skill" for s in schemas):  # only where loadable
@@ -256,7 +275,7 @@ class BuiltinLoop(AgentLoop):
                 self._reply(turn, resp.text, resp)
                 return
             assistant = ChatMessage("assistant", resp.text, tool_calls=list(resp.tool_calls))
-            results = [await self._tool(turn, ctx, call) for call in resp.tool_calls]
+            results = [await self._tool(turn, ctx, call, tools) for call in resp.tool_calls]
             request.messages += [assistant, *results]
             usage = {"input": resp.tokens_in, "output": resp.tokens_out}
             when = self.clock.now()
@@ -302,16 +321,20 @@ class BuiltinLoop(AgentLoop):
     def _reply(self, turn: TurnLog, text: str, resp: ProviderResponse) -> None:
         turn.reply(text, usage={"input": resp.tokens_in, "output": resp.tokens_out})
 
-    async def _tool(self, turn: TurnLog, ctx: ToolContext, call: ToolCall) -> ChatMessage:
-        text = await self._tool_text(turn, ctx, call)
+    async def _tool(
+        self, turn: TurnLog, ctx: ToolContext, call: ToolCall, tools: dict[str, Tool]
+    ) -> ChatMessage:
+        text = await self._tool_text(turn, ctx, call, tools)
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + "\n[... result truncated]"
         return ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
 
-    async def _tool_text(self, turn: TurnLog, ctx: ToolContext, call: ToolCall) -> str:
+    async def _tool_text(
+        self, turn: TurnLog, ctx: ToolContext, call: ToolCall, tools: dict[str, Tool]
+    ) -> str:
         _, name, args = call
         result = turn.result
-        tool = self.tools.get(name)
+        tool = tools.get(name)
 
         def record(text: str, *, approved: bool, error: bool) -> str:
             rec = ToolCallRecord(
@@ -328,7 +351,7 @@ class BuiltinLoop(AgentLoop):
             return text
 
         approver = Approver(self.config, store=self.store, callback=self.approval_callback)
-        refusal, checked = _precheck(self.tools, tool, name, args)
+        refusal, checked = _precheck(tools, tool, name, args)
         if refusal is not None or tool is None:
             refusal = refusal or f"there is no tool {name[:100]!a}"
             approver.refuse(
@@ -341,12 +364,14 @@ class BuiltinLoop(AgentLoop):
             )
             return record(f"Error: {refusal}", approved=False, error=True)
         decision = await approver.check(
-            tool_action(name, read_only=bool(tool.read_only)),
+            action_of(tool),
             checked,
             session=str(turn.key),
             metadata=turn.metadata,
             turn_id=turn.turn_id,
         )
+        if isinstance(tool, McpTool) and decision.approved and decision.entry is not None:
+            tool.pin()  # a list approved this server: as it is configured now
         if not decision.approved:
             return record(
                 f"Tool call refused: {decision.reason}. Do not retry it; carry on without it "
@@ -369,6 +394,14 @@ class BuiltinLoop(AgentLoop):
         if not tool.read_only or ctx.messages_sent > sent_before:
             result.wrote = True
         return record(str(text), approved=True, error=False)
+
+
+def action_of(tool: Tool) -> Action:
+    """What a call of ``tool`` is, for the approval rule."""
+    if isinstance(tool, McpTool):
+        what = tool.action()
+        return mcp_action(what.server, what.tool, identity=what.identity, pinned=what.pinned)
+    return tool_action(tool.name, read_only=bool(tool.read_only))
 
 
 def _precheck(

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from vikingbot.bus.bus import MessageBus
     from vikingbot.clock import Clock
     from vikingbot.config.schema import Config
+    from vikingbot.mcp.hub import McpHub
     from vikingbot.session.store import SessionStore
     from vikingbot.workspace.manager import WorkspaceManager
 
@@ -137,6 +138,7 @@ class AgentLoop(ABC):
         approval_callback: ApprovalCallback | None = None,
         on_tool_call: ToolObserver | None = None,
         user_skills: Path | None = None,
+        mcp: McpHub | None = None,
     ) -> None:
         from vikingbot.clock import SystemClock
 
@@ -150,6 +152,7 @@ class AgentLoop(ABC):
         self.approval_callback = approval_callback
         self.on_tool_call = on_tool_call
         self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
+        self.mcp = mcp  # the MCP servers, owned by the gateway or the CLI run (not the loop)
 
     async def start(self) -> None:
         """Warm up (import an SDK, start an agent process). Optional; turns start it lazily."""

@@ -68,6 +68,7 @@ def _register() -> None:
         gateway_cmd,
         heartbeat_cmd,
         inbox_cmd,
+        mcp_cmd,
         service_cmd,
         sessions_cmd,
         skills_cmd,
@@ -86,6 +87,7 @@ def _register() -> None:
     app.add_typer(channels_cmd.app, name="channels", help="Chat platform connections.")
     app.add_typer(service_cmd.app, name="service", help="Run the gateway as a user service.")
     app.add_typer(skills_cmd.app, name="skills", help="SKILL.md procedures the agent loads.")
+    app.add_typer(mcp_cmd.app, name="mcp", help="MCP servers the agent uses as tools.")
     app.add_typer(
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )

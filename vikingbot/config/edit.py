@@ -120,12 +120,32 @@ def set_value(path: Path, key: str, value: Any) -> dict[str, Any]:
     only if nobody saved it between the read and the write (else the key is
     set again on what they saved).
     """
+    return _edit(path, key, lambda raw, parts: _put(raw, parts, value))
+
+
+def remove_value(path: Path, key: str) -> dict[str, Any]:
+    """Remove one key from the config file (``ConfigError`` when it is not there)."""
+    return _edit(path, key, _drop)
+
+
+def _drop(raw: dict[str, Any], parts: list[str]) -> None:
+    node: Any = raw
+    for part in parts[:-1]:
+        node = node.get(part, node.get(to_camel(part))) if isinstance(node, dict) else None
+    last = parts[-1]
+    spelled = next((k for k in node or {} if k in (last, to_camel(last))), None)
+    if not isinstance(node, dict) or spelled is None:
+        raise ConfigError(f"{'.'.join(parts)}: not set in the config file")
+    del node[spelled]
+
+
+def _edit(path: Path, key: str, change: Any) -> dict[str, Any]:
     parts = _split(key)
     result: list[dict[str, Any]] = []
 
     def edit(text: str) -> str:
         raw = _parse_raw(path, text)
-        _put(raw, parts, value)
+        change(raw, parts)
         from pydantic import ValidationError
 
         try:

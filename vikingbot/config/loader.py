@@ -27,7 +27,9 @@ from vikingbot.config.schema import BotConfig, Config, StorageConfig
 from vikingbot.errors import ConfigError
 
 # Sections whose ${VAR} references are resolved at use time, not at load time.
-_EXPAND_LATER = frozenset({"bot.heartbeat.checkers"})
+_EXPAND_LATER = frozenset(
+    {"bot.heartbeat.checkers", "bot.tools.mcp_servers", "bot.tools.mcpServers"}
+)
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -93,6 +95,12 @@ def _expand(value: Any, env: Mapping[str, str], loc: str) -> Any:
     if isinstance(value, list):
         return [_expand(v, env, f"{loc}[{i}]") for i, v in enumerate(value)]
     return value
+
+
+def expand_vars(text: str, env: Mapping[str, str], loc: str) -> str:
+    """``${VAR}`` in ``text`` from ``env``; a missing variable is a ``ConfigError`` naming
+    ``loc`` (sections expanded at use time: checkers, MCP servers)."""
+    return str(_expand(text, env, loc))
 
 
 # ---------------------------------------------------------------- settings
@@ -216,15 +224,19 @@ def known_keys(parts: list[str]) -> list[str]:
     """The keys a config section may hold, given the dotted path of one of its keys
     (``["bot", "heartbeat", "enabeld"]`` -> heartbeat's fields); [] when not a section."""
     model: type[BaseModel] = Config
+    named = False  # the part is a name the user chose (a key of a dict of sections)
     for part in parts[:-1]:
+        if named:
+            named = False
+            continue
         field = model.model_fields.get(_snake(part))
         if field is None:
             return []
         shape, sub = _model_of(field.annotation)
-        if shape != "model" or sub is None:
+        if sub is None or shape not in ("model", "dict"):
             return []
-        model = sub
-    return list(model.model_fields)
+        model, named = sub, shape == "dict"
+    return [] if named else list(model.model_fields)
 
 
 def did_you_mean(dotted: str) -> str:

@@ -22,6 +22,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from vikingbot.config.base import Model
+from vikingbot.config.mcp import McpServerConfig, check_server_names
 from vikingbot.grammar import time_of_day, to_seconds
 
 # Durations and times of day: one grammar for config, HEARTBEAT.md and the CLI
@@ -48,17 +50,6 @@ def _check_hhmm(value: Any) -> str:
 
 TimeZoneName = Annotated[str | None, BeforeValidator(_check_tz)]
 HHMM = Annotated[str, BeforeValidator(_check_hhmm)]
-
-
-class Model(BaseModel):
-    """Base for config sections: camelCase accepted, unknown keys refused."""
-
-    model_config = ConfigDict(
-        extra="forbid",
-        alias_generator=to_camel,
-        populate_by_name=True,
-        validate_assignment=True,
-    )
 
 
 class ActiveHours(Model):
@@ -140,6 +131,8 @@ class HeartbeatConfig(Model):
     safe_tools: list[str] = Field(default_factory=lambda: [*READ_ONLY_TOOLS, "message"])
     # what a heartbeat turn's model is sent besides the prompt (docs/heartbeat.md)
     context: Literal["full", "light"] = "light"
+    # which MCP servers a heartbeat turn connects at all (None: every enabled one)
+    mcp_servers: list[str] | None = None
     budget: Budget = Field(default_factory=Budget)
     checkers: dict[str, CheckerConfig] = Field(default_factory=dict)
 
@@ -269,6 +262,15 @@ class ToolsConfig(Model):
     auto_deny: list[str] = Field(default_factory=list)
     exec: ExecToolConfig = Field(default_factory=ExecToolConfig)
     web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
+    # MCP servers whose tools the agent gets as mcp_<server>_<tool> (docs/mcp.md)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    mcp_idle_s: Duration = Field(default=600, gt=0)  # a server unused this long is stopped
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _mcp_names(cls, v: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        check_server_names(list(v))
+        return v
 
 
 class ChannelBase(Model):

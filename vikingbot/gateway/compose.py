@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from vikingbot.heartbeat.notices import Notifier
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.housekeeping.service import HousekeepingService
+    from vikingbot.mcp.hub import McpHub
     from vikingbot.metrics import Metrics
     from vikingbot.session.store import SessionStore
     from vikingbot.session.types import SessionKey
@@ -61,6 +62,8 @@ class Home(Protocol):
     def bus(self) -> MessageBus: ...
     @property
     def delivery(self) -> DeliveryService: ...
+    @property
+    def mcp(self) -> McpHub: ...
     def agent(self) -> AgentLoop: ...
     def readiness(self) -> Readiness: ...
     def reconfigure(self, config: Config) -> None: ...
@@ -248,6 +251,27 @@ def crash_notices(core: Core) -> tuple[Any, Any]:
         return await notes.resolve(NOTICE_WORKSPACE, key)
 
     return tell, forget
+
+
+def mcp_notices(core: Core) -> Callable[[str, str], None]:
+    """What the MCP hub calls when a server cannot start: the owner is told once
+    (``Notifier``, key ``mcp:<server>``), off the turn that found it."""
+    from vikingbot.gateway.services import NOTICE_WORKSPACE
+
+    notes = notifier(core)
+    pending: set[asyncio.Task[bool]] = set()
+
+    def told(server: str, problem: str) -> None:
+        text = (
+            f"MCP server {server} cannot be used: {problem}. Its tools are left out until it works."
+        )
+        task = asyncio.ensure_future(
+            notes.tell(NOTICE_WORKSPACE, f"mcp:{server}", text, kind="mcp")
+        )
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    return told
 
 
 # ---------------------------------------------------------------- HTTP

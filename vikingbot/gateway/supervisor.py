@@ -280,6 +280,12 @@ class Gateway:
         )
         spawn("dashboard", lambda: self.dispatch.dashboard_prompts(stop), "dashboard prompts")
 
+        hub = self.rt.mcp  # the MCP servers: one session each, shared by every turn
+        hub.on_problem = compose.mcp_notices(core)
+        if hub.configured:
+            spawn("mcp-eager", hub.start_eager, "MCP servers with eager: true", restart=False)
+            self.say(f"✓ MCP: {len(hub.servers(unattended=False))} server(s), started on first use")
+
         self.heartbeat = hb_svc = compose.heartbeat(core, metrics=self.metrics)
         spawn("heartbeat", lambda: hb_svc.run_forever(stop), "")
         hb = core.config().bot.heartbeat
@@ -370,6 +376,7 @@ class Gateway:
             found.append(f"model provider down: {hb.health.error or 'no answer'}")
         found += self.services.problems()
         found += self.threads.problems() + agentio.problems()
+        found += self.rt.mcp.problems()
         if self.channels is not None:
             for row in self.channels.status():
                 if row.get("enabled") and not row.get("running"):
@@ -395,6 +402,7 @@ class Gateway:
                 "interval_seconds": cfg.heartbeat.interval_seconds,
             },
             "agent": self._agent_health(),
+            "mcp": [s._asdict() for s in self.rt.mcp.status()],
             "gateway_id": self.registry.id if self.registry is not None else None,
             "gateways": self.membership.peers if self.membership is not None else [],
         }
