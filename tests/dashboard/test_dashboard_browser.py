@@ -304,3 +304,31 @@ def test_the_gateway_stops_promptly_with_a_dashboard_page_open(
     took = time.monotonic() - started
     # the HTTP server's own drain allows 5 s; a stream that kept it open would use it all
     assert took < 4.5, f"stopping took {took:.1f}s with a dashboard page open:\n{gw.output}"
+
+
+def test_a_workspace_page_lists_its_skills_and_the_skipped_ones(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    path = home.write_heartbeat(with_tasks("- Something"), "skilled")
+
+    def skill(root: Any, name: str, text: str) -> None:
+        (root / name).mkdir(parents=True, exist_ok=True)
+        (root / name / "SKILL.md").write_text(text)
+
+    ws_skills = path.parent / "skills"
+    skill(
+        home.path / "skills", "weekly-report", "---\nname: weekly-report\ndescription: Mine.\n---\n"
+    )
+    skill(ws_skills, "triage", "---\nname: triage\ndescription: <b>Sort</b> the inbox.\n---\n")
+    skill(ws_skills, "broken", "no front matter\n")
+    page.goto(gw.base_url + "/ui/w/skilled")
+    rows = page.locator("#skills tbody tr")
+    # the gateway's first start added the starter skills to the user's
+    expect(rows).to_have_count(4)
+    names = [rows.nth(i).locator("td").first.inner_text() for i in range(4)]
+    assert names == ["heartbeat-tasks", "triage", "weekly-report", "write-a-skill"]
+    expect(rows.nth(1)).to_contain_text("workspace")
+    expect(rows.nth(1)).to_contain_text("<b>Sort</b> the inbox.")  # text, never markup
+    expect(rows.nth(2)).to_contain_text("user")
+    expect(page.locator("#skill-problems")).to_contain_text("skipped")
+    expect(page.locator("#skill-problems")).to_contain_text("no front matter")

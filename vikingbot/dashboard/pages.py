@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 from vikingbot.dashboard import editor, queries
 from vikingbot.dashboard.app import Dashboard
 from vikingbot.dashboard.chart import calls_chart
+from vikingbot.skills.discover import catalog
 
 CHAT_CHANNEL = "dashboard"
 
@@ -151,6 +152,7 @@ def workspace_data(dash: Dashboard, name: str) -> dict[str, Any]:
         )
     ws = svc.state.all_workspaces().get(name)
     ws_decisions = [d for d in decisions if not d.entry]
+    skills = catalog(workspace=dash.parts.workspace_root / name, user=dash.parts.user_skills)
     return {
         "name": name,
         "text": text,
@@ -159,6 +161,8 @@ def workspace_data(dash: Dashboard, name: str) -> dict[str, Any]:
         "ws": ws,
         "now": ws_decisions[-1] if ws_decisions else None,
         "runs": queries.runs(dash.parts.store, {"workspace": name}, 1, svc.tz()).rows[:10],
+        "skills": skills.skills,
+        "skill_problems": skills.problems,
     }
 
 

@@ -48,6 +48,7 @@ class DashboardParts:
     apply_config: Callable[[], Awaitable[None]]  # re-read the config file now
     ops: ControlActions
     stopping: asyncio.Event | None = None  # set when the gateway stops: live streams end
+    user_skills: Path | None = None  # <home>/skills, listed beside each workspace's own
 
     def gateway_token(self) -> str | None:
         token = self.config().bot.gateway.token

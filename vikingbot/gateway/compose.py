@@ -323,6 +323,7 @@ def dashboard_routes(
     from vikingbot.delivery.adapter import ChatDelivery
     from vikingbot.delivery.inbox import Inbox
     from vikingbot.gateway.lock import SECRET_FILE, run_dir
+    from vikingbot.skills.discover import user_dir
 
     async def run_turn(prompt: str, key: SessionKey, meta: dict[str, Any]) -> Any:
         """A chat turn in a dashboard slot: what the agent sends to "this chat" with the
@@ -351,6 +352,7 @@ def dashboard_routes(
         apply_config=apply_config,
         ops=ops,
         stopping=stopping,
+        user_skills=user_dir(core.paths.home),
     )
     return dashboard_routes(parts)
 
