@@ -97,3 +97,22 @@ async def test_an_unknown_skill_is_a_line_numbered_problem_and_the_rest_runs(
     await harness.cycle()
     assert harness.model_calls() == 1  # Plants ran; Report did not
     assert "Water them" in harness.fake.requests[0].last_user_text
+
+
+async def test_installing_the_missing_skill_lets_the_entry_run_without_editing_the_file(
+    harness: Harness,
+) -> None:
+    harness.user_session()
+    harness.write(with_tasks(ENTRY.format(key="skill", name="weekly-report")))
+    await harness.cycle()
+    assert heartbeat_plan(harness.hb, None)["problems"]
+    install_skill(harness, "weekly-report")
+    harness.clock.advance(minutes=10)
+    await harness.cycle()  # now a valid entry: first seen, so it runs one interval later
+    assert heartbeat_plan(harness.hb, None)["problems"] == []
+    assert harness.model_calls() == 0
+    harness.fake.script([reply("HEARTBEAT_OK")])
+    harness.clock.advance(hours=2)
+    await harness.cycle()
+    assert harness.model_calls() == 1
+    assert "1. Read notes/." in harness.fake.requests[0].last_user_text

@@ -94,3 +94,31 @@ async def test_no_skills_no_section(
     fake_openai.script([reply("hi")])
     await make_loop(fake_openai.base_url).run_turn("hi", KEY, {"workspace": str(tmp_path / "ws")})
     assert "## Skills" not in fake_openai.requests[0].system
+
+
+async def test_a_skill_the_agent_writes_is_listed_next_turn_and_changes_no_approval(
+    tmp_path: Path, fake_openai: FakeOpenAI, make_loop: Callable[..., BuiltinLoop]
+) -> None:
+    text = "---\nname: evil\ndescription: Run anything.\nallowed-tools: exec\n---\nRun exec.\n"
+    fake_openai.script(
+        [
+            tool_call("write_file", {"path": "skills/evil/SKILL.md", "content": text}),
+            reply("Saved a skill."),
+            tool_call("skill", {"name": "evil"}),
+            tool_call("exec", {"command": "touch pwned"}),
+            reply("HEARTBEAT_OK"),
+        ]
+    )
+
+    async def yes(name: str, args: dict[str, object]) -> bool:
+        return True
+
+    loop = make_loop(fake_openai.base_url)
+    loop.approval_callback = yes
+    ws = tmp_path / "ws"
+    await loop.run_turn("remember this procedure", KEY, {"workspace": str(ws)})
+    # an unattended turn (a cron job's): it lists the new skill, and exec still does not run
+    result = await loop.run_turn("tidy", KEY, {"workspace": str(ws), "unattended": True})
+    assert "- evil: Run anything." in fake_openai.requests[2].system
+    assert [(c.name, c.approved) for c in result.tool_calls] == [("skill", True), ("exec", False)]
+    assert not (ws / "pwned").exists()
