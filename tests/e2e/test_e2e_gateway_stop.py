@@ -1,4 +1,6 @@
-"""Stopping with a turn in flight: the first SIGTERM stops within 3 s, a second exits at once."""
+"""Stopping with a turn in flight: the first SIGTERM stops within 3 s, a second signal
+exits at once, and a SIGTERM echoed at once (a group signal that `uv run` forwards) is
+one clean shutdown."""
 
 from __future__ import annotations
 
@@ -58,8 +60,24 @@ def test_a_second_signal_exits_at_once(home: Home, gateways: Start) -> None:
     gw.proc.send_signal(signal.SIGTERM)
     poll(lambda: "stopping" in gw.read_output(), "the first signal to be seen", timeout=10)
     t0 = time.monotonic()
-    gw.proc.send_signal(signal.SIGTERM)
+    gw.proc.send_signal(signal.SIGINT)  # Ctrl-C while it stops
     gw.proc.wait(10)
     assert time.monotonic() - t0 < 1.5
     assert gw.stop() == 1
     assert "second signal" in gw.output
+
+
+def test_a_group_sigterm_forwarded_again_is_one_clean_shutdown(home: Home, gateways: Start) -> None:
+    """A supervisor's SIGTERM to the process group reaches the gateway directly and
+    again through `uv run`: that is one request, not "exit now"."""
+    home.write_config(gateway={"shutdown_grace_s": 1})
+    gw = gateways(home)
+    turn_in_flight(home, gw)
+    assert gw.proc is not None
+    gw.proc.send_signal(signal.SIGTERM)
+    gw.proc.send_signal(signal.SIGTERM)  # the forwarded copy, right behind it
+    gw.proc.wait(10)
+    assert gw.stop() == 0
+    said = gw.output
+    assert "second signal" not in said
+    assert "stopped" in said

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import os
 import signal
+import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
 
 Say = Callable[[str], None]
 CANCEL_WAIT_S = 1.0  # how long cancelled work and channels get to wind down
+SIGTERM_ECHO_S = 2.0  # a second SIGTERM this soon is the first one forwarded again
 
 
 class Gateway:
@@ -64,6 +66,7 @@ class Gateway:
         self.say = say
         self.metrics = Metrics()
         self.stop_event = asyncio.Event()
+        self._first_signal: tuple[int, float] | None = None
         self.services = Services(self.stop_event, tell=self._tell, forget=self._forget)
         self.threads = ThreadProbe()
         self.started_at = datetime.now(UTC)
@@ -195,7 +198,23 @@ class Gateway:
         return 0
 
     def request_stop(self, sig: int | None = None) -> None:
-        """First signal: stop gracefully (bounded, see _shutdown). Second: exit now."""
+        """First signal: stop gracefully (bounded, see _shutdown). Second: exit now.
+
+        A SIGTERM that follows the first within ``SIGTERM_ECHO_S`` is the same request:
+        a supervisor that signals the process group (systemd, a terminal closing, a
+        `timeout` under `uv run`) reaches us directly and once more through `uv`, which
+        forwards it. Ctrl-C twice still exits at once.
+        """
+        now = time.monotonic()
+        if sig == signal.SIGTERM and self._first_signal is not None:
+            first_sig, first_at = self._first_signal
+            if first_sig == signal.SIGTERM and now - first_at < SIGTERM_ECHO_S:
+                logger.debug(
+                    "SIGTERM again {:.3f} s after the first: the same request", now - first_at
+                )
+                return
+        if sig is not None and self._first_signal is None:
+            self._first_signal = (sig, now)
         if sig is not None and self.stop_event.is_set():
             logger.warning("second {}: exiting at once", signal.Signals(sig).name)
             self.say("second signal: exiting now (unsent messages stay in the outbox)")
