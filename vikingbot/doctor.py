@@ -439,3 +439,9 @@ def _permissions(home: Path, config_file: Path, fix: bool) -> list[Check]:
     if not out:
         out.append(Check("permissions", "ok", "home and secrets are private to you"))
     return out
+
+
+def check_agent(config: Config, paths: Paths, environ: Mapping[str, str], *, live: bool) -> Check:
+    """The agent check alone, for a config not saved yet (`vikingbot onboard` tests a
+    key with it before writing anything)."""
+    return _agent(config, paths, environ, live)

@@ -69,6 +69,7 @@ def _register() -> None:
         heartbeat_cmd,
         inbox_cmd,
         mcp_cmd,
+        onboard_cmd,
         service_cmd,
         sessions_cmd,
         skills_cmd,
@@ -80,6 +81,7 @@ def _register() -> None:
     chat_cmd.register(app)
     dashboard_cmd.register(app)
     doctor_cmd.register(app)
+    onboard_cmd.register(app)
     app.add_typer(config_cmd.app, name="config", help="Read and change the config file.")
     app.add_typer(sessions_cmd.app, name="sessions", help="List and manage chat sessions.")
     app.add_typer(heartbeat_cmd.app, name="heartbeat", help="Plan, run and inspect the heartbeat.")

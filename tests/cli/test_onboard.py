@@ -1,0 +1,142 @@
+"""`vikingbot onboard` in a real pseudo-terminal against the fake model server: the
+defaults lead to a working home, a secret is never echoed, Ctrl-C changes nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from vikingbot.testing.fake_openai import FakeOpenAI
+
+ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>78]|\r")
+SECRET = "sk-onboard-very-secret-123"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI.start() as f:
+        yield f
+
+
+def spawn(home: Path, *args: str, **env: str) -> pexpect.spawn:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("VIKINGBOT_", "OPENAI_"))}
+    clean.update({"VIKINGBOT_HOME": str(home), "TERM": "xterm", "TZ": "UTC", **env})
+    clean["PATH"] = os.path.dirname(sys.executable)  # no npx/gemini: the builtin loop only
+    return pexpect.spawn(
+        sys.executable,
+        ["-m", "vikingbot", "onboard", *args],
+        env=clean,
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(40, 120),
+    )
+
+
+def answer(child: pexpect.spawn, question: str, text: str = "") -> None:
+    child.expect(question)
+    child.send(text + "\r")
+
+
+def screen(child: pexpect.spawn) -> str:
+    return ANSI.sub("", child.before or "")
+
+
+def test_defaults_and_a_key_make_a_home_that_answers(tmp_path: Path, fake: FakeOpenAI) -> None:
+    home = tmp_path / "home ä"
+    child = spawn(home)
+    seen: list[str] = []
+    answer(child, "Agent loop")
+    answer(child, "Model provider")
+    answer(child, "Model")
+    answer(child, "API base URL", fake.base_url)
+    answer(child, "API key", SECRET)
+    child.expect("the model answered")
+    seen.append(screen(child))
+    answer(child, "Chat platform")
+    answer(child, "Timezone")
+    answer(child, "Task for HEARTBEAT.md", "daily: 08:30 title: Brief task: Morning brief.")
+    answer(child, "Run the gateway as a service")
+    child.expect(pexpect.EOF)
+    seen.append(screen(child))
+    child.close()
+    assert child.exitstatus == 0, "".join(seen)
+    assert SECRET not in "".join(seen)
+    raw = json.loads((home / "config.json").read_text())
+    assert raw["bot"]["agents"] == {"loop": "builtin", "provider": "openai", "model": "gpt-4o-mini"}
+    assert raw["bot"]["providers"]["openai"] == {"api_key": SECRET, "api_base": fake.base_url}
+    assert raw["bot"]["heartbeat"]["timezone"] == "UTC"
+    assert (home / "config.json").stat().st_mode & 0o077 == 0  # the key: owner only
+    md = (home / "data" / "workspace" / "shared" / "HEARTBEAT.md").read_text()
+    assert "- daily: 08:30 title: Brief task: Morning brief." in md
+    assert md.index("## Active Tasks") < md.index("Morning brief") < md.index("## Completed")
+    assert fake.requests, "the key was tested with one real call"
+
+
+def test_a_bad_answer_is_asked_again(tmp_path: Path, fake: FakeOpenAI) -> None:
+    home = tmp_path / "home"
+    child = spawn(home, "--no-check")
+    answer(child, "Agent loop", "wizard")
+    child.expect("please answer one of: builtin")
+    answer(child, "Agent loop")
+    answer(child, "Model provider")
+    answer(child, "Model")
+    answer(child, "API base URL", fake.base_url)
+    answer(child, "API key")
+    answer(child, "Chat platform")
+    answer(child, "Timezone", "Mars/Olympus")
+    child.expect("not an IANA timezone")
+    answer(child, "Timezone", "Europe/Berlin")
+    answer(child, "Task for HEARTBEAT.md", "every: sometimes title: X task: y")
+    answer(child, "Task for HEARTBEAT.md")
+    answer(child, "Run the gateway as a service", "n")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    raw = json.loads((home / "config.json").read_text())
+    assert raw["bot"]["heartbeat"]["timezone"] == "Europe/Berlin"
+    assert fake.requests == []  # --no-check: no call
+
+
+def test_ctrl_c_at_any_question_changes_nothing(tmp_path: Path, fake: FakeOpenAI) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    before = '{"bot": {"agents": {"provider": "anthropic", "model": "m"}}}\n'
+    (home / "config.json").write_text(before)
+    child = spawn(home, "--no-check")
+    answer(child, "Agent loop")
+    answer(child, "Model provider", "openai")
+    child.expect("Model")
+    child.sendintr()
+    child.expect("cancelled: nothing was changed")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 1
+    assert (home / "config.json").read_text() == before
+    assert not (home / "data").exists()
+
+
+def test_non_interactive(tmp_path: Path, fake: FakeOpenAI) -> None:
+    from typer.testing import CliRunner
+
+    from vikingbot.cli.app import app
+
+    home = tmp_path / "home"
+    env = {"VIKINGBOT_HOME": str(home), "OPENAI_API_KEY": "sk-from-env"}
+    args = ["onboard", "--non-interactive", "--api-base", fake.base_url, "--timezone", "UTC"]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    raw = json.loads((home / "config.json").read_text())
+    assert raw["bot"]["agents"]["provider"] == "openai"
+    assert "api_key" not in raw["bot"]["providers"]["openai"]  # it stays in the environment
+    assert fake.requests  # tested with the environment's key
+    bad = CliRunner().invoke(
+        app, ["onboard", "--non-interactive", "--timezone", "Nowhere"], env=env
+    )
+    assert bad.exit_code == 2 and "not an IANA timezone" in bad.output
