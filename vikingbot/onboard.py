@@ -66,7 +66,7 @@ ACP_RECIPES: dict[str, dict[str, Any]] = {
 class Answers:
     """What a user answered; ``None`` leaves that part of the config as it is."""
 
-    loop: str = "builtin"  # "builtin" or an ACP_RECIPES name
+    loop: str | None = "builtin"  # "builtin", an ACP_RECIPES name, None: leave it
     provider: str | None = None
     model: str | None = None
     api_key: str | None = None  # None: the key stays where it is (environment, config)
@@ -81,8 +81,12 @@ class Answers:
 def config_changes(answers: Answers) -> list[tuple[str, Any]]:
     """The ``config set`` keys and values the answers stand for, in order."""
     changes: list[tuple[str, Any]] = []
-    if answers.loop == "builtin":
-        changes.append(("bot.agents.loop", "builtin"))
+    if answers.loop in ACP_RECIPES:
+        changes.append(("bot.agents.loop", "acp"))
+        changes.append(("bot.agents.acp", dict(ACP_RECIPES[answers.loop])))
+    else:
+        if answers.loop == "builtin":
+            changes.append(("bot.agents.loop", "builtin"))
         if answers.provider:
             changes.append(("bot.agents.provider", answers.provider))
         if answers.model:
@@ -91,9 +95,6 @@ def config_changes(answers: Answers) -> list[tuple[str, Any]]:
             changes.append((f"bot.providers.{answers.provider}.api_key", answers.api_key))
         if answers.provider and answers.api_base:
             changes.append((f"bot.providers.{answers.provider}.api_base", answers.api_base))
-    else:
-        changes.append(("bot.agents.loop", "acp"))
-        changes.append(("bot.agents.acp", dict(ACP_RECIPES[answers.loop])))
     if answers.channel:
         section: dict[str, Any] = {"enabled": True, **answers.channel_secrets}
         if answers.owner:

@@ -69,8 +69,14 @@ def test_defaults_and_a_key_make_a_home_that_answers(tmp_path: Path, fake: FakeO
     assert child.exitstatus == 0, "".join(seen)
     assert SECRET not in "".join(seen)
     raw = json.loads((home / "config.json").read_text())
-    assert raw["bot"]["agents"] == {"loop": "builtin", "provider": "openai", "model": "gpt-4o-mini"}
-    assert raw["bot"]["providers"]["openai"] == {"api_key": SECRET, "api_base": fake.base_url}
+    agents = raw["bot"]["agents"]
+    assert (agents["loop"], agents["provider"], agents["model"]) == (
+        "builtin",
+        "openai",
+        "gpt-4o-mini",
+    )
+    openai = raw["bot"]["providers"]["openai"]
+    assert (openai["api_key"], openai["api_base"]) == (SECRET, fake.base_url)
     assert raw["bot"]["heartbeat"]["timezone"] == "UTC"
     assert (home / "config.json").stat().st_mode & 0o077 == 0  # the key: owner only
     md = (home / "data" / "workspace" / "shared" / "HEARTBEAT.md").read_text()
@@ -129,7 +135,7 @@ def test_non_interactive(tmp_path: Path, fake: FakeOpenAI) -> None:
 
     home = tmp_path / "home"
     env = {"VIKINGBOT_HOME": str(home), "OPENAI_API_KEY": "sk-from-env"}
-    args = ["onboard", "--non-interactive", "--api-base", fake.base_url, "--timezone", "UTC"]
+    args = ["onboard", "--provider", "openai", "--api-base", fake.base_url, "--timezone", "UTC"]
     result = CliRunner().invoke(app, args, env=env)
     assert result.exit_code == 0, result.output
     raw = json.loads((home / "config.json").read_text())

@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
 
-from vikingbot.cli.common import fail, get_config
+from vikingbot.cli.common import fail, get_config, print_json, state
 from vikingbot.onboard import (
     ACP_RECIPES,
     CLI_SESSION,
@@ -196,86 +196,113 @@ def _apply(answers: Answers, config_file: Path, heartbeat_md: Path) -> list[str]
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("onboard")
-    def onboard(
-        ctx: typer.Context,
-        non_interactive: Annotated[
-            bool, typer.Option("--non-interactive", help="Take every answer from the flags.")
-        ] = False,
-        loop: Annotated[str, typer.Option(help="builtin, claude, codex or gemini.")] = "builtin",
-        provider: Annotated[str | None, typer.Option(help="openai or anthropic.")] = None,
-        model: Annotated[str | None, typer.Option(help="The model name.")] = None,
-        api_base: Annotated[str | None, typer.Option(help="An OpenAI-compatible URL.")] = None,
-        timezone: Annotated[str | None, typer.Option(help="IANA timezone.")] = None,
-        task: Annotated[str | None, typer.Option(help="A first HEARTBEAT.md entry.")] = None,
-        check: Annotated[
-            bool, typer.Option("--check/--no-check", help="Test the key with one real call.")
-        ] = True,
-        install_service: Annotated[
-            bool | None,
-            typer.Option("--install-service/--no-install-service", help="Run as a service."),
-        ] = None,
-    ) -> None:
-        """Set up this home in one conversation (re-run to change an answer).
+    app.command("onboard")(onboard)
 
-        The API key is read from the provider's environment variable (OPENAI_API_KEY,
-        ANTHROPIC_API_KEY) or asked for without echo; it is never a flag.
-        """
-        from vikingbot.errors import VikingbotError
-        from vikingbot.onboard import ensure_first_start
-        from vikingbot.runtime import Runtime
 
-        config, paths = get_config(ctx, create=False)  # a cancelled run writes nothing
-        try:
-            if non_interactive:
-                answers = _from_flags(loop, provider, model, api_base, timezone, task)
-                if check and answers.loop == "builtin":
-                    env_name = PROVIDERS[answers.provider or "openai"][1]
-                    problem = _test_call(config, paths, answers, os.environ.get(env_name))
-                    if problem:
-                        fail(f"the model did not answer: {problem}")
-                service = bool(install_service)
-            else:
-                ask = _prompt_asker()
-                typer.echo(f"Setting up {paths.home} (Ctrl-C leaves everything as it was)")
-                answers = _converse(ask, config, paths, check)
-                service = (
-                    install_service
-                    if install_service is not None
-                    else _yes(ask, "Run the gateway as a service (starts at login)", False)
-                )
-        except Cancelled:
-            typer.echo("\ncancelled: nothing was changed")
-            raise typer.Exit(1) from None
-        rt = Runtime(config, paths)
-        try:
-            ensure_first_start(rt)
-            heartbeat_md = rt.workspaces.workspace_for(CLI_SESSION) / "HEARTBEAT.md"
-            changed = _apply(answers, paths.config_file, heartbeat_md)
-        except VikingbotError as exc:
-            fail(str(exc))
-        finally:
-            rt.close()
-        typer.echo(f"✓ wrote {len(changed)} settings to {paths.config_file}")
-        if answers.task:
-            typer.echo(f"✓ added the task to {heartbeat_md}")
-        if service:
-            from vikingbot.cli.service_cmd import install_cmd
+def onboard(
+    ctx: typer.Context,
+    as_json: Annotated[bool, typer.Option("--json", help="Print what exists, as JSON.")] = False,
+    non_interactive: Annotated[
+        bool,
+        typer.Option("--non-interactive", help="Ask nothing; take the answers from the flags."),
+    ] = False,
+    loop: Annotated[str | None, typer.Option(help="builtin, claude, codex or gemini.")] = None,
+    provider: Annotated[str | None, typer.Option(help="openai or anthropic.")] = None,
+    model: Annotated[str | None, typer.Option(help="The model name.")] = None,
+    api_base: Annotated[str | None, typer.Option(help="An OpenAI-compatible URL.")] = None,
+    timezone: Annotated[str | None, typer.Option(help="IANA timezone.")] = None,
+    task: Annotated[str | None, typer.Option(help="A first HEARTBEAT.md entry.")] = None,
+    check: Annotated[
+        bool, typer.Option("--check/--no-check", help="Test the key with one real call.")
+    ] = True,
+    install_service: Annotated[
+        bool | None,
+        typer.Option("--install-service/--no-install-service", help="Run as a service."),
+    ] = None,
+) -> None:
+    """Set up this home: in a terminal, a short conversation (re-run to change an
+    answer); otherwise create what is missing and apply the flags given.
 
-            ctx.invoke(install_cmd, ctx=ctx, dry_run=False, manager=None)
+    The API key is read from the provider's environment variable (OPENAI_API_KEY,
+    ANTHROPIC_API_KEY) or asked for without echo; it is never a flag.
+    """
+    import sys
+
+    from vikingbot.errors import VikingbotError
+    from vikingbot.logs import setup_logging
+    from vikingbot.onboard import ensure_first_start
+    from vikingbot.runtime import Runtime
+
+    talk = not (non_interactive or as_json) and sys.stdin.isatty() and sys.stdout.isatty()
+    config, paths = get_config(ctx, create=False)  # a cancelled conversation writes nothing
+    try:
+        if talk:
+            ask = _prompt_asker()
+            typer.echo(f"Setting up {paths.home} (Ctrl-C leaves everything as it was)")
+            answers: Answers | None = _converse(ask, config, paths, check)
+            service = (
+                install_service
+                if install_service is not None
+                else _yes(ask, "Run the gateway as a service (starts at login)", False)
+            )
         else:
-            typer.echo("Next: `vikingbot gateway` starts it; `vikingbot chat` talks to it.")
+            answers = _from_flags(loop, provider, model, api_base, timezone, task)
+            if answers is not None and check and answers.provider:
+                env_name = PROVIDERS[answers.provider][1]
+                problem = _test_call(config, paths, answers, os.environ.get(env_name))
+                if problem:
+                    fail(f"the model did not answer: {problem}")
+            service = bool(install_service)
+    except Cancelled:
+        typer.echo("\ncancelled: nothing was changed")
+        raise typer.Exit(1) from None
+    # what was created goes to stderr (INFO); debug lines only with --verbose
+    setup_logging(verbose=state(ctx).verbose)
+    config, paths = get_config(ctx)  # creates the config file when missing
+    rt = Runtime(config, paths)
+    try:
+        created = {k: str(v) for k, v in ensure_first_start(rt).items()}
+        heartbeat_md = rt.workspaces.workspace_for(CLI_SESSION) / "HEARTBEAT.md"
+        changed = _apply(answers, paths.config_file, heartbeat_md) if answers else []
+    except VikingbotError as exc:
+        fail(str(exc))
+    finally:
+        rt.close()
+    if as_json:
+        print_json(created)
+        return
+    if not talk:
+        for name, where in created.items():
+            typer.echo(f"{name + ':':<11}{where}")
+    if changed:
+        typer.echo(f"✓ wrote {len(changed)} settings to {paths.config_file}")
+    if answers is not None and answers.task:
+        typer.echo(f"✓ added the task to {heartbeat_md}")
+    if service:
+        from vikingbot.cli.service_cmd import install_cmd
+
+        ctx.invoke(install_cmd, ctx=ctx, dry_run=False, manager=None)
+        return
+    config, _ = get_config(ctx)
+    problem = Runtime(config, paths).readiness().problem
+    if problem:
+        typer.echo(f"\nnext: {problem}")
+    else:
+        typer.echo("Next: `vikingbot gateway` starts it; `vikingbot chat` talks to it.")
 
 
 def _from_flags(
-    loop: str,
+    loop: str | None,
     provider: str | None,
     model: str | None,
     api_base: str | None,
     timezone: str | None,
     task: str | None,
-) -> Answers:
-    if loop != "builtin" and loop not in ACP_RECIPES:
+) -> Answers | None:
+    """The answers the flags give; None when no flag was given (only create the home)."""
+    if not any((loop, provider, model, api_base, timezone, task)):
+        return None
+    if loop is not None and loop != "builtin" and loop not in ACP_RECIPES:
         fail(f"--loop must be builtin or one of {', '.join(ACP_RECIPES)}, not {loop!r}", code=2)
     if provider is not None and provider not in PROVIDERS:
         fail(f"--provider must be one of {', '.join(PROVIDERS)}, not {provider!r}", code=2)
@@ -284,11 +311,10 @@ def _from_flags(
             ZoneInfo(timezone)
         except (ZoneInfoNotFoundError, ValueError):
             fail(f"--timezone {timezone!r} is not an IANA timezone", code=2)
-    chosen = provider or ("openai" if loop == "builtin" else None)
     return Answers(
         loop=loop,
-        provider=chosen,
-        model=model or (PROVIDERS[chosen][0] if chosen else None),
+        provider=provider,
+        model=model or (PROVIDERS[provider][0] if provider else None),
         api_base=api_base,
         timezone=timezone,
         task=task,

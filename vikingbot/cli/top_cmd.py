@@ -1,4 +1,4 @@
-"""Top-level commands: `onboard` and `status`."""
+"""Top-level command: `status` (`onboard` is in onboard_cmd.py)."""
 
 from __future__ import annotations
 
@@ -20,32 +20,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output."
 
 
 def register(app: typer.Typer) -> None:
-    app.command("onboard")(onboard)
     app.command("status")(status)
-
-
-def onboard(ctx: typer.Context, as_json: JsonOpt = False) -> None:
-    """Create the config, data folder and default workspace (safe to run again)."""
-    from vikingbot.logs import setup_logging
-    from vikingbot.onboard import ensure_first_start
-    from vikingbot.runtime import Runtime
-
-    # what was created goes to stderr (INFO); debug lines only with --verbose
-    setup_logging(verbose=state(ctx).verbose)
-    config, paths = get_config(ctx)
-    rt = Runtime(config, paths)
-    try:
-        created = {k: str(v) for k, v in ensure_first_start(rt).items()}
-    finally:
-        rt.close()
-    if as_json:
-        print_json(created)
-        return
-    for name, where in created.items():
-        typer.echo(f"{name + ':':<11}{where}")
-    problem = rt.readiness().problem
-    if problem:
-        typer.echo(f"\nnext: {problem}")
 
 
 def status(ctx: typer.Context, as_json: JsonOpt = False) -> None:
