@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 Status = Literal["ok", "warn", "fail"]
 MARKS: dict[Status, str] = {"ok": "✓", "warn": "!", "fail": "✗"}
+LIVE_CHANNEL_S = 20.0  # how long --live waits for a chat platform
 LIVE_PROMPT = "This is a connection test from `vikingbot doctor`. Reply with the word OK."
 
 
@@ -72,7 +73,7 @@ def run(
     if config is not None and paths is not None:
         full_env = {**dotenv_values_for(paths.home), **env}
         checks.append(_agent(config, paths, full_env, live))
-        checks += _channels(config)
+        checks += _channels(config, live)
         checks += _mcp(config, paths, full_env)
         checks += _workspaces(config, paths, fix)
         checks += _skills(config, paths)
@@ -145,7 +146,7 @@ def _live_call(loop: object, name: str, detail: str) -> Check:
 # ---------------------------------------------------------------- channels
 
 
-def _channels(config: Config) -> list[Check]:
+def _channels(config: Config, live: bool = False) -> list[Check]:
     from vikingbot import registry
 
     out = []
@@ -153,7 +154,8 @@ def _channels(config: Config) -> list[Check]:
         if not section.enabled or name == "cli":
             continue
         try:
-            found = registry.load("channels", name).problems(section)
+            cls = registry.load("channels", name)
+            found = cls.problems(section)
         except (VikingbotError, ImportError) as exc:
             out.append(Check(f"channel {name}", "fail", f"cannot load the channel: {exc}"))
             continue
@@ -166,11 +168,29 @@ def _channels(config: Config) -> list[Check]:
                     f"set bot.channels.{name}.{found.missing[0]}",
                 )
             )
+        elif live:
+            out.append(_channel_live(name, cls, section, found.notes))
         elif found.notes:
             out.append(Check(f"channel {name}", "warn", "; ".join(found.notes)))
         else:
             out.append(Check(f"channel {name}", "ok", "credentials set"))
     return out
+
+
+def _channel_live(name: str, cls: Any, section: Any, notes: list[str]) -> Check:
+    """``--live``: the channel asks its platform whether the credentials work."""
+    try:
+        said = asyncio.run(asyncio.wait_for(cls.check_credentials(section), LIVE_CHANNEL_S))
+    except TimeoutError:
+        return Check(f"channel {name}", "fail", f"no answer within {LIVE_CHANNEL_S:.0f}s")
+    except VikingbotError as exc:
+        return Check(f"channel {name}", "fail", str(exc))
+    if said is None:
+        said = "credentials set (this channel cannot check them live)"
+    notes_text = "; ".join(notes)
+    return Check(
+        f"channel {name}", "warn" if notes else "ok", f"{said}; {notes_text}" if notes else said
+    )
 
 
 # ---------------------------------------------------------------- workspaces

@@ -101,10 +101,32 @@ def test_non_text_target_is_refused() -> None:
 
 def test_known_channels_default_to_the_registry() -> None:
     assert parse_target("telegram:42") == Target("channel", channel="telegram", chat_id="42")
-    with pytest.raises(DeliveryError, match="unknown channel 'matrix'"):
-        parse_target("matrix:!room")
+    with pytest.raises(DeliveryError, match="unknown channel 'irc'"):
+        parse_target("irc:#vikingbot")
 
 
 def test_target_round_trips_through_str() -> None:
     for text in ("owner", "slack:C1", "slack:C1:17.5", "dashboard:news", "prompt:dashboard:x"):
         assert str(parse_target(text, known_channels=KNOWN)) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "chat", "thread"),
+    [
+        ("matrix:!abc:example.org", "!abc:example.org", None),
+        ("matrix:!abc:example.org:$event_1", "!abc:example.org", "$event_1"),
+        ("matrix:!abc:localhost:8008", "!abc:localhost:8008", None),
+        ("matrix:!Ab-_x", "!Ab-_x", None),
+        ("slack:C1:1700000000.0001", "C1", "1700000000.0001"),
+    ],
+)
+def test_sigil_ids_keep_their_server_part(text: str, chat: str, thread: str | None) -> None:
+    found = parse_target(text, known_channels=["matrix", "slack"])
+    assert (found.chat_id, found.thread) == (chat, thread)
+    assert parse_target(str(found), known_channels=["matrix", "slack"]) == found
+
+
+@pytest.mark.parametrize("text", ["matrix:!a:b:c:d", "matrix:!:x", "matrix:!a b:c"])
+def test_a_sigil_id_with_more_parts_is_refused(text: str) -> None:
+    with pytest.raises(DeliveryError):
+        parse_target(text, known_channels=["matrix"])

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from loguru import logger
 from pydantic import SecretStr
@@ -29,6 +29,18 @@ if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
 
 STRANGER_AUDIT_EVERY = timedelta(minutes=10)
+
+Spawn = Callable[[str, Callable[[], Awaitable[Any]]], "asyncio.Task[Any]"]
+"""``spawn(name, factory)``: run a background loop (the gateway supervises it)."""
+
+
+def plain_spawn(name: str, factory: Callable[[], Awaitable[Any]]) -> asyncio.Task[Any]:
+    """A background loop as a plain task (no gateway: it is not restarted)."""
+
+    async def run() -> Any:
+        return await factory()
+
+    return asyncio.create_task(run(), name=name)
 
 
 def has_secret(value: SecretStr | None) -> bool:
@@ -56,6 +68,10 @@ class Channel(ABC):
     ``owner_chat`` is the owner's chat id on this channel (from ``bot.owner`` or
     the channel's ``owner_chat``), or None. ``gateway`` is the id of the gateway
     running it (the ``gateways`` registry), or None outside a gateway.
+
+    ``spawn`` runs the channel's own background loops (a receive loop): in a gateway
+    the manager hands it the supervisor's, so a loop that raises is logged, told to
+    the owner once, shown in ``/health`` and started again with backoff.
     """
 
     name: ClassVar[str] = ""
@@ -68,6 +84,9 @@ class Channel(ABC):
     #: ``defer_receiving`` before ``start``; ``channels/leadership.py`` then calls
     #: ``start_receiving``/``stop_receiving`` on the gateway holding the channel's lease.
     exclusive_inbound: ClassVar[bool] = False
+    #: The platform drops a repeat of a piece sent with the same ``dedupe_key`` (Matrix's
+    #: transaction id): a piece in doubt after a crash is simply sent again.
+    idempotent_send: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -88,11 +107,19 @@ class Channel(ABC):
         self.running = False
         self.last_error: str | None = None
         self.defer_receiving = False
+        self.spawn: Spawn = plain_spawn
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
         """What ``section`` lacks, from the config alone (no network). Default: nothing."""
         return Problems([], [])
+
+    @classmethod
+    async def check_credentials(cls, section: ChannelBase) -> str | None:
+        """Ask the platform whether ``section``'s credentials work (``doctor --live``):
+        a line saying who the bot is there, or None when this channel cannot ask.
+        Raise :class:`ChannelError` naming what failed when they do not work."""
+        return None
 
     def routes(self) -> Sequence[BaseRoute]:
         """HTTP routes for the gateway, relative to ``/<name>`` (e.g. ``/inbound``).

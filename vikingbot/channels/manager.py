@@ -23,7 +23,7 @@ from loguru import logger
 
 from vikingbot import registry
 from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
-from vikingbot.channels.base import Channel
+from vikingbot.channels.base import Channel, Spawn, plain_spawn
 from vikingbot.channels.leadership import Leadership, channel_key
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
@@ -44,17 +44,6 @@ if TYPE_CHECKING:
 
     from vikingbot.delivery.outbox import OutboxRow
     from vikingbot.store.db import StateStore
-
-Spawn = Callable[[str, Callable[[], Awaitable[Any]]], "asyncio.Task[Any]"]
-"""``spawn(name, factory)``: run a background loop (the gateway supervises it)."""
-
-
-def _plain_spawn(name: str, factory: Callable[[], Awaitable[Any]]) -> asyncio.Task[Any]:
-    async def run() -> Any:
-        return await factory()
-
-    return asyncio.create_task(run(), name=name)
-
 
 MAX_BACKOFF_S = 30.0
 STORE_WAIT_S = 600.0  # how long an outbound message waits for an unreachable database
@@ -96,7 +85,7 @@ class ChannelManager:
         lease_s = config.bot.gateway.lease_s  # several gateways: docs/scaling.md
         self.outbox = Outbox(store, self.clock, sender=sender, dead_after_s=2 * lease_s)
         self.outbox_sweep_s = outbox_sweep_s if outbox_sweep_s is not None else lease_s
-        self._spawn: Spawn = spawn or _plain_spawn
+        self._spawn: Spawn = spawn or plain_spawn
         self.store_wait_s = STORE_WAIT_S
         self._channels: dict[str, Channel] = {}
         self._errors: dict[str, str] = {}
@@ -134,6 +123,7 @@ class ChannelManager:
                     clock=self.clock,
                     gateway=self.outbox.sender,
                 )
+                channel.spawn = self._spawn
                 self._channels[name] = channel
                 channel.defer_receiving = channel.exclusive_inbound
                 await channel.start(self.bus)
@@ -402,6 +392,16 @@ class ChannelManager:
         warning and a count (at least once: a lost message is worse than a repeat)."""
         where = f"{row.channel}:{row.chat_id}"
         part = f" (part {index + 1}/{total})" if total > 1 else ""
+        if channel.idempotent_send:
+            self.metrics["resent_after_crash_total"] += 1
+            logger.info(
+                "outbox: {}{} was in flight when its sender stopped; sending it again with the "
+                "same key, which {} keeps once",
+                row.dedupe_key,
+                part,
+                where,
+            )
+            return False
         try:
             found = await channel.arrived(piece, since=row.created_at)
         except Exception as exc:  # asking is best effort: send again

@@ -104,7 +104,9 @@ class TelegramChannel(Channel):
     async def start_receiving(self) -> None:
         if self._bot is None or self._poller is not None:
             return
-        stored = await asyncio.to_thread(self._stored_offset)
+        from vikingbot.channels import position
+
+        stored = await position.stored(self._store, self.name)
         if stored is not None and (self._offset is None or stored > self._offset):
             self._offset = stored  # where the gateway that polled before us stopped
         self._poller = asyncio.create_task(self._poll(self._bot), name="telegram-poll")
@@ -133,6 +135,8 @@ class TelegramChannel(Channel):
 
     async def _poll(self, bot: Bot) -> None:
         from telegram.error import Conflict, Forbidden, InvalidToken, TelegramError
+
+        from vikingbot.channels import position
 
         # The offset lives on the channel and in the database (``channel_offsets``):
         # polling stopped and started again, here or on another gateway sharing the
@@ -171,56 +175,7 @@ class TelegramChannel(Channel):
                 msg = self.inbound_from_update(update)
                 if msg is not None:
                     await self.accept(msg)
-                await asyncio.to_thread(self._store_offset, self._offset)
-
-    @property
-    def _offset_key(self) -> str:
-        return f"{self.name}:default"  # one bot per config, as its channel lease
-
-    def _stored_offset(self) -> int | None:
-        """The next update id the gateways sharing this database have to fetch."""
-        if self._store is None:
-            return None
-        from sqlalchemy import select
-
-        from vikingbot.store.tables import channel_offsets
-
-        try:
-            with self._store.engine.connect() as conn:
-                found = conn.execute(
-                    select(channel_offsets.c.next_update).where(
-                        channel_offsets.c.channel == self._offset_key
-                    )
-                ).scalar()
-        except Exception as exc:  # the database away: poll on from what this process knows
-            logger.warning("telegram: cannot read the stored update offset: {}", exc)
-            return None
-        return int(found) if found is not None else None
-
-    def _store_offset(self, offset: int) -> None:
-        """Record that updates before ``offset`` are handled (it only moves forward: a
-        poller that lost the channel a moment ago cannot move it back)."""
-        if self._store is None:
-            return
-        from sqlalchemy import func
-
-        from vikingbot.store.db import upsert_insert
-        from vikingbot.store.tables import channel_offsets as t
-
-        pg = self._store.backend == "postgresql"
-        insert = upsert_insert(self._store.backend, t).values(
-            channel=self._offset_key, next_update=offset, updated_at=self._clock.now()
-        )
-        larger = (func.greatest if pg else func.max)(t.c.next_update, insert.excluded.next_update)
-        stmt = insert.on_conflict_do_update(
-            index_elements=[t.c.channel],
-            set_={"next_update": larger, "updated_at": insert.excluded.updated_at},
-        )
-        try:
-            with self._store.engine.begin() as conn:
-                conn.execute(stmt)
-        except Exception as exc:  # Telegram still confirms it with the next getUpdates
-            logger.warning("telegram: cannot store the update offset: {}", exc)
+                await position.advance(self._store, self.name, self._offset, self._clock.now())
 
     def inbound_from_update(self, update: Update) -> InboundMessage | None:
         """An ``InboundMessage`` for a person's text message, None for anything else."""

@@ -17,7 +17,11 @@ def doctor(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
     live: Annotated[
-        bool, typer.Option("--live", help="Make one minimal real call through the agent loop.")
+        bool,
+        typer.Option(
+            "--live",
+            help="Make one minimal real call through the agent loop, and ask each channel's platform.",
+        ),
     ] = False,
     fix: Annotated[
         bool,

@@ -10,7 +10,10 @@ delivers to the owner instead.
     dashboard | dashboard:<slot> | prompt:dashboard | prompt:dashboard:<slot>
 
 Channel names match ``[a-z][a-z0-9_-]*`` and must be known; chat and thread ids
-match ``[A-Za-z0-9_.@+-]{1,128}``; slots match ``[A-Za-z0-9_-]{1,64}``. An empty
+match ``[A-Za-z0-9_.@+-]{1,128}``, or are sigil ids as Matrix writes them: ``!``,
+``#``, ``$`` or ``@``, then ``[A-Za-z0-9_.=+-]{1,255}``, then optionally a server
+part ``:host`` or ``:host:port`` (``matrix:!abc:example.org:$event``); slots match
+``[A-Za-z0-9_-]{1,64}``. An empty
 chat id (``slack:``) or a bare channel (``slack``) means the owner's chat on that
 channel.
 """
@@ -33,6 +36,7 @@ KEYWORDS = frozenset({"owner", "last", "all", "none", "silent", "dashboard", "pr
 _CHANNEL = re.compile(r"[a-z][a-z0-9_-]{0,49}")
 _ID = re.compile(r"[A-Za-z0-9_.@+-]{1,128}")
 _SLOT = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_SIGIL_ID = re.compile(r"[!#$@][A-Za-z0-9_.=+-]{1,255}(?::[A-Za-z0-9.-]{1,255}(?::[0-9]{1,5})?)?")
 
 
 @dataclass(frozen=True)
@@ -73,9 +77,26 @@ def _check_chars(text: str) -> None:
 
 
 def _id(value: str, what: str) -> str:
-    if not _ID.fullmatch(value):
-        raise DeliveryError(f"bad {what} {value!r}: expected 1-128 of A-Z a-z 0-9 _ . @ + -")
+    if not _ID.fullmatch(value) and not _SIGIL_ID.fullmatch(value):
+        raise DeliveryError(
+            f"bad {what} {value!r}: expected 1-128 of A-Z a-z 0-9 _ . @ + -, "
+            "or a sigil id like !room:example.org"
+        )
     return value
+
+
+def _chat_and_thread(rest: str) -> tuple[str, str, int]:
+    """``rest`` cut into chat id, thread id and how many more ``:`` parts followed."""
+    sigil = _SIGIL_ID.match(rest)
+    if sigil is not None and (sigil.end() == len(rest) or rest[sigil.end()] == ":"):
+        chat, tail = rest[: sigil.end()], rest[sigil.end() + 1 :]
+        thread = _SIGIL_ID.match(tail)
+        if thread is not None and thread.end() == len(tail):
+            return chat, tail, 0
+        parts = tail.split(":") if tail else [""]
+        return chat, parts[0], len(parts) - 1
+    parts = rest.split(":")
+    return parts[0], parts[1] if len(parts) > 1 else "", max(len(parts) - 2, 0)
 
 
 def _slot(value: str) -> str:
@@ -127,11 +148,9 @@ def parse_target(text: str, *, known_channels: Collection[str] | None = None) ->
     if not sep:
         return Target("channel", channel=head)
 
-    parts = rest.split(":")
-    if len(parts) > 2:
+    chat, thread, extra = _chat_and_thread(rest)
+    if extra:
         raise DeliveryError(f"bad target {text!r}: expected <channel>:<chat_id>:<thread>")
-    chat = parts[0]
-    thread = parts[1] if len(parts) == 2 else ""
     if chat == "":
         if thread:
             raise DeliveryError(f"bad target {text!r}: a thread needs a chat id")

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
     from vikingbot.bus import MessageBus
-    from vikingbot.channels.manager import ChannelManager, Spawn
+    from vikingbot.channels.base import Spawn
+    from vikingbot.channels.manager import ChannelManager
     from vikingbot.clock import Clock
     from vikingbot.config.loader import Paths
     from vikingbot.config.schema import Config
