@@ -33,6 +33,17 @@ from pathlib import Path
 
 from vikingbot.errors import VikingbotError
 
+# A file changed within this long may change again without its (mtime, size) changing:
+# timestamps are coarse on some file systems (git's "racy clean" rule). Everything that
+# compares file identities to skip a read treats a younger one as unknown.
+RACY_NS = 2_000_000_000
+
+
+def settled(time_ns: int) -> bool:
+    """Whether a file time (ns) is older than the racy window (:data:`RACY_NS`)."""
+    return time.time_ns() - time_ns > RACY_NS
+
+
 BOM = "\ufeff"
 TRIES = 25
 # how long after a rename a write into the replaced file is still looked for (an

@@ -13,11 +13,10 @@ import pytest
 from loguru import logger
 from typer.testing import CliRunner, Result
 
+from tests.support.cli import Cli
 from vikingbot.cli.app import app
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message
-
-Cli = Callable[..., Result]
 
 
 @pytest.fixture(autouse=True)
@@ -59,3 +58,11 @@ def fresh_session(home: Path) -> Callable[[str], None]:
         store.append(key, Message("user", "hello", datetime.now(UTC)))
 
     return make
+
+
+@pytest.fixture
+def shared(cli: Cli, home: Path, fresh_session: Callable[[str], None]) -> Path:
+    """An onboarded home with one fresh chat session in the shared workspace."""
+    assert cli("onboard").exit_code == 0
+    fresh_session("telegram:default:42")
+    return home / "data" / "workspace" / "shared"

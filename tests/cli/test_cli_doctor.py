@@ -6,7 +6,7 @@ import json
 import stat
 from pathlib import Path
 
-from tests.cli.conftest import Cli
+from tests.support.cli import Cli
 from vikingbot.store import migrations
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
 

@@ -10,10 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-from typer.testing import Result
+from tests.support.cli import Cli, add_task
 
-Cli = Callable[..., Result]
 Fresh = Callable[[str], None]
 PLAN_FIELDS = {
     "workspace",
@@ -49,22 +47,6 @@ WORKSPACE_FIELDS = {
     "cost_today",
 }
 FEED_ENTRY = "- every: 30m only-if: feed title: Feed task: Read it\n"
-
-
-@pytest.fixture
-def shared(cli: Cli, home: Path, fresh_session: Fresh) -> Path:
-    """An onboarded home with one fresh chat session in the shared workspace."""
-    assert cli("onboard").exit_code == 0
-    fresh_session("telegram:default:42")
-    return home / "data" / "workspace" / "shared"
-
-
-def add_task(workspace: Path, line: str) -> None:
-    path = workspace / "HEARTBEAT.md"
-    text = path.read_text("utf-8")
-    marker = "<!-- Add your periodic tasks below this line -->\n"
-    assert marker in text
-    path.write_text(text.replace(marker, marker + "\n" + line), "utf-8")
 
 
 def plan(cli: Cli, env: dict[str, str] | None = None) -> list[dict[str, object]]:

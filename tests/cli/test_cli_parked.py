@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.cli.test_cli_heartbeat import Cli, add_task, shared  # noqa: F401
+from tests.support.cli import Cli, add_task
 
 
-def test_parked_json_and_unpark(cli: Cli, shared: Path) -> None:  # noqa: F811
+def test_parked_json_and_unpark(cli: Cli, shared: Path) -> None:
     add_task(
         shared, "- every: 1h title: Backup task: Copy the photos <!-- parked: failed 3 times -->"
     )

@@ -17,7 +17,7 @@ import pytest
 
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.home import TIMEOUT_S, Home
+from tests.support.home import TIMEOUT_S, Home, login_url
 from vikingbot.testing.fake_openai import FakeOpenAI
 
 CHROMIUM = os.environ.get("VIKINGBOT_CHROMIUM", "/usr/bin/chromium")
@@ -49,13 +49,6 @@ def browser() -> Iterator[Any]:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
         browser.close()
-
-
-def login_url(h: Home) -> str:
-    """A one-time login link, from `vikingbot dashboard --no-open` as a user gets it."""
-    res = h.cli("dashboard", "--no-open")
-    assert res.returncode == 0, res.stderr
-    return res.stdout.strip()
 
 
 @pytest.fixture(scope="module")

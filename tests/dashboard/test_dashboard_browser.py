@@ -17,7 +17,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.home import Home, with_tasks
+from tests.support.home import Home, login_url, with_tasks
 from vikingbot.testing.fake_openai import reply
 
 # the module's gateway has a token, as one bound beyond loopback must
@@ -185,7 +185,6 @@ def test_pages_send_a_strict_content_security_policy_and_a_strict_cookie(
 def test_a_login_link_works_once_and_a_wrong_token_gets_the_login_form(
     home: Home, gw: GatewayProcess, browser: Any
 ) -> None:
-    from tests.dashboard.conftest import login_url
 
     url = login_url(home)
     assert url.startswith(gw.base_url + "/ui/login?token=")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.heartbeat.conftest import Harness, build_harness, with_tasks
+from tests.support.harness import Harness, build_harness, with_tasks
 from vikingbot.store.leases import Claim, Leases
 from vikingbot.testing.fake_openai import FakeOpenAI
 

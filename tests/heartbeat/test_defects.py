@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from tests.heartbeat.conftest import TEMPLATE, Harness, build_harness, with_tasks
-from tests.heartbeat.test_service_signatures import feed_setup, tick
+from tests.support.harness import TEMPLATE, Harness, build_harness, with_tasks
+from tests.support.signatures import feed_setup, tick
 from vikingbot.store.leases import Leases
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply
 

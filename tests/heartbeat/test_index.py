@@ -1,4 +1,4 @@
-"""The event-driven index: a cycle plans what changed, and agrees with a full rescan."""
+"""The heartbeat index: a cycle plans what changed, and agrees with a full rescan."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from vikingbot import fsutil
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
@@ -201,54 +202,21 @@ def test_a_stale_workspace_that_comes_back_has_its_file_polled_again(home: Home)
     home.talk(1)  # back
     assert {r[2] for r in home.memo_cycle()} == {"empty"}
     home.write(1, TASK)
-    passes = home.svc.scanner.index.full_passes
     rows = home.memo_cycle()
-    assert home.svc.scanner.index.full_passes == passes  # a routine polling cycle
     assert run_decisions(rows) == [home.ws(1).name] and rows == home.rescan()
-
-
-def test_a_file_saved_just_before_a_cycle_is_looked_at_until_it_settles(
-    home: Home, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A HEARTBEAT.md written within the timestamp granularity is looked at again by
-    the next polling cycles (a second write could keep its identity); once it has
-    settled, routine cycles look at none of the unchanged files again."""
-    from vikingbot.heartbeat import index as index_mod
-
-    for chat in (1, 2):
-        home.talk(chat)
-        home.write(chat, TEMPLATE)
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 10**18)  # every file: just written
-    home.memo_cycle()
-    index = home.svc.scanner.index
-    passes, looked = index.full_passes, index.looked
-    home.memo_cycle()
-    assert index.looked - looked == 2 and index.full_passes == passes
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # now settled
-    home.write(2, TASK)
-    rows = home.memo_cycle()
-    assert run_decisions(rows) == [home.ws(2).name]  # the edit counts
-    looked = index.looked
-    for _ in range(2):
-        assert home.memo_cycle() == home.rescan()
-    assert index.looked == looked and index.full_passes == passes
 
 
 def test_polling_sees_a_settled_file_edited_in_place(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A HEARTBEAT.md read long after it was written is trusted by its inode and ctime;
-    an edit in place keeps the inode, and the next routine polling cycle still sees it."""
-    from vikingbot.heartbeat import index as index_mod
-
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    """A HEARTBEAT.md read long after it was written is trusted by its identity; an
+    edit in place keeps the inode, and the next routine polling cycle still sees it."""
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)  # files trusted at once
     for chat in (1, 2):
         home.talk(chat)
         home.write(chat, TEMPLATE)
     home.memo_cycle()
     home.memo_cycle()  # a routine cycle: both files settled, nothing differs
-    index = home.svc.scanner.index
-    passes, looked = index.full_passes, index.looked
     path = home.ws(2) / "HEARTBEAT.md"
     before = path.stat()
     while path.stat().st_ctime_ns == before.st_ctime_ns:  # until the clock's tick moves on
@@ -256,7 +224,6 @@ def test_polling_sees_a_settled_file_edited_in_place(
     assert path.stat().st_ino == before.st_ino
     rows = home.memo_cycle()
     assert run_decisions(rows) == [home.ws(2).name] and rows == home.rescan()
-    assert index.full_passes == passes and index.looked == looked + 1
 
 
 def test_polling_sees_a_session_an_editor_rewrote_in_place_beside_a_chat(
@@ -268,9 +235,7 @@ def test_polling_sees_a_session_an_editor_rewrote_in_place_beside_a_chat(
     rescan does. The file keeps its inode (as a file replaced twice can too: a freed
     inode number is handed out again), so names and inodes alone showed nothing;
     the backup moved the folder's mtime between the store's writes."""
-    from vikingbot.heartbeat import index as index_mod
-
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)  # files trusted at once
     for chat in (1, 2):
         home.talk(chat)
         home.write(chat, TASK)
@@ -294,33 +259,23 @@ def test_polling_sees_a_session_an_editor_rewrote_in_place_beside_a_chat(
     assert home.ws(2).name not in run_decisions(rows)
 
 
-def test_polling_follows_the_stores_own_writes_without_stating_every_session(
+def test_polling_sees_the_stores_writes_and_another_tools_removal(
     home: Home, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Chats written through the session store (the gateway, the CLI) are found from
-    the store's change journal alone; once another tool removes a session file, the
-    next cycle stats every entry and decides as a full rescan does."""
-    from vikingbot.heartbeat import index as index_mod
-
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
+    """Chats written through the session store (the gateway, the CLI) and a session file
+    another tool removes are both seen by the next polling cycle."""
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)  # files trusted at once
     for chat in range(3):
         home.talk(chat)
         home.write(chat, TASK)
-    index = home.svc.scanner.index
     home.memo_cycle()
-    passes = index.folder_passes
     home.rt.sessions.update_metadata(home.key(1), skip_heartbeat=True)  # `/heartbeat off`
     home.talk(2)
     rows = home.memo_cycle()
-    if index.fine_ctimes is False:
-        pytest.skip("file timestamps are coarse here: polling never trusts the journal alone")
-    assert index.folder_passes == passes  # the journal said it all
     assert home.ws(1).name not in run_decisions(rows) and rows == home.rescan()
-    next_tick(home.root / ".tick")  # another tool's change comes after the store's stat
+    next_tick(home.root / ".tick")  # another tool's change comes in a later tick
     home.rt.sessions.path_for(home.key(0)).unlink()  # a sync client removes a session
-    home.talk(2)
     rows = home.memo_cycle()
-    assert index.folder_passes == passes + 1
     assert home.ws(0).name not in run_decisions(rows) and rows == home.rescan()
 
 
@@ -356,33 +311,10 @@ def test_pause_from_another_process_replans_a_quiet_workspace(home: Home) -> Non
 def settle(index: Any) -> None:
     """Make every session file look older than the racy-write window. (The sessions
     folder is trusted by its ctime, which no one can set: tests that need it trusted
-    at once set ``SETTLE_NS`` to 0.)"""
+    at once set ``fsutil.RACY_NS`` to 0.)"""
     old = time_ago(10)
     for p in index.sessions_dir.glob("*.jsonl"):
         os.utime(p, ns=(old, old))
-
-
-def test_polling_reads_only_the_sessions_the_journal_names(home: Home) -> None:
-    for chat in range(3):
-        home.talk(chat)
-    index = home.svc.scanner.index
-    settle(index)
-    home.memo_cycle()  # first read: every file
-    home.memo_cycle()  # the folder's mtime is trusted from now on
-    calls: list[str] = []
-    real = index._reload
-
-    def counted(name: str, entry: os.DirEntry[str] | None) -> set[str]:
-        calls.append(name)
-        return real(name, entry)
-
-    index._reload = counted  # type: ignore[method-assign]
-    home.memo_cycle()
-    assert calls == []  # nothing changed: nothing stat-ed, nothing read
-    home.talk(1, ago=timedelta(hours=60))  # the store's write is in its change journal
-    rows = home.memo_cycle()
-    assert calls == [home.rt.sessions.path_for(home.key(1)).name]  # that one file only
-    assert rows == home.rescan()
 
 
 def test_polling_sees_a_session_file_another_tool_replaced_or_removed(home: Home) -> None:
@@ -392,7 +324,7 @@ def test_polling_sees_a_session_file_another_tool_replaced_or_removed(home: Home
     index = home.svc.scanner.index
     settle(index)
     home.memo_cycle()
-    # another tool (a sync client, an editor) replaces a session file: no journal line
+    # another tool (a sync client, an editor) replaces a session file
     path = home.rt.sessions.path_for(home.key(2))
     text = path.read_bytes().replace(b'"skip_heartbeat": false', b'"skip_heartbeat": true')
     assert b'"skip_heartbeat": true' in text
@@ -405,40 +337,13 @@ def test_polling_sees_a_session_file_another_tool_replaced_or_removed(home: Home
     assert run_decisions(rows) == [home.ws(1).name]
 
 
-def test_a_journal_started_afresh_makes_polling_look_at_every_file(home: Home) -> None:
-    for chat in range(3):
-        home.talk(chat)
-        home.write(chat, TASK)
-    index = home.svc.scanner.index
-    settle(index)
-    home.memo_cycle()
-    before = index.full_passes
-    journal = home.rt.sessions.journal_path
-    fresh = journal.with_name("x.tmp")
-    fresh.write_bytes(b"")
-    os.replace(fresh, journal)  # what a writer does once it passes JOURNAL_MAX_BYTES
-    # an edit in place by hand: same inode, nothing journaled; found because every file
-    # is stat-ed once the journal cannot say what changed
-    path = home.rt.sessions.path_for(home.key(2))
-    text = path.read_bytes().replace(b'"skip_heartbeat": false', b'"skip_heartbeat": true')
-    with path.open("r+b") as fh:
-        fh.write(text)
-    rows = home.memo_cycle()
-    assert index.full_passes == before  # not the hourly pass: only the sessions were listed
-    assert run_decisions(rows) == sorted([home.ws(0).name, home.ws(1).name])
-    assert rows == home.rescan()
-
-
-def test_the_safety_pass_comes_as_often_as_configured(
+def test_a_session_edited_in_place_by_hand_shows_on_the_next_cycle(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``bot.heartbeat.safety_pass_s``: a session file edited in place by hand (same
-    inode, nothing journaled, the folder unchanged) is seen by the next pass that
-    looks at every file, and not before."""
-    from vikingbot.heartbeat import index as index_mod
-
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # the folder trusted at once
-    h = Home(tmp_path / "home", heartbeat={"safety_pass_s": 600})
+    """A session file edited in place by hand (same inode, the folder unchanged) is
+    seen by the next polling cycle, not only by the hourly safety pass."""
+    monkeypatch.setattr(fsutil, "RACY_NS", 0)  # the folder trusted at once
+    h = Home(tmp_path / "home")
     try:
         for chat in range(2):
             h.talk(chat)
@@ -450,8 +355,6 @@ def test_the_safety_pass_comes_as_often_as_configured(
         assert b'"skip_heartbeat":  true' in text
         with path.open("r+b") as fh:
             fh.write(text)
-        h.clock.advance(minutes=9)
-        assert run_decisions(h.memo_cycle()) == sorted([h.ws(0).name, h.ws(1).name])
         h.clock.advance(minutes=1)
         assert run_decisions(h.memo_cycle()) == [h.ws(0).name]
     finally:
@@ -474,13 +377,12 @@ def test_watcher_events_reach_the_next_cycle(home: Home) -> None:
     assert watcher.wait_for([path])
     rows = home.memo_cycle()
     assert run_decisions(rows) == [home.ws(1).name] and rows == home.rescan()
-    assert home.svc.scanner.index.full_passes == 1  # the first read only: events since
 
 
 def test_a_hand_made_plan_sees_a_chat_the_watcher_has_not_handed_over_yet(home: Home) -> None:
     """The user chats, then asks for ``heartbeat run-now`` at once. The watcher's
     events are taken at the next cycle, so a plan made by hand also reads the sessions
-    the store's change journal names (and every HEARTBEAT.md)."""
+    and every HEARTBEAT.md again."""
     home.talk(1, ago=timedelta(days=30))  # long quiet: the workspace is not visited
     home.write(1, TASK)
     assert home.svc.scanner.watch()
@@ -586,7 +488,7 @@ def apply(h: Home, op: tuple[Any, ...], outside: Path) -> list[Path]:
 def next_tick(probe: Path) -> None:
     """Return once file timestamps have moved past everything looked at so far (a
     probe file written until its mtime changes): what a file changes to afterwards
-    gets another identity, as the 2 s rule guarantees when ``SETTLE_NS`` is real."""
+    gets another identity, as the 2 s rule guarantees when ``fsutil.RACY_NS`` is real."""
     probe.write_bytes(b"")
     start = probe.stat().st_mtime_ns
     while probe.stat().st_mtime_ns == start:
@@ -594,7 +496,7 @@ def next_tick(probe: Path) -> None:
 
 
 def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool, settled: bool = False) -> None:
-    """``settled``: every file is trusted by its identity once looked at (``SETTLE_NS``
+    """``settled``: every file is trusted by its identity once looked at (``fsutil.RACY_NS``
     is 0 and the clock's tick moves on after each cycle), so the cheap paths decide,
     not the re-reads of files written a moment ago."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -611,7 +513,7 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool, settled: bool = F
             if settled:
                 next_tick(outside / ".tick")
             for op in ops:
-                if op[0] == "restart":  # the gateway stops (snapshot written) and starts again
+                if op[0] == "restart":  # the gateway stops and starts again
                     h.close()
                     apply(h, ("write", 1, "task", True), outside)  # changed while it was down
                     h.talk(2)
@@ -622,8 +524,8 @@ def check_sequence(ops: list[tuple[Any, ...]], *, watch: bool, settled: bool = F
                     continue
                 if settled and op[0] in ("forget", "replace_session"):
                     # another tool's change to the sessions folder comes in a later
-                    # timestamp tick than the store's last stat of it (always, on
-                    # Linux 6.13 and later): what the journal's chain of links assumes
+                    # timestamp tick than the last listing: what trusting a folder's
+                    # mtime at once (RACY_NS 0) assumes
                     next_tick(outside / ".tick")
                 touched = apply(h, op, outside)
                 if op[0] != "cycle":
@@ -656,10 +558,8 @@ def test_polling_index_agrees_with_a_full_rescan_once_files_settle(
     """The same sequences with every file settled by the next cycle: the routine
     polling cycle then trusts inodes and ctimes, the eligible list and the sessions
     folder's mtime, and must still decide what a full rescan decides."""
-    from vikingbot.heartbeat import index as index_mod
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(index_mod, "SETTLE_NS", 0)
+        mp.setattr(fsutil, "RACY_NS", 0)
         check_sequence(ops, watch=False, settled=True)
 
 
@@ -785,70 +685,6 @@ def test_a_restart_does_not_write_the_skip_streaks_again(tmp_path: Path) -> None
         h.close()
 
 
-def test_a_restart_reads_only_the_files_that_changed_while_it_was_down(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from vikingbot.heartbeat import index as index_mod
-
-    # files are trusted at once (not two seconds after their last change): this test's
-    # files are all written within the racy window
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)
-    root = tmp_path / "home"
-    h = Home(root)
-    for chat in range(4):
-        h.talk(chat)
-        h.write(chat, TEMPLATE)
-    h.memo_cycle()
-    h.close()  # writes the snapshot
-    assert (h.rt.paths.data_dir / "heartbeat" / "index.json").is_file()
-
-    h = Home(root)
-    h.write(2, TASK)  # changed while nothing ran
-    h.talk(3, ago=timedelta(hours=60))
-    index = h.svc.scanner.index
-    try:
-        rows = h.memo_cycle()
-        assert index._reads == 2  # one HEARTBEAT.md and one session file, nothing else
-        assert run_decisions(rows) == [h.ws(2).name]
-        assert rows == h.rescan()
-    finally:
-        h.close()
-
-
-def test_a_broken_snapshot_is_ignored(tmp_path: Path) -> None:
-    root = tmp_path / "home"
-    h = Home(root)
-    h.talk(1)
-    h.write(1, TASK)
-    h.memo_cycle()
-    h.close()
-    snap = h.rt.paths.data_dir / "heartbeat" / "index.json"
-    for junk in (b"", b"{", b"[]", b'{"version": 1, "settings": 3}', b"\xff" * 10):
-        snap.parent.mkdir(parents=True, exist_ok=True)
-        snap.write_bytes(junk)
-        h = Home(root)
-        try:
-            assert run_decisions(h.memo_cycle()) == [h.ws(1).name]
-        finally:
-            h.close()
-
-
-def test_the_snapshot_is_private_like_the_session_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from vikingbot.heartbeat import index as index_mod
-
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
-    h = Home(tmp_path / "home")
-    h.talk(1)
-    h.write(1, TASK)
-    h.memo_cycle()
-    h.close()
-    snap = h.rt.paths.data_dir / "heartbeat" / "index.json"
-    assert snap.stat().st_mode & 0o077 == 0
-    assert "telegram" in snap.read_text()  # what it holds: the metadata lines' keys
-
-
 def test_a_not_due_entry_is_planned_every_cycle_a_quiet_workspace_once(home: Home) -> None:
     """A workspace whose only entry is not due yet is planned again each cycle (the
     clock alone makes it due); a quiet one keeps its decision. Each cycle decides what
@@ -876,66 +712,6 @@ def test_a_not_due_entry_is_planned_every_cycle_a_quiet_workspace_once(home: Hom
     assert ran == [12, 13, 14]
 
 
-def test_a_start_that_wrote_the_snapshot_is_not_followed_by_another_within_hours(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A start that had to read much asks for a snapshot; the hourly passes of the next
-    six hours do not ask again for what little they read (writing 10,000 sessions
-    costs about what the pass does), the first one after that does."""
-    from vikingbot.heartbeat import index as index_mod
-
-    monkeypatch.setattr(index_mod, "SETTLE_NS", 0)  # files trusted at once (see above)
-    monkeypatch.setattr(index_mod, "SAVE_AFTER_READS", 4)  # "much", for four chats
-    h = Home(tmp_path / "home", heartbeat={"safety_pass_s": 600})
-    index = h.svc.scanner.index
-    try:
-        for chat in range(4):
-            h.talk(chat)
-            h.write(chat, TEMPLATE)
-        h.memo_cycle()
-        assert index.save_due  # the start read every file
-        h.svc.scanner.save_index()
-        asked: list[bool] = []
-        for _ in range(7):  # hourly passes, each after a chat wrote its session
-            h.clock.advance(seconds=3600)
-            h.talk(1, ago=timedelta(0))
-            h.memo_cycle()
-            asked.append(index.save_due)
-            index.save_due = False
-        assert asked == [False] * 5 + [True, False]
-    finally:
-        h.close()
-
-
 def _watch(svc: Any) -> bool:
     """Start the heartbeat's watcher (these tests wait for its events after each change)."""
     return bool(svc.scanner.watch())
-
-
-@pytest.mark.parametrize("cold", [True, False])
-def test_a_full_pass_on_a_cold_inode_cache_warms_it_from_threads_and_decides_the_same(
-    tmp_path: Path, cold: bool
-) -> None:
-    """A start after a reboot finds every HEARTBEAT.md lookup slow: threads look the
-    files up meanwhile. Whether they ran or not, the cycle decides what a rescan does
-    (a missing file, a folder in its place, tasks and templates)."""
-    h = Home(tmp_path / "home")
-    index = h.svc.scanner.index
-    index.probe_stats = 4  # 16 workspaces are enough to probe
-    index.cold_stat_s = 0.0 if cold else float("inf")  # what the probe finds
-    try:
-        for chat in range(24):
-            h.talk(chat)
-            if chat % 7 == 3:
-                continue  # no HEARTBEAT.md at all
-            if chat % 7 == 5:
-                h.ws(chat).joinpath("HEARTBEAT.md").mkdir(parents=True)
-                continue
-            h.write(chat, TASK if chat % 3 == 0 else TEMPLATE)
-        decisions = h.memo_cycle()
-        assert index.warm_ups == (1 if cold else 0)
-        assert decisions == h.rescan()
-        runs = run_decisions(decisions)
-        assert runs == sorted(h.ws(c).name for c in range(0, 24, 3) if c % 7 not in (3, 5))
-    finally:
-        h.close()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.heartbeat.conftest import build_harness, with_tasks
+from tests.support.harness import build_harness, with_tasks
 from tests.support.real_model import RealModel
 from vikingbot.heartbeat.prompts import CHECKLIST_PROMPT, capped
 from vikingbot.testing.fake_openai import FakeOpenAI

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.heartbeat.conftest import build_harness, with_tasks
-from tests.heartbeat.test_service_signatures import tick
+from tests.support.harness import build_harness, with_tasks
+from tests.support.signatures import tick
 from vikingbot.errors import HeartbeatError
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from loguru import logger
 
-from tests.heartbeat.conftest import build_harness, with_tasks
-from tests.heartbeat.test_service_signatures import tick
+from tests.support.harness import build_harness, with_tasks
+from tests.support.signatures import tick
 from vikingbot.testing.fake_openai import FakeOpenAI
 
 

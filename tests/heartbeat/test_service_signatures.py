@@ -6,29 +6,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.support.harness import Harness, build_harness, with_tasks
+from tests.support.harness import build_harness, with_tasks
+from tests.support.signatures import feed_setup, tick
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_call
-
-GUARDED = "- every: 10m only-if: feed title: Feed task: Check the feed and act on it"
-
-
-def feed_setup(h: Harness) -> Path:
-    ws = h.workspace()
-    feed = ws / "feed.txt"
-    h.rt.config.bot.heartbeat.checkers = {  # type: ignore[assignment]
-        "feed": {"kind": "file", "path": str(feed)}
-    }
-    h.user_session()
-    h.write(with_tasks(GUARDED))
-    return feed
-
-
-async def tick(h: Harness, entry: str = "Feed") -> list[tuple[str, str, str | None]]:
-    h.clock.advance(minutes=10)
-    h.user_session()  # the user is still around
-    report = await h.cycle()
-    return [(r.decision, r.reason, r.outcome) for r in report.rows if r.entry == entry]
 
 
 async def test_unchanged_signature_skips_and_news_runs(tmp_path: Path, fake: FakeOpenAI) -> None:

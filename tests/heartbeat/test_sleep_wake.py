@@ -7,7 +7,7 @@ import asyncio
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.heartbeat.conftest import Harness, build_harness, with_tasks
+from tests.support.harness import Harness, build_harness, with_tasks
 from vikingbot.clock import FakeClock, nap
 from vikingbot.testing.fake_openai import FakeOpenAI
 

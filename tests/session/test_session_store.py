@@ -3,25 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import os
 import re
 import subprocess
 import sys
 import textwrap
-from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from filelock import FileLock
-from hypothesis import given
-from hypothesis import strategies as st
 
 from vikingbot.clock import FakeClock
 from vikingbot.errors import SessionError
-from vikingbot.session.store import JournalLine, SessionStore, journal_line
+from vikingbot.session.store import SessionStore
 from vikingbot.session.types import Message, SessionKey
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -230,125 +226,8 @@ def test_a_failed_write_leaves_the_old_file_intact(
         store.append(KEY, msg("user", "two"))
     monkeypatch.undo()
     assert path.read_bytes() == before
-    assert sorted(p.name for p in store.sessions_dir.iterdir()) == [
-        ".journal",
-        ".locks",
-        ".tmp",
-        path.name,
-    ]
-    assert list((store.sessions_dir / ".tmp").iterdir()) == []  # no temp file left behind
-
-
-def journal(store: SessionStore) -> list[JournalLine]:
-    return [journal_line(raw) for raw in store.journal_path.read_bytes().splitlines()]
-
-
-def test_writes_of_user_sessions_are_journaled_and_the_journal_starts_afresh(
-    store: SessionStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from vikingbot.session import store as store_mod
-
-    store.append(KEY, msg("user", "one"))
-    store.append(SessionKey("heartbeat", "hb", "ws"), msg("assistant", "HEARTBEAT_OK"))
-    name = store.path_for(KEY).name
-    assert [n for n, _ in journal(store)] == [name]  # not the heartbeat's
-    with store.locked(KEY):  # e.g. pruning rewrites the file itself
-        pass
-    assert journal(store)[1] == (name, None)  # no link: a reader stats every entry
-    inode = store.journal_path.stat().st_ino
-    line_bytes = len(store.journal_path.read_bytes().splitlines()[0]) + 1
-    monkeypatch.setattr(store_mod, "JOURNAL_MAX_BYTES", 3 * line_bytes)
-    store.append(KEY, msg("user", "two"))
-    store.append(KEY, msg("user", "three"))
-    assert store.journal_path.read_bytes() == b""  # started afresh: a new file
-    assert store.journal_path.stat().st_ino != inode
-
-
-def test_the_journal_links_each_write_to_the_folder_state_before_it(
-    store: SessionStore,
-) -> None:
-    """A poller trusts the journal instead of stat-ing every session only while the
-    links chain up: each write starts from the folder's ctime the previous one left,
-    and the last ends at the folder's ctime now. Another tool's file in the folder
-    breaks the chain, even when that tool sets the folder's mtime back (rsync -a)."""
-    keys = [SessionKey("telegram", "default", str(n)) for n in range(3)]
-    store.get_or_create(keys[0])
-    start = store.sessions_dir.stat().st_ctime_ns
-    offset = len(journal(store))
-    for key in keys:
-        store.append(key, msg("user", "hello"))
-    lines = journal(store)[offset:]
-    assert [n for n, _ in lines] == [store.path_for(k).name for k in keys]
-    links = [link for _, link in lines]
-    assert all(link is not None for link in links)
-    assert links[0] is not None and links[0][0] == start
-    for prev, nxt in itertools.pairwise(links):
-        assert prev is not None and nxt is not None and prev[1] == nxt[0]
-    folder = store.sessions_dir.stat()
-    assert links[-1] is not None and links[-1][1] == folder.st_ctime_ns
-    (store.sessions_dir / "notes.txt").write_text("another tool")
-    os.utime(store.sessions_dir, ns=(folder.st_atime_ns, folder.st_mtime_ns))
-    assert store.sessions_dir.stat().st_mtime_ns == folder.st_mtime_ns
-    store.append(keys[0], msg("user", "again"))
-    link = journal(store)[-1][1]
-    assert link is not None and link[0] != links[-1][1]
-
-
-def test_writes_from_many_threads_and_another_process_still_chain_up(store: SessionStore) -> None:
-    """A busy gateway writes chats from several threads while a CLI command writes too:
-    the renames go one at a time, so a poller can still follow the journal alone."""
-    keys = [SessionKey("telegram", "default", str(n)) for n in range(8)]
-    store.get_or_create(keys[0])
-    start = store.sessions_dir.stat().st_ctime_ns
-    offset = len(journal(store))
-    script = textwrap.dedent(
-        f"""
-        from datetime import UTC, datetime
-        from pathlib import Path
-        from vikingbot.session.store import SessionStore
-        from vikingbot.session.types import Message, SessionKey
-        store = SessionStore(Path({str(store.sessions_dir)!r}))
-        for n in range(40):
-            store.append(SessionKey("cli", "default", "x"), Message("user", "hi", datetime.now(UTC)))
-        """
-    )
-    other = subprocess.Popen([sys.executable, "-c", script])
-
-    def chat(key: SessionKey) -> None:
-        for n in range(15):
-            store.append(key, msg("user", f"message {n}"))
-
-    with ThreadPoolExecutor(len(keys)) as pool:
-        list(pool.map(chat, keys))
-    assert other.wait(60) == 0
-    lines = journal(store)[offset:]
-    assert len(lines) == len(keys) * 15 + 40
-    ctime = start
-    for name, link in lines:
-        assert link is not None and link[0] == ctime, name
-        ctime = link[1]
-    assert ctime == store.sessions_dir.stat().st_ctime_ns
-
-
-LINE_PARTS = st.one_of(
-    st.binary(max_size=40),
-    st.text("0123456789", max_size=30).map(str.encode),
-    st.sampled_from([b"\t", b"\t\t", b"-1", b"\xff", b"9" * 5000]),
-)
-
-
-@given(st.lists(LINE_PARTS, max_size=8).map(b"".join))
-def test_any_journal_line_reads_as_a_name(raw: bytes) -> None:
-    """A torn, foreign or hand-edited line never raises: it is a name, with a link only
-    when it ends in two plain numbers (else a reader stats every entry)."""
-    name, link = journal_line(raw)
-    assert (
-        name.encode("utf-8", "surrogateescape") == raw
-        if link is None
-        else raw.startswith(name.encode("utf-8", "surrogateescape") + b"\t")
-    )
-    if link is not None:
-        assert [int(p) for p in raw.rsplit(b"\t", 2)[1:]] == list(link)
+    # no temp file left behind
+    assert sorted(p.name for p in store.sessions_dir.iterdir()) == [".locks", path.name]
 
 
 def test_hostile_keys_stay_inside_the_sessions_folder(store: SessionStore) -> None:
@@ -393,7 +272,7 @@ _WRITER = textwrap.dedent(
     import sys
     from datetime import UTC, datetime
     from pathlib import Path
-    from vikingbot.session.store import JournalLine, SessionStore, journal_line
+    from vikingbot.session.store import SessionStore
     from vikingbot.session.types import Message
     store = SessionStore(Path(sys.argv[1]))
     print("ready", flush=True)

@@ -218,3 +218,10 @@ class Home:
         res = self.cli(*args, "--json")
         assert res.returncode == 0, f"vikingbot {' '.join(args)} failed:\n{res.stderr}"
         return json.loads(res.stdout)
+
+
+def login_url(h: Home) -> str:
+    """A one-time login link, from `vikingbot dashboard --no-open` as a user gets it."""
+    res = h.cli("dashboard", "--no-open")
+    assert res.returncode == 0, res.stderr
+    return res.stdout.strip()

@@ -1,4 +1,5 @@
-"""Events on the bus: what channels hand the agent and what the agent sends out."""
+"""What channels hand the agent (``InboundMessage``, queued on the bus) and the text for
+a person that delivery sends (``OutboundMessage``; it never travels the bus)."""
 
 from __future__ import annotations
 

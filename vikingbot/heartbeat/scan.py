@@ -52,11 +52,7 @@ class Scanner:
         self.rt = rt
         self._state = state
         self.busy = busy  # shared with the service: workspaces whose cycle is running
-        self.index = HeartbeatIndex(
-            rt.sessions,
-            rt.paths.workspace_root,
-            snapshot=rt.paths.data_dir / "heartbeat" / "index.json",
-        )
+        self.index = HeartbeatIndex(rt.sessions, rt.paths.workspace_root)
         # quiet workspaces -> their kept decisions (the service's scheduled cycles fill
         # it, one at a time)
         self.quiet: dict[str, list[Decision]] = {}
@@ -110,13 +106,6 @@ class Scanner:
     def close(self) -> None:
         with self._lock:
             self.index.close()
-
-    def save_index(self) -> None:
-        """Write the index snapshot if a pass read enough to make it worth it (the
-        service calls this after a cycle's turns have started: off the cycle's path)."""
-        with self._lock:
-            if self.index.save_due:
-                self.index.save()
 
     def _refresh(self) -> bool:
         """Update the index; what changed waits for the next memo scan, whoever asked.

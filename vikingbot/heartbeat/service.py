@@ -275,8 +275,6 @@ class HeartbeatService:
         )
         runner = UnitRunner(self.parts, cycle)
         tasks = [self._start(runner, wsin, todo) for wsin, todo in runs]
-        if self.scanner.index.save_due:  # bookkeeping for the next start, after the turns
-            self._track(asyncio.create_task(asyncio.to_thread(self.scanner.save_index)))
         return report, tasks
 
     def _count_skips(self, decisions: list[Decision], kept: Counter[str]) -> None:
