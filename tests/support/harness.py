@@ -127,7 +127,12 @@ async def build_harness(
     h = Harness(rt=rt, fake=fake, clock=clock)
 
     async def record(item: Outgoing) -> bool:
-        h.sent.append(item.message)
+        # what the channel manager keeps of a sent message: its outbox row
+        msg = item.message
+        if msg.dedupe_key:
+            rt.delivery.outbox.claim(msg, msg.dedupe_key)
+            rt.delivery.outbox.mark_sent(msg.dedupe_key)
+        h.sent.append(msg)
         return True
 
     rt.delivery.connect(record)

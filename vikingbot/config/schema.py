@@ -115,6 +115,9 @@ class HeartbeatConfig(Model):
     mode: Literal["checklist", "per-task"] = "checklist"
     target: str = "owner"
     stale_after: Duration = Field(default=2 * 86400, gt=0)
+    # a result already delivered to the same place within this long is not sent again
+    # (compared as delivery/news.news_form); 0 turns that off
+    repeat_window: Duration = Field(default=86400, ge=0)
     timezone: TimeZoneName = None
     active_hours: ActiveHours | None = None
     max_concurrency: int = Field(default=4, ge=1, le=256)

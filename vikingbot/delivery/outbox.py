@@ -417,5 +417,23 @@ class Outbox:
         with db_errors("read the outbox"), self._store.engine.connect() as conn:
             return [self._row(r) for r in conn.execute(query)]
 
+    def texts_since(self, channel: str, chat_id: str, since: datetime) -> list[str]:
+        """What went (or is going) to one chat or inbox slot since ``since``, newest
+        first: the texts a new result is compared with (failed rows left out)."""
+        from sqlalchemy import select
+
+        from vikingbot.store.tables import outbox
+
+        c = outbox.c
+        query = (
+            select(c.text)
+            .where(c.channel == channel, c.chat_id == chat_id)
+            .where(c.created_at >= since, c.status != FAILED)
+            .order_by(c.id.desc())
+            .limit(1000)
+        )
+        with db_errors("read the outbox"), self._store.engine.connect() as conn:
+            return [str(t) for t in conn.scalars(query)]
+
     def pending(self, limit: int = 1000) -> list[OutboxRow]:
         return self.rows(PENDING, limit)

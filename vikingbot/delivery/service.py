@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections.abc import Awaitable, Callable, Sequence
+from datetime import timedelta
 from typing import TYPE_CHECKING, Final
 
 from loguru import logger
@@ -37,6 +38,7 @@ from vikingbot.bus import OutboundMessage
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
 from vikingbot.delivery.inbox import Inbox, InboxKind
+from vikingbot.delivery.news import news_form
 from vikingbot.delivery.outbox import SENT, Outbox
 from vikingbot.delivery.owner import channel_sections, enabled_channels, owner_chat_for, owner_of
 from vikingbot.delivery.targets import DEFAULT_SLOT, Target, parse_target
@@ -292,8 +294,13 @@ class DeliveryService:
         sessions: Sequence[SessionMeta] = (),
         dedupe_key: str,
         source: str,
+        repeat_within_s: float = 0.0,
     ) -> DeliveryReport:
-        """Deliver one result; see the module docstring. Never raises for a bad target."""
+        """Deliver one result; see the module docstring. Never raises for a bad target.
+
+        ``repeat_within_s``: a destination that got the same news (``news_form``) that
+        recently does not get it again (``report.repeated``; all of them: ``skipped``
+        is ``"repeat"``)."""
         clean = strip_tokens(text or "")
         res = self.resolve(target, sessions=sessions)
         report = DeliveryReport(target=res.target, text=clean, refused=res.refused)
@@ -314,6 +321,10 @@ class DeliveryService:
                 report.delivered.append(str(dest))
                 if dest.kind != "chat":
                     report.inboxed.append(str(dest))
+            elif repeat_within_s > 0 and await asyncio.to_thread(
+                self._had_news, dest, clean, repeat_within_s
+            ):
+                report.repeated.append(str(dest))
             elif dest.kind == "chat":
                 await self._to_chat(dest, clean, source, key, report)
             else:
@@ -321,7 +332,27 @@ class DeliveryService:
                 report.delivered.append(str(dest))
                 report.inboxed.append(str(dest))
                 await self._record(dest.session, clean, source)  # a terminal session's
+        if report.repeated and not (report.delivered or report.failed or report.inboxed):
+            report.skipped = "repeat"
+            logger.info(
+                "delivery: {} result already went to {} within {:g} s; not again",
+                source,
+                ", ".join(report.repeated),
+                repeat_within_s,
+            )
         return report
+
+    def _had_news(self, dest: Destination, text: str, within_s: float) -> bool:
+        """Did ``dest`` get this news (compared as ``news_form``) within ``within_s``?"""
+        if dest.kind == "chat":
+            where = (dest.channel or "", dest.chat_id or "")
+        elif dest.kind == "inbox":
+            where = (INBOX_CHANNEL, dest.slot or DEFAULT_SLOT)
+        else:  # a prompt starts a turn: the user's own request each time
+            return False
+        since = self.clock.now() - timedelta(seconds=within_s)
+        news = news_form(text)
+        return any(news_form(t) == news for t in self.outbox.texts_since(*where, since))
 
     async def reply(
         self, session: SessionKey, text: str, *, thread: str | None, dedupe_key: str | None

@@ -88,7 +88,10 @@ class DeliveryReport:
     failed: list[str] = field(default_factory=list)  # chat destinations that did not
     inboxed: list[str] = field(default_factory=list)  # inbox / prompt slots written
     refused: str | None = None
-    skipped: str | None = None  # "empty" (nothing left after stripping) or "silent"
+    # "empty" (nothing left after stripping), "silent", or "repeat" (every destination
+    # had this news within the repeat window)
+    skipped: str | None = None
+    repeated: list[str] = field(default_factory=list)  # destinations that had it already
 
     @property
     def ok(self) -> bool:

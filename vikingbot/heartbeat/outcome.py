@@ -44,7 +44,7 @@ from vikingbot.replies import is_noop, strip_tokens, wants_keep
 
 TurnEnd = Literal["reply", "failed", "timeout", "provider-down"]
 ReplyKind = Literal["noop", "kept", "result"]
-SendStatus = Literal["delivered", "inboxed", "failed", "silent", "refused"]
+SendStatus = Literal["delivered", "inboxed", "failed", "silent", "refused", "repeat"]
 
 
 @dataclass(frozen=True)
@@ -203,7 +203,7 @@ def settle(unit: Unit, facts: TurnFacts, st: EntryState | None, ctx: Ctx) -> Set
     outcome = _sent_outcome(facts, kind)
     if unit.kind == "task":
         moves = (_complete(entry, ctx),)
-        outcome = outcome if outcome in ("delivered", "inboxed", "refused") else "completed"
+        outcome = outcome if outcome in ("delivered", "inboxed", "refused", "repeat") else "completed"
     st = replace(st, continuations=0, continue_next=False, last_outcome=outcome)
     recheck = entry.only_if is not None and _own_write(facts, ctx)
     return Settlement(outcome, replace(row, outcome=outcome), st, moves, recheck=recheck)
@@ -225,7 +225,7 @@ def _row(facts: TurnFacts, ctx: Ctx) -> LedgerRow:
 
 def _sent_outcome(facts: TurnFacts, kind: ReplyKind) -> Outcome:
     """What delivery made of the turn's sends (the best that happened wins)."""
-    for status in ("refused", "delivered", "inboxed", "silent"):
+    for status in ("refused", "delivered", "inboxed", "repeat", "silent"):
         if status in facts.sends:
             return status  # type: ignore[return-value]
     if "failed" in facts.sends:

@@ -590,7 +590,7 @@ def _uses_slot(row: LedgerRow) -> bool:
     return row.trigger != "manual" and "provider-down" not in (row.outcome, row.reason)
 
 
-COMPLETING = frozenset({"delivered", "inboxed", "refused", "completed"})
+COMPLETING = frozenset({"delivered", "inboxed", "refused", "repeat", "completed"})
 
 
 def drop_dead_marks(

@@ -229,12 +229,13 @@ class Sender:
             sessions=self.sessions,
             dedupe_key=self._key(text, explicit),
             source=f"heartbeat:{self.workspace}",
+            repeat_within_s=self.parts.config.bot.heartbeat.repeat_window,
         )
         status: SendStatus
         if report.skipped == "empty":
             return "silent"  # nothing left after stripping the tokens: not a send
-        if report.skipped == "silent":  # target none/silent: ledger and log only
-            status = "silent"
+        if report.skipped in ("silent", "repeat"):  # ledger and log only
+            status = "silent" if report.skipped == "silent" else "repeat"
         elif report.refused and report.status != "failed":
             status = "refused"  # the tag's target was refused; the owner got it instead
         else:
@@ -247,4 +248,6 @@ class Sender:
         status = await self.send(text, target)
         if status in ("delivered", "inboxed", "failed"):
             return status  # type: ignore[return-value]
-        return "delivered"  # silent (the user asked for silence) or refused-then-owner
+        # silent (the user asked for silence), refused-then-owner, or a repeat (the user
+        # has this news already)
+        return "delivered"

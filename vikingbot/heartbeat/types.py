@@ -49,6 +49,7 @@ Outcome = Literal[
     "delivered",  # a channel accepted the result
     "inboxed",  # kept in the local inbox (no channel could take it)
     "silent",  # target none/silent: ledger and log only
+    "repeat",  # the same news already reached its target within bot.heartbeat.repeat_window
     "noop",  # HEARTBEAT_OK or an empty reply: nothing to tell
     "kept",  # HEARTBEAT_KEEP: the entry stays / continues
     "completed",  # a per-task entry finished (moved to Completed) without a message
