@@ -27,7 +27,11 @@ async def test_the_same_reply_three_cycles_in_a_row_is_delivered_once(harness: H
     h = harness
     h.user_session()
     h.write(with_tasks(WEATHER))
-    said = ["Rain tomorrow from 14:00.", "rain  tomorrow FROM 14:00.", "**Rain** tomorrow from 14:00."]
+    said = [
+        "Rain tomorrow from 14:00.",
+        "rain  tomorrow FROM 14:00.",
+        "**Rain** tomorrow from 14:00.",
+    ]
     assert await cycles(h, said) == ["delivered", "repeat", "repeat"]
     assert h.texts() == ["Rain tomorrow from 14:00."]
     assert h.model_calls() == 3

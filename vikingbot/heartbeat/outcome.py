@@ -203,7 +203,9 @@ def settle(unit: Unit, facts: TurnFacts, st: EntryState | None, ctx: Ctx) -> Set
     outcome = _sent_outcome(facts, kind)
     if unit.kind == "task":
         moves = (_complete(entry, ctx),)
-        outcome = outcome if outcome in ("delivered", "inboxed", "refused", "repeat") else "completed"
+        outcome = (
+            outcome if outcome in ("delivered", "inboxed", "refused", "repeat") else "completed"
+        )
     st = replace(st, continuations=0, continue_next=False, last_outcome=outcome)
     recheck = entry.only_if is not None and _own_write(facts, ctx)
     return Settlement(outcome, replace(row, outcome=outcome), st, moves, recheck=recheck)
