@@ -77,9 +77,47 @@ def test_a_conflicting_save_is_refused_and_shows_both_versions(
     expect(page.locator("#save-status pre.file")).to_contain_text("- Water the cactus")
     assert "- Water the roses" in page.locator("#heartbeat-text").input_value()
     assert "- Water the cactus" in path.read_text()  # the other writer's text is untouched
-    page.click("#save")  # saving again, now over the text shown, goes through
+    expect(page.locator("#save-status pre.mine")).to_contain_text("- Water the roses")
+    page.click("#save")  # a plain Save again does not overwrite the other edit
+    expect(page.locator("#save-status")).to_contain_text("Not saved")
+    assert "- Water the cactus" in path.read_text()
+    page.click("#overwrite")  # only the explicit choice does
     expect(page.locator("#save-status")).to_have_text("Saved.")
-    assert "- Water the roses" in path.read_text()
+    assert "- Water the roses" in path.read_text() and "cactus" not in path.read_text()
+
+
+def test_an_unchanged_save_writes_nothing(home: Home, gw: GatewayProcess, page: Any) -> None:
+    """A file that begins with a blank line and mixes line endings (what a browser's textarea
+    changes on the way: the first newline dropped, every line ending sent as CRLF)."""
+    path = home.write_heartbeat("", "untouched")
+    raw = b"\n## Active Tasks\r\n\n- Water the plants\r- Check the mail\n"
+    path.write_bytes(raw)
+    before = path.stat()
+    page.goto(gw.base_url + "/ui/w/untouched")
+    page.click("#save")
+    expect(page.locator("#save-status")).to_contain_text("Nothing to save")
+    after = path.stat()
+    assert path.read_bytes() == raw
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+
+
+def test_a_symlinked_heartbeat_file_is_neither_shown_nor_saved(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    path = home.write_heartbeat(with_tasks("- Water the plants"), "linked")
+    secret = path.parent / "config-copy.json"
+    secret.write_text('{"apiKey": "sk-not-for-the-page"}')
+    path.unlink()
+    path.symlink_to(secret)
+    page.goto(gw.base_url + "/ui/w/linked")
+    expect(page.locator("#refused")).to_contain_text("symbolic link")
+    assert "sk-not-for-the-page" not in page.content()
+    assert page.locator("#heartbeat-text").count() == 0
+    outside = home.workspace("linked").parent / "elsewhere"
+    outside.mkdir()
+    (outside / "HEARTBEAT.md").write_text(with_tasks("- Secret task"))
+    (outside.parent / "alias").symlink_to(outside)
+    assert urllib_status(gw.base_url + "/ui/w/alias", page) == 404
 
 
 def test_parse_errors_are_shown_on_their_lines_while_typing(
@@ -331,3 +369,14 @@ def test_a_workspace_page_lists_its_skills_and_the_skipped_ones(
     expect(rows.nth(2)).to_contain_text("user")
     expect(page.locator("#skill-problems")).to_contain_text("skipped")
     expect(page.locator("#skill-problems")).to_contain_text("no front matter")
+
+
+def urllib_status(url: str, page: Any) -> int:
+    """The status of a GET with the page's session cookie."""
+    cookies = "; ".join(f"{c['name']}={c['value']}" for c in page.context.cookies())
+    req = urllib.request.Request(url, headers={"Cookie": cookies})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as exc:
+        return exc.code

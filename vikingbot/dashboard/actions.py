@@ -46,9 +46,14 @@ async def save(dash: Dashboard, request: Request) -> Response:
         return PlainTextResponse("no such workspace", status_code=404)
     form = await dash.form(request)
     path = dash.parts.workspace_root / name / "HEARTBEAT.md"
+    base = form.get("base", "")
+    overwrite = form.get("overwrite") == "1"  # the explicit "overwrite theirs" after a conflict
     try:
         result = await asyncio.to_thread(
-            editor.save, path, form.get("base", ""), form.get("text", "")
+            partial(editor.save, overwrite=overwrite),
+            path,
+            form.get("theirs", "") if overwrite else base,
+            form.get("text", ""),
         )
     except VikingbotError as exc:
         return PlainTextResponse(f"not saved: {exc}", status_code=409)
@@ -58,6 +63,7 @@ async def save(dash: Dashboard, request: Request) -> Response:
     if result.status in ("conflict", "too-big"):
         data["text"] = result.mine  # the user's text stays in the editor
         data["problems"] = editor.problems(result.mine)
+        data["base_text"] = base  # a plain Save conflicts again; only "overwrite theirs" wins
     return dash.page(request, "workspace.html", "workspaces", saved=result, **data)
 
 

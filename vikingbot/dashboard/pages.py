@@ -15,6 +15,7 @@ from starlette.routing import BaseRoute, Route
 from vikingbot.dashboard import editor, queries
 from vikingbot.dashboard.app import Dashboard
 from vikingbot.dashboard.chart import calls_chart
+from vikingbot.errors import WorkspaceError
 from vikingbot.skills.discover import catalog
 
 CHAT_CHANNEL = "dashboard"
@@ -30,7 +31,8 @@ def _int(value: str | None, default: int = 1) -> int:
 def valid_workspace(dash: Dashboard, name: str) -> bool:
     if not name or "/" in name or "\\" in name or name.startswith(".") or len(name) > 300:
         return False
-    return (dash.parts.workspace_root / name).is_dir()
+    folder = dash.parts.workspace_root / name
+    return folder.is_dir() and not folder.is_symlink()  # the heartbeat refuses a symlink too
 
 
 def valid_slot(slot: str) -> bool:
@@ -124,7 +126,10 @@ def next_due_entries(dash: Dashboard, names: list[str]) -> dict[str, tuple[str, 
 def workspace_data(dash: Dashboard, name: str) -> dict[str, Any]:
     svc = dash.parts.heartbeat
     path = dash.parts.workspace_root / name / "HEARTBEAT.md"
-    text = editor.load(path)
+    try:
+        text, refused = editor.load(path), None
+    except WorkspaceError as exc:
+        text, refused = "", str(exc)
     parsed = svc.read_file(path)
     decisions, _ = svc.plan("scheduled", workspace=name)
     by_entry = {d.entry: d for d in decisions if d.entry}
@@ -157,6 +162,7 @@ def workspace_data(dash: Dashboard, name: str) -> dict[str, Any]:
         "name": name,
         "text": text,
         "problems": editor.problems(text),
+        "refused": refused,
         "entries": entries,
         "ws": ws,
         "now": ws_decisions[-1] if ws_decisions else None,
