@@ -329,20 +329,6 @@ def test_a_message_the_agent_sends_during_a_chat_turn_lands_in_the_slot(
     expect(log).to_contain_text("Sent with the message tool.")
 
 
-def test_the_gateway_stops_promptly_with_a_dashboard_page_open(
-    gw: GatewayProcess, page: Any
-) -> None:
-    """An open page holds a live event stream; stopping must not wait for it to end.
-    (Last in this module: it stops the module's gateway.)"""
-    page.goto(gw.base_url + "/ui/inbox")
-    expect(page.locator("#bell-count")).not_to_have_text("…")
-    started = time.monotonic()
-    assert gw.stop() == 0, gw.output
-    took = time.monotonic() - started
-    # the HTTP server's own drain allows 5 s; a stream that kept it open would use it all
-    assert took < 4.5, f"stopping took {took:.1f}s with a dashboard page open:\n{gw.output}"
-
-
 def test_a_workspace_page_lists_its_skills_and_the_skipped_ones(
     home: Home, gw: GatewayProcess, page: Any
 ) -> None:
@@ -369,6 +355,21 @@ def test_a_workspace_page_lists_its_skills_and_the_skipped_ones(
     expect(rows.nth(2)).to_contain_text("user")
     expect(page.locator("#skill-problems")).to_contain_text("skipped")
     expect(page.locator("#skill-problems")).to_contain_text("no front matter")
+
+
+# last: it stops the module's gateway
+def test_the_gateway_stops_promptly_with_a_dashboard_page_open(
+    gw: GatewayProcess, page: Any
+) -> None:
+    """An open page holds a live event stream; stopping must not wait for it to end.
+    (Last in this module: it stops the module's gateway.)"""
+    page.goto(gw.base_url + "/ui/inbox")
+    expect(page.locator("#bell-count")).not_to_have_text("…")
+    started = time.monotonic()
+    assert gw.stop() == 0, gw.output
+    took = time.monotonic() - started
+    # the HTTP server's own drain allows 5 s; a stream that kept it open would use it all
+    assert took < 4.5, f"stopping took {took:.1f}s with a dashboard page open:\n{gw.output}"
 
 
 def urllib_status(url: str, page: Any) -> int:

@@ -24,10 +24,12 @@ def test_mislabelled_permissions_are_refused_in_a_heartbeat(hostile: HostileGate
     run = hostile.heartbeat_now()
     assert run.status == 200 and run.body["results"], run.body
     rows = [e for e in hostile.audit() if e["action"].startswith("tool.")]
-    assert len(rows) == len(MISLABELLED)
+    # the scheduled cycle may run beside run-now: each run asks every scripted permission once
+    runs, rest = divmod(len(rows), len(MISLABELLED))
+    assert runs >= 1 and rest == 0, rows
     assert hostile.wrongly_approved() == 0
     approved = sorted(e["details"]["title"] for e in rows if e["action"] == "tool.approve")
-    assert approved == ["Find TODOs", "Look at notes.md"]
+    assert approved == sorted(["Find TODOs", "Look at notes.md"] * runs)
     assert all(e["actor"] == "heartbeat" and e["details"]["kind"] for e in rows)
 
 
