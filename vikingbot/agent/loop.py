@@ -67,6 +67,7 @@ class BuiltinLoop(AgentLoop):
         self._provider = provider
         self._tools = tools
         self._retired: list[Provider] = []
+        self._others: dict[str, Provider] = {}  # providers a turn names (metadata "provider")
         self._injected = provider is not None  # a given provider is kept across reconfigure
         self._provider_lock = asyncio.Lock()
 
@@ -101,6 +102,25 @@ class BuiltinLoop(AgentLoop):
                     self._provider = await asyncio.to_thread(build)
         return self._provider
 
+    async def _provider_for(self, meta: dict[str, Any]) -> Provider:
+        """The provider the turn's metadata names (``bot.heartbeat.provider`` for a heartbeat
+        turn; built once, in a worker thread), else the loop's own."""
+        name = str(meta.get("provider") or "") or None
+        if name is None or name == self.config.bot.agents.provider or self._injected:
+            return await self.ensure_provider()
+        if name not in self._others:
+            async with self._provider_lock:
+                if name not in self._others:
+                    from vikingbot.providers.factory import create_provider
+
+                    def build() -> Provider:
+                        provider = create_provider(self.config, environ=self.environ, name=name)
+                        provider.warm_up()
+                        return provider
+
+                    self._others[name] = await asyncio.to_thread(build)
+        return self._others[name]
+
     @property
     def tools(self) -> dict[str, Tool]:
         if self._tools is None:
@@ -109,8 +129,9 @@ class BuiltinLoop(AgentLoop):
             self._tools = load_tools()
         return self._tools
 
-    def _model(self, provider: Provider) -> str:
-        model = self.config.bot.agents.model
+    def _model(self, provider: Provider, meta: dict[str, Any]) -> str:
+        """The model the turn's metadata names (a heartbeat turn's), else ``bot.agents.model``."""
+        model = str(meta.get("model") or "") or self.config.bot.agents.model
         if not model and provider.needs_model:
             raise NotConfiguredError(
                 "no model configured: set bot.agents.model, e.g. "
@@ -160,11 +181,16 @@ class BuiltinLoop(AgentLoop):
         if changed and self._provider is not None and not self._injected:
             self._retired.append(self._provider)
             self._provider = None
+        if changed:
+            self._retired.extend(self._others.values())
+            self._others.clear()
 
     async def aclose(self) -> None:
-        for p in [*self._retired, *([self._provider] if self._provider else [])]:
-            await p.aclose()
+        for p in [*self._retired, *self._others.values(), self._provider]:
+            if p is not None:
+                await p.aclose()
         self._retired.clear()
+        self._others.clear()
         self._provider = None
 
     # ----------------------------------------------------------------- turn
@@ -181,8 +207,8 @@ class BuiltinLoop(AgentLoop):
         meta = dict(metadata or {})
         while self._retired:
             await self._retired.pop().aclose()
-        provider = await self.ensure_provider()
-        model = self._model(provider)
+        provider = await self._provider_for(meta)
+        model = self._model(provider, meta)
         workspace = self._workspace(key, meta)
 
         async def body(turn: TurnLog) -> None:
@@ -315,7 +341,7 @@ class BuiltinLoop(AgentLoop):
             return None
         result.tokens_in += resp.tokens_in
         result.tokens_out += resp.tokens_out
-        result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out)
+        result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out, model=request.model)
         return resp
 
     def _reply(self, turn: TurnLog, text: str, resp: ProviderResponse) -> None:

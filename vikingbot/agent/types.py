@@ -96,6 +96,8 @@ class Readiness:
 #   entry: str           - HEARTBEAT.md entry title, for logs and audit
 #   actor: str           - who the audit log names (default heartbeat / unattended / user)
 #   timeout_s: float     - bound the whole turn (default bot.agents.turn_timeout_s)
+#   provider: str        - a bot.providers section (or kind) for this turn (heartbeat.provider)
+#   model: str           - the model for this turn (heartbeat.model, an entry's model:)
 ApprovalCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
 ToolObserver = Callable[[ToolCallRecord], None]
 

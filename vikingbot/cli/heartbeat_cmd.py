@@ -115,6 +115,8 @@ def _plan_table(title: str, decisions: list[dict[str, Any]]) -> None:
 
     def detail(d: dict[str, Any]) -> str:
         text = d["detail"] or ""
+        if d.get("model"):
+            text = f"{text}, with {d['model']}" if text else f"with {d['model']}"
         if d["next_due"]:
             nxt = f"next {until(d['next_due'])}"
             text = f"{text}, {nxt}" if text else nxt

@@ -136,6 +136,10 @@ class HeartbeatConfig(Model):
     context: Literal["full", "light"] = "light"
     # which MCP servers a heartbeat turn connects at all (None: every enabled one)
     mcp_servers: list[str] | None = None
+    # heartbeat turns only: a section of bot.providers (or a kind) and a model; unset,
+    # bot.agents.provider / bot.agents.model (an entry's model: wins over both)
+    provider: str | None = None
+    model: str | None = None
     budget: Budget = Field(default_factory=Budget)
     checkers: dict[str, CheckerConfig] = Field(default_factory=dict)
 
@@ -216,6 +220,13 @@ class AgentsConfig(Model):
         return _check_loop(v)
 
 
+class ModelPrice(Model):
+    """What one model costs, USD per million tokens (``bot.providers.<name>.prices``)."""
+
+    input: float = Field(default=0.0, ge=0)
+    output: float = Field(default=0.0, ge=0)
+
+
 class ProviderConfig(Model):
     """One provider's settings (``bot.providers.<name>``).
 
@@ -232,6 +243,8 @@ class ProviderConfig(Model):
     max_output_bytes: int = Field(default=1_000_000, ge=1024)  # command kind: reply cap
     price_input_per_mtok: float = Field(default=0.0, ge=0)
     price_output_per_mtok: float = Field(default=0.0, ge=0)
+    # per model, USD per million tokens: {"gpt-4o-mini": {"input": 0.15, "output": 0.6}}
+    prices: dict[str, ModelPrice] = Field(default_factory=dict)
 
 
 class ExecToolConfig(Model):
@@ -400,13 +413,19 @@ class BotConfig(Model):
 
     @model_validator(mode="after")
     def _provider_named(self) -> BotConfig:
-        name = self.agents.provider
+        self._check_provider("bot.agents.provider", self.agents.provider)
+        self._check_provider("bot.heartbeat.provider", self.heartbeat.provider)
+        return self
+
+    def _check_provider(self, where_set: str, name: str | None) -> None:
+        """A provider name is a section of bot.providers or a provider kind; else refused,
+        with the nearest of either."""
         if not name:
-            return self
+            return
         section = self.providers.get(name)
         kind = (section.kind if section is not None else None) or name
         if kind in _BUILTIN_KINDS:
-            return self
+            return
         from vikingbot import registry
 
         kinds = registry.names("providers")
@@ -415,12 +434,12 @@ class BotConfig(Model):
             where = (
                 f"bot.providers.{name}.kind is {kind!r}"
                 if section is not None
-                else f"bot.agents.provider {name!r} is neither a section of bot.providers "
+                else f"{where_set} {name!r} is neither a section of bot.providers "
                 f"(configured: {sections}) nor a provider kind"
             )
-            guess = _guess(kind, kinds)
+            near = kinds if section is not None else [*kinds, *self.providers]
+            guess = _guess(kind, near)
             raise ValueError(f"{where}; valid provider kinds: {', '.join(kinds)}{guess}")
-        return self
 
 
 class StorageConfig(Model):

@@ -56,14 +56,22 @@ def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, An
     decisions, inputs = svc.plan("scheduled", workspace=workspace)
     fixes = _fix_context(svc)
     return {
-        "decisions": [decision_json(d, with_fix(d, fixes)) for d in decisions],
+        "decisions": [decision_json(d, with_fix(d, fixes), _model_of(svc, d)) for d in decisions],
         "workspaces": len(inputs),
         "problems": svc.problems(inputs, decisions),
     }
 
 
-def decision_json(d: Any, detail: str | None = None) -> dict[str, Any]:
-    """One planner decision as `heartbeat plan --json` prints it (``detail``: with its fix)."""
+def _model_of(svc: HeartbeatService, d: Any) -> str | None:
+    """``provider / model`` a unit would run with (None for a decision without a unit)."""
+    from vikingbot.heartbeat.turn import shown_model
+
+    return shown_model(svc.parts.config, d.unit.entry) if d.unit is not None else None
+
+
+def decision_json(d: Any, detail: str | None = None, model: str | None = None) -> dict[str, Any]:
+    """One planner decision as `heartbeat plan --json` prints it (``detail``: with its fix;
+    ``model``: the provider and model a unit would use)."""
     from vikingbot.heartbeat.planner import subject
 
     return {
@@ -75,6 +83,7 @@ def decision_json(d: Any, detail: str | None = None) -> dict[str, Any]:
         "reason": d.reason,
         "detail": detail if detail is not None else d.detail,
         "next_due": d.next_due.isoformat() if d.next_due else None,
+        "model": model,
     }
 
 

@@ -35,7 +35,12 @@ KEYS = {
     "skill": "skill",
     "fähigkeit": "skill",
     "faehigkeit": "skill",
+    "model": "model",
+    "modell": "model",
 }
+# Keys a plain task may carry without becoming a scheduled entry (``model: ... task: ...``).
+_TASK_KEYS = frozenset({"model", "task"})
+_MODEL = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}")
 _LONGEST_KEY = max(len(k) for k in KEYS)
 # Keys that make a plain line a schedule: a typo of one of these at the start of a
 # plain entry (``evry: 30m ...``) is told, not run every cycle as a plain task.
@@ -100,6 +105,11 @@ def scheduled_fields(text: str, problems: list[str]) -> dict[str, Any]:
 
 def _fields(text: str, found: list[_Key], problems: list[str]) -> dict[str, Any]:
     values = _values(text, found, problems)
+    model = _model(values, problems)
+    if set(values) == _TASK_KEYS:  # a plain task naming its model: model: and task: alone
+        if not values["task"][1]:
+            problems.append(f"{values['task'][0]}: is empty")
+        return {"task": values["task"][1] or None, "model": model}
     title = _title(values, problems)
     schedule = _kind(values, problems)
     only_if = _only_if(values, problems)
@@ -117,6 +127,7 @@ def _fields(text: str, found: list[_Key], problems: list[str]) -> dict[str, Any]
         "title": title,
         "task": task,
         "skill": skill,
+        "model": model,
     }
 
 
@@ -276,6 +287,20 @@ def _only_if(
             f"(as name or name:scope), never a command; got {short(value)!r}"
         )
     return ref
+
+
+def _model(values: dict[str, tuple[str, str]], problems: list[str]) -> str | None:
+    """A ``model:`` value is the model's name as the provider knows it (one word); no
+    model list exists offline to check it against."""
+    if "model" not in values:
+        return None
+    word, value = values["model"]
+    if _MODEL.fullmatch(value) is None:
+        problems.append(
+            f"{word}: needs a model name in one word (e.g. gpt-4o-mini), got {short(value)!r}"
+        )
+        return None
+    return value
 
 
 def _skill(values: dict[str, tuple[str, str]], problems: list[str]) -> str | None:

@@ -23,6 +23,7 @@ from typing import Any
 from loguru import logger
 
 from vikingbot.agentio import Lane
+from vikingbot.config.schema import Config
 from vikingbot.errors import ProviderUnavailable, VikingbotError
 from vikingbot.heartbeat.outcome import SendStatus, TurnFacts, needs_reply_delivery, reply_kind
 from vikingbot.heartbeat.parts import HeartbeatParts
@@ -47,6 +48,21 @@ def run_identity(unit_key: str, running_since: datetime) -> str:
     """
     digest = hashlib.sha256(f"{unit_key}@{running_since.isoformat()}".encode()).hexdigest()
     return f"hb-{digest[:20]}"
+
+
+def turn_model(config: Config, entry: Entry | None) -> tuple[str | None, str | None]:
+    """(provider, model) a heartbeat turn asks for: ``bot.heartbeat.provider`` and the
+    entry's ``model:`` (checked by the parser) or ``bot.heartbeat.model``; ``None`` leaves
+    the loop's own (``bot.agents.*``)."""
+    hb = config.bot.heartbeat
+    return hb.provider, (entry.model if entry is not None else None) or hb.model
+
+
+def shown_model(config: Config, entry: Entry | None) -> str:
+    """What `heartbeat plan` says a unit would use: ``provider / model``."""
+    provider, model = turn_model(config, entry)
+    agents = config.bot.agents
+    return f"{provider or agents.provider or '(no provider)'} / {model or agents.model or '(no model)'}"
 
 
 async def make_turn(
@@ -103,6 +119,11 @@ async def make_turn(
         "run_id": run_id,
         "entry": entry.ident if entry is not None else None,
     }
+    provider, model = turn_model(parts.config, entry)
+    if provider:
+        metadata["provider"] = provider
+    if model:
+        metadata["model"] = model
     facts = await call_agent(parts, workspace, prompt, metadata, sender.for_tool)
     if facts.ended != "reply":
         return replace(facts, sends=tuple(sender.sends))

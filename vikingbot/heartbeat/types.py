@@ -131,6 +131,7 @@ class Entry:
     title: str | None = None
     task: str | None = None
     skill: str | None = None  # a skill whose text the turn carries (``skill:``)
+    model: str | None = None  # the model its own turn uses (``model:``)
     tags: tuple[str, ...] = ()
     deliver: str | None = None  # untrusted; validated by delivery, not here
     parked: str | None = None  # reason from a ``<!-- parked: ... -->`` tag
@@ -170,7 +171,7 @@ class Entry:
         """What the agent is asked to do: the ``task:`` (or title) or the text."""
         if self.scheduled:
             return self.task or self.title or self.text
-        return self.text
+        return self.task or self.text  # a plain task may name its model: ``model: x task: ...``
 
 
 def normalise_key(text: str) -> str:

@@ -98,7 +98,7 @@ class Provider(Protocol):
 
     async def complete(self, request: ChatRequest) -> ProviderResponse: ...
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float: ...
+    def cost(self, tokens_in: int, tokens_out: int, model: str | None = None) -> float: ...
 
     async def aclose(self) -> None: ...
 
@@ -174,11 +174,13 @@ class BaseProvider:
         where = f"bot.providers.{self.name}.api_key"
         return f"{where} or {self.key_env}" if self.key_env else where
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
-        return (
-            tokens_in * self.config.price_input_per_mtok
-            + tokens_out * self.config.price_output_per_mtok
-        ) / 1_000_000
+    def cost(self, tokens_in: int, tokens_out: int, model: str | None = None) -> float:
+        """USD for a call: ``prices[model]`` when the section names that model, else the
+        section's ``price_input_per_mtok`` / ``price_output_per_mtok``."""
+        price = self.config.prices.get(model) if model else None
+        per_in = price.input if price is not None else self.config.price_input_per_mtok
+        per_out = price.output if price is not None else self.config.price_output_per_mtok
+        return (tokens_in * per_in + tokens_out * per_out) / 1_000_000
 
     def warm_up(self) -> None:
         """Import and build what the first request needs (called in a worker thread)."""

@@ -23,11 +23,14 @@ NO_PROVIDER = (
 )
 
 
-def create_provider(config: Config, environ: Mapping[str, str] | None = None) -> Provider:
-    """Construct the provider ``bot.agents.provider`` names; ``NotConfiguredError`` if none."""
+def create_provider(
+    config: Config, environ: Mapping[str, str] | None = None, name: str | None = None
+) -> Provider:
+    """Construct the provider ``name`` names (default ``bot.agents.provider``: a section of
+    ``bot.providers`` or a kind); ``NotConfiguredError`` if none."""
     from vikingbot.config.schema import ProviderConfig
 
-    name = config.bot.agents.provider
+    name = name or config.bot.agents.provider
     if not name:
         raise NotConfiguredError(NO_PROVIDER)
     section = config.bot.providers.get(name)
@@ -37,7 +40,7 @@ def create_provider(config: Config, environ: Mapping[str, str] | None = None) ->
         sections = ", ".join(sorted(config.bot.providers)) or "none"
         if section is None:
             raise NotConfiguredError(
-                f"bot.agents.provider is {name!r}, which is neither a section of bot.providers "
+                f"the provider {name!r} is neither a section of bot.providers "
                 f"(configured: {sections}) nor a provider kind (known: {', '.join(known)})"
             )
         raise NotConfiguredError(
