@@ -204,11 +204,15 @@ class NotifyChannel(Channel):
             raise ChannelBusy(text, None)
         raise ChannelError(text)
 
-    async def check_live(self, text: str) -> str:
-        """Send ``text`` to every target (``doctor --live``)."""
-        await self.start(MessageBus())
-        sent = []
-        for name in self.notify.targets:
-            await self.send(OutboundMessage(self.name, name, text))
-            sent.append(name)
-        return f"test push sent to {', '.join(sent)}"
+    @classmethod
+    async def check_credentials(cls, section: ChannelBase) -> str | None:
+        """``doctor --live``: a test push to every target; :class:`ChannelError` on failure."""
+        assert isinstance(section, NotifySettings)
+        channel = cls(section)
+        await channel.start(MessageBus())
+        if channel.last_error:
+            raise ChannelRejected(channel.last_error)
+        text = "A test push from `vikingbot doctor --live`."
+        for name in section.targets:
+            await channel.send(OutboundMessage(cls.name, name, text))
+        return f"test push sent to {', '.join(section.targets) or 'no target'}"

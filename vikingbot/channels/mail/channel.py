@@ -231,17 +231,28 @@ class EmailChannel(Channel):
             raise _smtp_error(exc, f"{s.smtp_host} to {to}") from exc
         logger.info("email: sent {} to {}", mail["Message-ID"], to)
 
-    async def check_live(self, text: str) -> str:
-        """Send ``text`` to the owner's address and log in by IMAP (``doctor --live``)."""
-        to = self.owner_chat or self.mail.address
+    @classmethod
+    async def check_credentials(cls, section: ChannelBase) -> str | None:
+        """``doctor --live``: a test mail to ``owner_chat`` (else the bot's own address) by
+        SMTP, and an IMAP login; :class:`ChannelError` naming what failed."""
+        assert isinstance(section, EmailSettings)
+        channel = cls(section)
+        to = section.owner_chat or section.address
         if to is None:
             raise ChannelRejected("no owner_chat or address to send the test mail to")
-        await self.send(
-            OutboundMessage(self.name, to, text, dedupe_key=f"doctor:{self._clock.now()}")
-        )
+        stamp = channel._clock.now()
+        text = f"A test mail from `vikingbot doctor --live` ({stamp:%Y-%m-%d %H:%M} UTC)."
+        await channel.send(OutboundMessage(cls.name, to, text, dedupe_key=f"doctor:{stamp}"))
         said = f"test mail sent to {to}"
-        if self.mail.imap_host:
-            watch = ImapWatch(self.mail, judge=self._judge, take=self._take)
-            await close(await watch.connect())
-            said += f"; IMAP login to {self.mail.imap_host} works"
+        if section.imap_host:
+            watch = ImapWatch(section, judge=channel._judge, take=channel._take)
+            try:
+                await close(await watch.connect())
+            except ChannelError:
+                raise
+            except Exception as exc:  # OSError, timeouts, aioimaplib's errors
+                raise ChannelError(
+                    f"IMAP {section.imap_host}: {type(exc).__name__}: {exc}"
+                ) from exc
+            said += f"; IMAP login to {section.imap_host} works"
         return said

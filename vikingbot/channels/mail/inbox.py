@@ -217,6 +217,7 @@ class ImapWatch:
     # ---- one look ---------------------------------------------------------------
 
     async def _take_new(self, imap: IMAP4) -> None:
+        await imap.noop()  # the server tells new mail at a command's end: ask for it now
         found = await imap.uid_search("UNSEEN", charset=None)
         if found.result != "OK":
             raise ChannelError(f"IMAP {self.settings.imap_host}: SEARCH failed: {found.lines}")
