@@ -21,6 +21,14 @@ if [ "$code" -gt 1 ] || grep -q "Traceback" "$out/doctor.out"; then
   cat "$out/doctor.out" >&2
   exit 1
 fi
+# A channel configured without its extra names the extra to install.
+VIKINGBOT_HOME="$out/home" VIKINGBOT_BOT__CHANNELS__SLACK__ENABLED=true \
+  "$out/venv/bin/vikingbot" channels status >"$out/channels.out" 2>&1 || true
+if ! grep -q "pip install 'vikingbot\[slack\]'" "$out/channels.out"; then
+  echo "a slack channel without the slack extra does not name the extra:" >&2
+  cat "$out/channels.out" >&2
+  exit 1
+fi
 # `uv tool install .` from the checkout puts a working `vikingbot` on the PATH.
 cd "$OLDPWD"
 UV_TOOL_DIR="$out/tools" UV_TOOL_BIN_DIR="$out/bin" uv tool install --quiet . >/dev/null

@@ -99,7 +99,7 @@ def _agent(config: Config, paths: Paths, env: Mapping[str, str], live: bool) -> 
 
     name = config.bot.agents.loop
     try:
-        loop_cls: type[AgentLoop] = registry.load("loops", name)
+        loop_cls: type[AgentLoop] = registry.load_ready("loops", name)
         loop = loop_cls(
             config,
             sessions=SessionStore(paths.sessions_dir),
@@ -154,7 +154,7 @@ def _channels(config: Config, live: bool = False) -> list[Check]:
         if not section.enabled or name == "cli":
             continue
         try:
-            cls = registry.load("channels", name)
+            cls = registry.load_ready("channels", name)
             found = cls.problems(section)
         except (VikingbotError, ImportError) as exc:
             out.append(Check(f"channel {name}", "fail", f"cannot load the channel: {exc}"))

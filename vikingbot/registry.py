@@ -8,8 +8,9 @@ it is asked for by name.
 
 from __future__ import annotations
 
+import re
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
 from typing import Any
 
 from vikingbot.errors import NotConfiguredError
@@ -42,4 +43,45 @@ def load(kind: str, name: str) -> Any:
     if name not in eps:
         known = ", ".join(sorted(eps)) or "none"
         raise NotConfiguredError(f"unknown {kind[:-1]} {name!r} (known: {known})")
-    return eps[name].load()
+    try:
+        return eps[name].load()
+    except ModuleNotFoundError as exc:
+        hint = missing_extra(kind, name) or f"{kind[:-1]} {name!r} cannot be imported"
+        raise NotConfiguredError(f"{hint}: {exc}") from exc
+
+
+def load_ready(kind: str, name: str) -> Any:
+    """Like :func:`load`, for something about to run: refused, naming the extra to
+    install, when the packages of its declared extra are missing (an SDK that is only
+    imported when it starts would otherwise fail there)."""
+    hint = missing_extra(kind, name)
+    if hint:
+        raise NotConfiguredError(hint)
+    return load(kind, name)
+
+
+def missing_extra(kind: str, name: str) -> str | None:
+    """What to install when ``name`` declares an extra (``"module:Class [extra]"`` in
+    its entry point) whose packages are not all installed; None when nothing is missing."""
+    ep = _entry_points(GROUPS[kind]).get(name)
+    if ep is None or not ep.extras or ep.dist is None:
+        return None
+    for extra in ep.extras:
+        for requirement in ep.dist.requires or []:
+            if not _in_extra(requirement, extra):
+                continue
+            package = re.split(r"[\s;<>=!~\[(]", requirement, maxsplit=1)[0]
+            try:
+                version(package)
+            except PackageNotFoundError:
+                dist = ep.dist.name
+                return (
+                    f"{kind[:-1]} {name!r} needs the {extra!r} extra: pip install "
+                    f"'{dist}[{extra}]' (in a clone: uv sync --extra {extra})"
+                )
+    return None
+
+
+def _in_extra(requirement: str, extra: str) -> bool:
+    marker = requirement.partition(";")[2].replace(" ", "").replace("'", '"')
+    return f'extra=="{extra}"' in marker

@@ -124,7 +124,7 @@ class Runtime:
     def _loop(self, *, store: StateStore | None, **extra: Any) -> AgentLoop:
         from vikingbot import registry
 
-        loop_cls: type[AgentLoop] = registry.load("loops", self.config.bot.agents.loop)
+        loop_cls: type[AgentLoop] = registry.load_ready("loops", self.config.bot.agents.loop)
         return loop_cls(
             self.config,
             sessions=self.sessions,

@@ -115,7 +115,7 @@ class ChannelManager:
             if not section.enabled:
                 continue
             try:
-                cls = registry.load("channels", name)
+                cls = registry.load_ready("channels", name)
                 channel: Channel = cls(
                     section,
                     owner_chat=owner_chat_for(self.config, name),

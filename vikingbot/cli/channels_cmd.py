@@ -22,7 +22,7 @@ def _problems(name: str, section: ChannelBase) -> tuple[list[str], list[str]]:
     from vikingbot.errors import VikingbotError
 
     try:
-        cls = registry.load("channels", name)
+        cls = registry.load_ready("channels", name)
     except (VikingbotError, ImportError) as exc:
         return [], [f"cannot load the channel: {exc}"]
     found = cls.problems(section)
