@@ -28,14 +28,41 @@ async def test_no_mcp_tool_is_safe_by_default_and_the_refusal_is_audited(
     sqlite_store: StateStore,
 ) -> None:
     # mcp-server-time marks its tools readOnlyHint: true; that changes nothing here
-    fake_openai.script([tool_call("mcp_time_get_current_time", {"timezone": "UTC"}), reply("ok")])
-    loop, _ = make_agent(mcp_config(fake_openai.base_url, {"time": time_server()}))
-    result = await loop.run_turn("tick", KEY, unattended(workspace))
-    (call,) = result.tool_calls
-    assert not call.approved and "not in bot.heartbeat.safe_tools" in call.result
-    (event,) = sqlite_store.audit_events(action="tool.deny")
-    assert (event["actor"], event["details"]["mcp_server"]) == ("heartbeat", "time")
-    assert '"timezone": "UTC"' in event["details"]["arguments"]
+    fake_openai.script(
+        [
+            tool_call("mcp_time_get_current_time", {"timezone": "UTC"}),
+            reply("ok"),
+            tool_call("mcp_time_get_current_time", {"timezone": "UTC"}),
+            reply("ok"),
+        ]
+    )
+    loop, hub = make_agent(mcp_config(fake_openai.base_url, {"time": time_server()}))
+    first = await loop.run_turn("tick", KEY, unattended(workspace))
+    assert not any(n.startswith("mcp_") for n in fake_openai.requests[0].tool_names)
+    assert [s.starts for s in hub.status()] == [0]  # nothing could be approved: not started
+    assert not first.tool_calls[0].approved
+
+    # one of its tools approved: the server runs, and its other tool is still refused
+    only_one = mcp_config(
+        fake_openai.base_url,
+        {"time": time_server()},
+        heartbeat={"safeTools": ["mcp_time_convert_time"]},
+    )
+    loop.reconfigure(only_one)
+    hub.reconfigure(only_one)
+    second = await loop.run_turn("tick", KEY, unattended(workspace))
+    offered = fake_openai.requests[2].tool_names
+    assert "mcp_time_convert_time" in offered and "mcp_time_get_current_time" not in offered
+    assert not second.tool_calls[0].approved
+    tools = await loop.turn_tools({})
+    verdict = decide_action(
+        only_one, action_of(tools["mcp_time_get_current_time"]), unattended=True
+    )
+    assert not verdict.approved and "not in bot.heartbeat.safe_tools" in verdict.reason
+    denied = sqlite_store.audit_events(action="tool.deny")
+    assert [e["subject"] for e in denied] == ["mcp_time_get_current_time"] * 2
+    assert all(e["actor"] == "heartbeat" for e in denied)
+    assert '"timezone": "UTC"' in denied[0]["details"]["arguments"]
 
 
 async def test_a_server_wildcard_approves_its_tools_until_the_entry_is_repointed(

@@ -25,7 +25,7 @@ from loguru import logger
 from vikingbot.config.loader import expand_vars
 from vikingbot.errors import ConfigError, McpError
 from vikingbot.mcp.results import render
-from vikingbot.mcp.stdio import stdio_transport
+from vikingbot.mcp.stdio import inherited, stdio_transport
 from vikingbot.mcp.types import Listed, State
 
 if TYPE_CHECKING:
@@ -175,7 +175,7 @@ class Connection:
                 return stdio_transport(
                     os.path.expanduser(command),
                     args,
-                    env=env,
+                    env={**inherited(self.environ), **env},
                     cwd=os.path.expanduser(cwd) if cwd else None,
                     errlog=self._errlog(stack),
                 )
@@ -280,7 +280,8 @@ class Connection:
         timeout = self.config.tool_timeout_s
         self._busy += 1
         try:
-            result = await asyncio.wait_for(client.call_tool(tool, args), timeout)
+            async with asyncio.timeout(timeout):  # no extra task, unlike wait_for
+                result = await client.call_tool(tool, args)
         except TimeoutError:
             raise McpError(
                 f"{tool} on MCP server {self.name!r} gave no answer within {timeout:g} s "

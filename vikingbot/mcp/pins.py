@@ -26,10 +26,19 @@ class Pins:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self._seen: tuple[tuple[int, int, int], dict[str, str]] | None = None
 
     def _read(self) -> dict[str, str]:
+        """The file's map; read again only when its identity (inode, mtime, size) moved."""
         if self.path is None:
             return {}
+        try:
+            st = self.path.stat()
+        except OSError:
+            return {}
+        ident = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._seen is not None and self._seen[0] == ident:
+            return dict(self._seen[1])
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -39,7 +48,9 @@ class Pins:
             return {}
         if not isinstance(data, dict):
             return {}
-        return {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+        found = {str(k): str(v) for k, v in data.items() if isinstance(v, str)}
+        self._seen = (ident, found)
+        return dict(found)
 
     def get(self, server: str) -> str | None:
         return self._read().get(server)

@@ -6,8 +6,8 @@ a line's length (a 8 MB tool result took 6 s of CPU, 50 MB minutes, all on the
 gateway's event loop). Here lines are read by asyncio's ``StreamReader`` (linear),
 up to ``MAX_LINE`` bytes; a longer line is read through and dropped, and the
 session is handed an error in its place. Everything else follows the SDK's
-transport: the same inherited environment (``get_default_environment``), the
-server in its own session (process group), and on close: stdin closed, 2 s to
+transport: a small inherited environment (``INHERITED``, the SDK's list and what
+reaching the network needs), the server in its own session (process group), and on close: stdin closed, 2 s to
 exit, then SIGTERM and SIGKILL to the whole group. Windows uses the SDK's own.
 """
 
@@ -25,6 +25,29 @@ from loguru import logger
 MAX_LINE = 128 * 1024 * 1024  # one JSON-RPC message from a server, at most
 EXIT_GRACE_S = 2.0
 
+# What a stdio server inherits from vikingbot's environment (its ``env`` adds to it): the
+# SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``), locale and temp
+# folders, how this machine reaches the network (proxies, CA bundles: without them
+# ``uvx``/``npx`` cannot fetch a server behind a TLS-inspecting proxy), and the runners'
+# own settings (``UV_*``, ``PIP_*``, ``NPM_CONFIG_*``, ``PYENV_*``). API keys and the
+# like are not passed unless the entry's ``env`` names them.
+INHERITED = frozenset(
+    {
+        "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE",
+        "TMPDIR", "TZ", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+        "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
+        "http_proxy", "https_proxy", "no_proxy", "all_proxy",
+        "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+        "NODE_EXTRA_CA_CERTS",
+    }
+)  # fmt: skip
+INHERITED_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_", "npm_config_", "PYENV_")
+
+
+def inherited(environ: dict[str, str] | Any) -> dict[str, str]:
+    """The part of ``environ`` a stdio server gets without asking (see ``INHERITED``)."""
+    return {k: v for k, v in environ.items() if k in INHERITED or k.startswith(INHERITED_PREFIXES)}
+
 
 class LineTooLong(ValueError):
     """A server sent a message over ``MAX_LINE`` bytes (it was dropped)."""
@@ -40,10 +63,10 @@ async def stdio_transport(
     errlog: IO[Any],
     max_line: int = MAX_LINE,
 ) -> AsyncIterator[tuple[Any, Any]]:
-    """Start the server; yield the (read, write) streams the SDK's session takes."""
+    """Start the server with exactly ``env``; yield the (read, write) streams the SDK's
+    session takes."""
     import anyio
     import mcp_types
-    from mcp.client.stdio import get_default_environment
     from mcp.shared.message import SessionMessage
 
     proc = await asyncio.create_subprocess_exec(
@@ -52,7 +75,7 @@ async def stdio_transport(
         stdin=asyncio.subprocess.PIPE,
         stdout=asyncio.subprocess.PIPE,
         stderr=errlog,
-        env=get_default_environment() | env,
+        env=env,
         cwd=cwd,
         start_new_session=True,
         limit=max_line,
