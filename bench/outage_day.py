@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _heartbeat_setup import make_runtime, with_tasks, write_session
 from loguru import logger
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.delivery.service import Outgoing
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.session.types import SessionKey
 
 DAY_START = datetime(2026, 3, 10, 0, 0, tzinfo=UTC)

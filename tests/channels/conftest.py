@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from tests.support.outbound import send_reply
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
+from vikingbot.delivery.types import OutboundMessage
 
 
 def channels_config(owner: str | None = None, send_retries: int = 2, **channels: Any) -> Config:

@@ -20,10 +20,11 @@ from starlette.applications import Starlette
 
 from tests.support.outbound import send_reply
 from vikingbot import registry
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.cli.channels_cmd import channel_rows
 from vikingbot.config.schema import Config
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ConfigError
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vikingbot-channel-example"

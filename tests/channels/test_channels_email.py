@@ -20,12 +20,13 @@ from loguru import logger
 
 from tests.support.mailrig import BOT, FRIEND, OWNER, STRANGER, MailRig
 from tests.support.outbound import delivery_for
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.mail.channel import EmailChannel
 from vikingbot.channels.mail.compose import message_id_for
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
 from vikingbot.delivery.outbox import Outbox
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.store.db import StateStore
 
 Eventually = Callable[..., Awaitable[None]]

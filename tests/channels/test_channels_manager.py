@@ -10,7 +10,7 @@ import pytest
 
 from tests.support.fake_slack import FakeSlack
 from tests.support.outbound import send_reply
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel
 from vikingbot.channels.cli import CliChannel
 from vikingbot.channels.manager import ChannelManager
@@ -19,6 +19,7 @@ from vikingbot.config.schema import ChannelBase, Config
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.delivery.outbox import Outbox
 from vikingbot.delivery.service import Outgoing
+from vikingbot.delivery.types import OutboundMessage
 
 OWNER_DM = "D0OWNER"
 

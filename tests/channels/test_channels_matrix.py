@@ -27,11 +27,12 @@ from tests.support.gateway_proc import GatewayProcess
 from tests.support.home import Home, poll, with_tasks
 from tests.support.outbound import send_reply
 from tests.support.synapse import Synapse, SynapseMissing, User, start
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import SystemClock
 from vikingbot.config.schema import Config
 from vikingbot.delivery.outbox import Outbox
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.doctor import _channels
 from vikingbot.gateway.registry import GatewayRegistry
 from vikingbot.gateway.services import Services

@@ -9,9 +9,10 @@ import pytest
 
 from tests.support.fake_slack import FakeSlack
 from tests.support.outbound import send_reply
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
+from vikingbot.delivery.types import OutboundMessage
 
 OWNER_DM = "D0OWNER"
 

@@ -14,9 +14,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tests.support.outbound import send_reply
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.config.schema import Config
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.testing.server import serve_app
 
 TOKEN = "s3cret-inbound"

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.cron.service import CronService
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import CronError
 from vikingbot.store.tables import cron_jobs
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from vikingbot.agent.loop import BuiltinLoop
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.clock import FakeClock
 from vikingbot.config.schema import Config
 from vikingbot.cron.service import CronService
 from vikingbot.delivery.service import DeliveryService, Outgoing
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.session.store import SessionStore
 from vikingbot.store.db import StateStore
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_calls

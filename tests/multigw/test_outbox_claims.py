@@ -10,9 +10,9 @@ import pytest
 from sqlalchemy import update
 
 from tests.support.databases import SharedDb
-from vikingbot.bus import OutboundMessage
 from vikingbot.clock import SystemClock
 from vikingbot.delivery.outbox import Outbox
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.gateway.registry import GatewayRegistry
 from vikingbot.store import StateStore
 from vikingbot.store.tables import gateways

@@ -26,12 +26,13 @@ from tests.support.databases import SharedDb
 from tests.support.fake_slack import FakeSlack
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.outbound import send_reply
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.channels.text import split_text
 from vikingbot.clock import SystemClock
 from vikingbot.config.schema import Config
 from vikingbot.delivery.outbox import Outbox
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.gateway.registry import GatewayRegistry
 from vikingbot.metrics import Metrics
 from vikingbot.store import StateStore

@@ -18,11 +18,12 @@ import pytest
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.outbound import send_reply
 from tests.support.pg_proxy import PgProxy
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import SystemClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.heartbeat.service import GLOBAL, HeartbeatService
 from vikingbot.runtime import Runtime
 from vikingbot.store import StateStore

@@ -16,11 +16,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.delivery.service import Outgoing
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.metrics import Metrics
 from vikingbot.runtime import Runtime

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.delivery.service import DeliveryService
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import SessionKey
 

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from vikingbot.agent.types import TurnResult
-from vikingbot.bus import OutboundMessage
 from vikingbot.delivery.service import Outgoing
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver
 

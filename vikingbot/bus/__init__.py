@@ -1,6 +1,6 @@
-"""The bus: typed inbound events from channels, and the outbound message shape."""
+"""The bus: typed inbound events from channels to the agent."""
 
 from vikingbot.bus.bus import MessageBus
-from vikingbot.bus.events import InboundMessage, OutboundMessage
+from vikingbot.bus.events import InboundMessage
 
-__all__ = ["InboundMessage", "MessageBus", "OutboundMessage"]
+__all__ = ["InboundMessage", "MessageBus"]

@@ -1,5 +1,5 @@
-"""What channels hand the agent (``InboundMessage``, queued on the bus) and the text for
-a person that delivery sends (``OutboundMessage``; it never travels the bus)."""
+"""What channels hand the agent: ``InboundMessage``, queued on the bus. (The text for a
+person that delivery sends, ``OutboundMessage``, lives in ``vikingbot.delivery.types``.)"""
 
 from __future__ import annotations
 
@@ -23,20 +23,4 @@ class InboundMessage:
     thread: str | None = None
     channel_id: str = "default"
     received_at: datetime = field(default_factory=_now)
-    metadata: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class OutboundMessage:
-    """Text for a person. ``channel``/``chat_id``/``thread`` are already resolved.
-
-    ``dedupe_key`` makes delivery idempotent: the outbox sends a given key once.
-    """
-
-    channel: str
-    chat_id: str
-    text: str
-    thread: str | None = None
-    channel_id: str = "default"
-    dedupe_key: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)

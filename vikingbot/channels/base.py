@@ -18,9 +18,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from loguru import logger
 from pydantic import SecretStr
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import ChannelBase
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelError, VikingbotError
 
 if TYPE_CHECKING:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import sys
 from typing import ClassVar, TextIO
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelError
 
 LOCAL_CHAT = "local"

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from vikingbot import registry
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Spawn, plain_spawn
 from vikingbot.channels.leadership import Leadership, channel_key
 from vikingbot.channels.text import split_text
@@ -31,6 +31,7 @@ from vikingbot.config.schema import Config
 from vikingbot.delivery.outbox import Outbox
 from vikingbot.delivery.owner import channel_sections, owner_chat_for
 from vikingbot.delivery.service import Outgoing
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import (
     ChannelBusy,
     ChannelError,

@@ -31,9 +31,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 from loguru import logger
 from pydantic import SecretStr
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:

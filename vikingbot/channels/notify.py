@@ -25,9 +25,10 @@ from loguru import logger
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from vikingbot import redact
-from vikingbot.bus import MessageBus, OutboundMessage
+from vikingbot.bus import MessageBus
 from vikingbot.channels.base import Channel, Problems
 from vikingbot.config.schema import ChannelBase
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected
 
 if TYPE_CHECKING:

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase, SlackConfig
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:

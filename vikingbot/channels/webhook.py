@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.channels.inbound import InboundStore, gave_up, row_id_of
 from vikingbot.config.schema import ChannelBase, WebhookConfig
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, StoreError
 
 if TYPE_CHECKING:

@@ -39,8 +39,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.clock import Clock, SystemClock
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import StoreError
 from vikingbot.store.liveness import DEAD_AFTER_S, alive_gateway, process_id
 

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Final
 
 from loguru import logger
 
-from vikingbot.bus import OutboundMessage
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.config.schema import Config
 from vikingbot.delivery.inbox import Inbox, InboxKind
@@ -42,7 +41,7 @@ from vikingbot.delivery.news import news_form
 from vikingbot.delivery.outbox import SENT, Outbox
 from vikingbot.delivery.owner import channel_sections, enabled_channels, owner_chat_for, owner_of
 from vikingbot.delivery.targets import DEFAULT_SLOT, Target, parse_target
-from vikingbot.delivery.types import DeliveryReport, Destination, Resolution
+from vikingbot.delivery.types import DeliveryReport, Destination, OutboundMessage, Resolution
 from vikingbot.errors import DeliveryError, SessionError, StoreError
 from vikingbot.replies import strip_tokens
 from vikingbot.session.types import Message, SessionKey, SessionMeta

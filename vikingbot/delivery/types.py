@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import DeliveryStatus
@@ -110,3 +110,19 @@ class DeliveryReport:
         if self.skipped is not None:
             return "delivered"
         return "failed"
+
+
+@dataclass(frozen=True)
+class OutboundMessage:
+    """Text for a person. ``channel``/``chat_id``/``thread`` are already resolved.
+
+    ``dedupe_key`` makes delivery idempotent: the outbox sends a given key once.
+    """
+
+    channel: str
+    chat_id: str
+    text: str
+    thread: str | None = None
+    channel_id: str = "default"
+    dedupe_key: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, NamedTuple
 
 from loguru import logger
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.channels.mail.address import check_address, clean_subject, subject_for
 from vikingbot.channels.mail.body import Mail
@@ -32,6 +32,7 @@ from vikingbot.channels.mail.inbox import Fetched, ImapWatch, Verdict, close
 from vikingbot.channels.mail.settings import EmailSettings
 from vikingbot.channels.mail.thread import message_id_of, thread_of
 from vikingbot.config.schema import ChannelBase
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected
 
 THREADS_KEPT = 2000

@@ -14,9 +14,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from vikingbot.bus import InboundMessage, MessageBus, OutboundMessage
+from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase
+from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelError
 
 
