@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.agent.acp_client import AcpClient, AcpTurn
+from vikingbot.agent.acp_mcp import session_servers
 from vikingbot.agent.acp_process import NO_COMMAND, AgentProcess
 from vikingbot.agent.context import read_context_files, system_prompt
 from vikingbot.agent.history import TurnLog, run_locked, to_key
@@ -164,7 +165,7 @@ class AcpLoop(AgentLoop):
         cwd = Path(self.config.bot.agents.acp.cwd or ctx.workspace)
         skills = await ctx.io.run(self._skills, ctx.workspace, cwd)  # before a session starts
         conn = await self.agent.ensure(cwd)
-        sid, fresh, news = await self._session(conn, turn.key, cwd)
+        sid, fresh, news = await self._session(conn, turn.key, cwd, unattended=ctx.unattended)
         state = AcpTurn(turn, ctx, self.config.bot.agents.acp.max_update_chars)
         self.client.turns[sid] = state
         context = self._context(turn, ctx, fresh, skills)
@@ -241,7 +242,9 @@ class AcpLoop(AgentLoop):
         with contextlib.suppress(BaseException):
             await task
 
-    async def _session(self, conn: Any, key: SessionKey, cwd: Path) -> tuple[str, bool, list[str]]:
+    async def _session(
+        self, conn: Any, key: SessionKey, cwd: Path, *, unattended: bool = False
+    ) -> tuple[str, bool, list[str]]:
         """The ACP session for ``key``, whether it is new, and what vikingbot sent the user
         in this chat since the agent's last turn (delivered heartbeat or cron results).
 
@@ -267,17 +270,24 @@ class AcpLoop(AgentLoop):
                     return sid, False, news
                 if self.agent.load_session:
                     with contextlib.suppress(RequestError, ConnectionError):
-                        await conn.load_session(cwd=str(cwd), session_id=sid, mcp_servers=[])
+                        servers = self._mcp_servers(unattended)
+                        await conn.load_session(cwd=str(cwd), session_id=sid, mcp_servers=servers)
                         self._sessions[key] = (sid, self.agent.generation, count, stamp)
                         return sid, False, news
         try:
-            resp = await conn.new_session(cwd=str(cwd), mcp_servers=[])
+            resp = await conn.new_session(cwd=str(cwd), mcp_servers=self._mcp_servers(unattended))
         except RequestError as exc:
             raise AgentError(
                 f"the ACP agent {self.agent.name!r} refused a new session: {rpc_error(exc)}"
             ) from exc
         self._sessions[key] = (resp.session_id, self.agent.generation, count, stamp)
         return resp.session_id, True, news
+
+    def _mcp_servers(self, unattended: bool) -> list[Any]:
+        """The configured MCP servers, as this agent can take them (docs/mcp.md)."""
+        return session_servers(
+            self.config, self.environ, unattended=unattended, transports=self.agent.mcp_transports
+        )
 
     def _stamp(self, key: SessionKey) -> str:
         """The session's header time and file size: any write or reset changes it."""

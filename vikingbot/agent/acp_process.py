@@ -144,6 +144,7 @@ class AgentProcess:
     child: asyncio.subprocess.Process | None = None
     transport: LineTransport | None = None
     load_session: bool = False
+    mcp_transports: frozenset[str] = frozenset({"stdio"})  # what session/new may carry
     deaths: int = 0
     died_at: float = 0.0
     last_death: str = ""
@@ -257,6 +258,12 @@ class AgentProcess:
             ) from exc
         caps_in = init.agent_capabilities
         self.load_session = bool(caps_in and caps_in.load_session)
+        mcp_caps = caps_in.mcp_capabilities if caps_in else None
+        self.mcp_transports = frozenset(
+            {"stdio"}
+            | ({"streamableHttp"} if mcp_caps is not None and mcp_caps.http else set())
+            | ({"sse"} if mcp_caps is not None and mcp_caps.sse else set())
+        )
         logger.info(
             "acp: agent {} started (pid {}, protocol {}, session/load {})",
             self.name,

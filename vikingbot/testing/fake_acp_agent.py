@@ -20,7 +20,9 @@ to a list of steps, replayed in order when that prompt arrives:
 Top-level keys ``"_startup"`` choose a fault before any prompt: ``"exit"``
 (exit 2 at once), ``"silent"`` (never answer ``initialize``), ``"garbage"``
 (write garbage lines, never answer). ``"_load_session": true`` offers
-``session/load``. Every request received is appended to LOG as one JSON line.
+``session/load``; ``"_mcp": {"http": true, "sse": false}`` is its ``mcpCapabilities``.
+Every request received is appended to LOG as one JSON line (sessions with the
+``mcpServers`` they were given).
 
 It speaks ACP's wire protocol itself, with the standard library only:
 JSON-RPC 2.0, one JSON object per line over stdin/stdout; the main thread reads
@@ -222,18 +224,20 @@ class ScriptedAgent:
     def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         [protocol_version] = _need(params, "protocolVersion")
         self.log("initialize", protocol_version=protocol_version)
-        caps = {"loadSession": bool(self.script.get("_load_session"))}
+        caps: dict[str, Any] = {"loadSession": bool(self.script.get("_load_session"))}
+        if isinstance(self.script.get("_mcp"), dict):
+            caps["mcpCapabilities"] = self.script["_mcp"]
         return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps}
 
     def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
-        cwd = _need(params, "cwd", "mcpServers")[0]
+        cwd, servers = _need(params, "cwd", "mcpServers")
         sid = _new_id(6)
-        self.log("new_session", cwd=cwd, session_id=sid)
+        self.log("new_session", cwd=cwd, session_id=sid, mcp_servers=servers)
         return {"sessionId": sid}
 
     def load_session(self, params: dict[str, Any]) -> dict[str, Any]:
-        cwd, session_id = _need(params, "cwd", "sessionId", "mcpServers")[:2]
-        self.log("load_session", cwd=cwd, session_id=session_id)
+        cwd, session_id, servers = _need(params, "cwd", "sessionId", "mcpServers")
+        self.log("load_session", cwd=cwd, session_id=session_id, mcp_servers=servers)
         return {}
 
     def cancelled(self, session_id: str) -> threading.Event:
