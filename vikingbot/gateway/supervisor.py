@@ -422,6 +422,7 @@ class Gateway:
             },
             "agent": self._agent_health(),
             "mcp": [s._asdict() for s in self.rt.mcp.status()],
+            "channels": self.channels.status() if self.channels is not None else [],
             "gateway_id": self.registry.id if self.registry is not None else None,
             "gateways": self.membership.peers if self.membership is not None else [],
         }
