@@ -79,7 +79,10 @@ def test_each_skip_says_how_to_change_it(decision: Decision, shown: str) -> None
 
 
 @pytest.mark.parametrize(
-    "reason", sorted(REASONS - {"not-due", "no-work", "unchanged", "due", "manual", "continuation"})
+    "reason",
+    sorted(
+        REASONS - {"not-due", "no-work", "unchanged", "missed", "due", "manual", "continuation"}
+    ),
 )
 def test_every_skip_reason_has_a_detail(reason: str) -> None:
     shown = with_fix(Decision("shared", "skip", reason), CTX)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from vikingbot.heartbeat.outcome import (
     reply_kind,
     settle,
     settle_check,
+    settle_missed,
     unpark_moves,
 )
 from vikingbot.heartbeat.parser import parse_heartbeat
@@ -270,3 +271,34 @@ def test_edited_parked_entry_starts_afresh() -> None:
     assert (fresh.retries, fresh.parked_reason, fresh.running_since) == (0, None, NOW)
     assert unpark_moves(parked, old) == (Unpark("Water the plants"),)
     assert unpark_moves(TASK, old) == ()
+
+
+# ---------------------------------------------------------------- a slot found late
+
+
+GRACE = timedelta(hours=3)
+EVERY = entry("- every: 30m title: Mail task: Check the mail")
+
+
+@pytest.mark.parametrize(
+    ("unit", "trigger", "skip"),
+    [
+        (Unit("scheduled", SCHED, slot=NOW - timedelta(hours=3)), "scheduled", None),
+        (Unit("scheduled", SCHED, slot=NOW - timedelta(hours=3, minutes=1)), "scheduled", "missed"),
+        # run-now runs it anyway; a continuation is not a slot
+        (Unit("scheduled", SCHED, slot=NOW - timedelta(hours=9)), "manual", None),
+        (Unit("scheduled", SCHED, slot=None, continuation=True), "scheduled", None),
+        # every: is due from its last run, never "late"
+        (Unit("scheduled", EVERY, slot=NOW - timedelta(hours=9)), "scheduled", None),
+        (TASK_UNIT, "scheduled", None),
+    ],
+)
+def test_a_clock_slot_found_too_late_is_missed(unit: Unit, trigger: str, skip: str | None) -> None:
+    assert unit.entry is not None
+    before = state(unit.entry)
+    st, why = settle_missed(unit, before, ctx(trigger), GRACE)
+    assert why == skip
+    if skip == "missed":
+        assert st.last_fired == unit.slot  # used: the next tick waits for the next slot
+    else:
+        assert st == before

@@ -102,3 +102,33 @@ async def test_nap_reports_a_wall_clock_jump_and_ignores_a_steady_clock() -> Non
     assert 3500 < slept <= 3600
     wake.set()
     assert await nap(wake, 30.0, clock) == 0.0
+
+
+async def test_a_daily_slot_found_hours_late_is_missed_not_run(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    async for h in build_harness(tmp_path, fake):
+        h.user_session()
+        h.write(
+            with_tasks(
+                "- every: 30m title: Mail task: Check the mail.",
+                "- daily: 13:00 title: Brief task: Give me the lunch brief.",
+            )
+        )
+        await h.cycle()  # 12:00: both seen, neither due
+        h.clock.advance(hours=5)  # the lid opens at 17:00, four hours after 13:00
+        h.user_session()
+        await h.cycle()
+        rows: dict[str, dict[str, object]] = {}
+        for r in h.hb.state.runs(limit=10):  # newest first: the latest row per entry
+            rows.setdefault(r["entry"], r)
+        assert rows["Brief"]["reason"] == "missed"
+        assert "2026-03-10 13:00" in str(rows["Brief"]["error"])
+        prompts = [r.last_user_text for r in h.fake.requests]
+        assert sum("Check the mail" in p for p in prompts) == 1
+        assert not any("lunch brief" in p for p in prompts)
+        h.clock.advance(hours=20, minutes=5)  # the next day, 13:05: on time again
+        h.user_session()
+        await h.cycle()
+        prompts = [r.last_user_text for r in h.fake.requests]
+        assert sum("lunch brief" in p for p in prompts) == 1

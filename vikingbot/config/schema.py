@@ -118,6 +118,9 @@ class HeartbeatConfig(Model):
     # a result already delivered to the same place within this long is not sent again
     # (compared as delivery/news.news_form); 0 turns that off
     repeat_window: Duration = Field(default=86400, ge=0)
+    # a daily:/cron: slot found more than this late (the laptop slept, the gateway was
+    # down) is not run late: the ledger says `missed` and the entry waits for its next
+    missed_grace: Duration = Field(default=3 * 3600, gt=0)
     timezone: TimeZoneName = None
     active_hours: ActiveHours | None = None
     max_concurrency: int = Field(default=4, ge=1, le=256)

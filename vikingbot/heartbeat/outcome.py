@@ -25,7 +25,7 @@ Rules, in order:
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Literal
 
 from vikingbot.config.schema import HeartbeatConfig
@@ -146,6 +146,27 @@ def settle_check(
     if check.signature is not None:
         return replace(st, signature=check.signature), None
     return st, None
+
+
+def settle_missed(
+    unit: Unit, st: EntryState, ctx: Ctx, grace: timedelta
+) -> tuple[EntryState, Reason | None]:
+    """A ``daily:``/``cron:`` slot found more than ``grace`` after its time (the machine
+    slept, the gateway was down) is not run late: the slot is used, the skip is
+    ``missed``, and the entry waits for its next slot. ``every:`` entries, manual runs
+    and continuations always run."""
+    sched = unit.entry.schedule if unit.entry is not None else None
+    if (
+        unit.kind != "scheduled"
+        or unit.continuation
+        or unit.slot is None
+        or ctx.trigger == "manual"
+        or sched is None
+        or sched.kind == "every"
+        or ctx.now - unit.slot <= grace
+    ):
+        return st, None
+    return replace(st, last_fired=unit.slot), "missed"
 
 
 def _fired(unit: Unit, st: EntryState, ctx: Ctx) -> datetime | None:

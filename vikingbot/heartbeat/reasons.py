@@ -37,6 +37,7 @@ MEANING: dict[str, str] = {
     "provider-down": "the model provider is down",
     "no-work": "the checker found nothing to do",
     "unchanged": "the checker found the same work as last time",
+    "missed": "its time passed more than bot.heartbeat.missed_grace ago (asleep or down)",
     "due": "its time had come",
     "manual": "run now",
     "continuation": "the last run asked to continue",

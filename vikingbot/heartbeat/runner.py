@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +38,7 @@ from vikingbot.heartbeat.outcome import (
     fresh_state,
     settle,
     settle_check,
+    settle_missed,
     unpark_moves,
 )
 from vikingbot.heartbeat.parts import HeartbeatParts
@@ -233,6 +234,15 @@ class UnitRunner:
             moves = unpark_moves(entry, wsin.entries.get(entry.ident))
             st = fresh_state(entry, wsin.entries.get(entry.ident), ctx)
             st = replace(st, last_outcome=None)  # running: says nothing of earlier runs
+            grace = timedelta(seconds=self.cfg.missed_grace)
+            st, missed = settle_missed(unit, st, ctx, grace)
+            if missed is not None:
+                st = replace(st, running_since=None)
+                await self._save_entry(wsin, st)
+                assert unit.slot is not None  # settle_missed skips only a slot
+                late = f"{unit.slot:%Y-%m-%d %H:%M} UTC, found {ctx.now - unit.slot} later"
+                skipped = replace(row, decision="skip", reason=missed, error=late)
+                return await self._commit_skip(wsin, skipped, moves, hold=hold)
             if entry.only_if and not unit.continuation:
                 check = await self._check(entry)
                 st, skip = settle_check(unit, st, _facts_of(check), ctx)

@@ -37,6 +37,7 @@ Reason = Literal[
     "provider-down",  # the model provider is down; the unit waits for the next probe
     # skips at run time (the checker decided)
     "no-work",
+    "missed",  # a daily:/cron: slot found later than bot.heartbeat.missed_grace
     "unchanged",
     # runs
     "due",
