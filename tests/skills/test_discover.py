@@ -7,6 +7,8 @@ import threading
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from loguru import logger
 
 from vikingbot.skills.discover import MAX_DESCRIPTION, catalog
@@ -151,3 +153,24 @@ def test_changes_show_on_the_next_look_and_problems_are_logged_once_per_change(
 def test_names_users_write_are_accepted(tmp_path: Path, name: str) -> None:
     write_skill(tmp_path / "skills", name)
     assert catalog(user=tmp_path / "skills").names == [name]
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(
+        st.binary(max_size=2000),
+        st.text(max_size=600).map(lambda t: ("---\nname: any\n" + t).encode("utf-8", "replace")),
+    )
+)
+def test_any_bytes_in_skill_md_give_a_skill_or_one_problem(tmp_path: Path, data: bytes) -> None:
+    root = tmp_path / "fuzz" / "skills"
+    (root / "any").mkdir(parents=True, exist_ok=True)
+    (root / "any" / "SKILL.md").write_bytes(data)
+    write_skill(root, "steady")
+    found = catalog(user=root)
+    assert found.get("steady") is not None  # the rest load
+    mine = [p for p in found.problems if p.folder.name == "any"]
+    assert len(mine) <= 1
+    assert found.get("any") is not None or (mine and mine[0].skipped)
