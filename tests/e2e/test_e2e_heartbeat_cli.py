@@ -47,3 +47,25 @@ def test_plan_and_run_now_report_each_workspace_and_count_model_calls(home: Home
     assert "Read HEARTBEAT.md" in home.llm.requests[0].last_user_text
     # no gateway, so no Telegram: the result is kept in the inbox, never lost
     assert [i.text for i in home.inbox()] == ["Disk at 93% on the VPS."]
+
+
+def test_two_run_nows_without_a_gateway_meet_as_busy(home: Home) -> None:
+    """Issue 31: two `run-now`s typed at once with no gateway ran the same checklist twice
+    (a claim key each); the second now finds the first's claim and says busy."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tests.support.home import poll
+    from vikingbot.testing.fake_openai import reply
+
+    busy_ws, _ = prepare(home)
+    home.llm.script([reply("HEARTBEAT_OK", delay_s=30)])  # the first holds its claim...
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(home.cli_json, "heartbeat", "run-now")
+        poll(lambda: home.llm.requests or None, "the first run-now's model call")
+        second = home.cli_json("heartbeat", "run-now", "-w", busy_ws)
+        home.llm.release()  # ...until the second has answered
+        ran = first.result(timeout=60)
+    assert [(r["decision"], r["reason"]) for r in second] == [("skip", "busy")]
+    assert "held by" in (second[0]["detail"] or "")
+    assert [r["reason"] for r in ran if r["workspace"] == busy_ws] == ["manual"]
+    assert len(home.llm.requests) == 1
