@@ -22,6 +22,7 @@ PLAN_FIELDS = {
     "reason",
     "detail",
     "next_due",
+    "model",  # provider / model a run would use (issue 31)
 }
 STATUS_FIELDS = {
     "enabled",
@@ -130,6 +131,7 @@ def test_plan_on_the_template_is_an_empty_skip(cli: Cli, shared: Path) -> None:
             "detail": "nothing to do: put tasks under `## Active Tasks` in "
             f"{shared / 'HEARTBEAT.md'}",
             "next_due": None,
+            "model": None,  # a skip runs no turn
         }
     ]
 
@@ -145,6 +147,7 @@ def test_plan_with_a_task_runs_it(cli: Cli, shared: Path) -> None:
     assert [(r["workspace"], r["decision"], r["reason"]) for r in rows] == [
         ("shared", "run", "due")
     ]
+    assert " / " in rows[0]["model"]  # the provider and model the turn would use
 
 
 def test_plan_when_disabled_by_the_environment(cli: Cli, shared: Path) -> None:
