@@ -25,6 +25,7 @@ against a steady stream of appends.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import tempfile
 import time
@@ -326,3 +327,48 @@ def _read_fd(fd: int) -> bytes:
         chunks.append(chunk)
         pos += len(chunk)
     return b"".join(chunks)
+
+
+_DISK_ERRNOS = {
+    errno.ENOSPC: "the disk is full",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+}
+_DISK_TEXTS = (
+    ("database or disk is full", "the disk is full"),
+    ("no space left on device", "the disk is full"),
+    ("disk quota exceeded", "the disk quota is used up"),
+    ("read-only file system", "the file system is read-only"),
+    ("readonly database", "the file system is read-only"),
+)
+
+
+def disk_problem(error: BaseException | str | None) -> str | None:
+    """ "the disk is full" / "... read-only" when ``error`` (or what caused it) came from the
+    disk, else ``None``. Reads OS error numbers and the texts SQLite and the OS use."""
+    seen: set[int] = set()
+    current: BaseException | str | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in _DISK_ERRNOS:
+            return _DISK_ERRNOS[current.errno]
+        text = str(current).lower()
+        for needle, problem in _DISK_TEXTS:
+            if needle in text:
+                return problem
+        if isinstance(current, str):
+            return None
+        current = current.__cause__ or current.__context__
+    return None
+
+
+def disk_path(error: BaseException) -> str | None:
+    """The file an OS error (or what caused it) names, if any."""
+    current: BaseException | None = error
+    for _ in range(10):
+        if current is None:
+            return None
+        if isinstance(current, OSError) and current.filename:
+            return str(current.filename)
+        current = current.__cause__ or current.__context__
+    return None

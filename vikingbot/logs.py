@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import logging.handlers
 import sys
 from pathlib import Path
 from typing import Any
@@ -60,17 +62,54 @@ def setup_logging(
             diagnose=False,
         )
     if logs_dir is not None:
-        logs_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            logs_dir.mkdir(parents=True, exist_ok=True)
+            sink: Any = LogFile(logs_dir / log_name, echo=not console)
+        except OSError as exc:
+            _degraded(logs_dir / log_name, exc)
+            return
         logger.add(
-            logs_dir / log_name,
+            sink,
             level="DEBUG",
             format=_format,
-            rotation="10 MB",
-            retention=5,
             enqueue=True,
             diagnose=False,  # never print variable values (tokens) in tracebacks
-            encoding="utf-8",
         )
+
+
+def _degraded(path: Path, exc: BaseException) -> None:
+    from vikingbot.fsutil import disk_problem
+
+    why = disk_problem(exc) or getattr(exc, "strerror", None) or str(exc)
+    sys.stderr.write(
+        f"vikingbot: cannot write the log file {path}: {why}; logging to stderr only\n"
+    )
+
+
+class LogFile(logging.handlers.RotatingFileHandler):
+    """The log file (10 MB, 5 kept). When it cannot be written (a full or read-only disk) it
+    says so once on stderr, in one line, and logs to stderr from then on (``echo``) or
+    only to the console sink already there, never a traceback per line."""
+
+    def __init__(self, path: Path, *, echo: bool) -> None:
+        super().__init__(path, maxBytes=10 * 1024 * 1024, backupCount=5, encoding="utf-8")
+        self.echo = echo
+        self.failed = False
+
+    def emit(self, record: logging.LogRecord) -> None:
+        record.msg = str(record.msg).rstrip("\n")  # loguru's formatted line; the handler ends it
+        if self.failed:
+            if self.echo:
+                sys.stderr.write(record.getMessage() + "\n")
+            return
+        super().emit(record)
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if self.failed:
+            return
+        self.failed = True
+        _degraded(Path(self.baseFilename), sys.exc_info()[1] or OSError("unknown error"))
+        self.emit(record)
 
 
 def quiet() -> None:

@@ -113,14 +113,21 @@ def main() -> None:
 
 
 def _report(exc: Exception) -> None:
-    """A vikingbot error as one line, anything else as its traceback; secrets masked."""
+    """A vikingbot error (or a full or read-only disk) as one line, anything else as its
+    traceback; secrets masked."""
     import sys
     import traceback
 
     from vikingbot.errors import VikingbotError
+    from vikingbot.fsutil import disk_path, disk_problem
     from vikingbot.redact import mask_text
 
     if isinstance(exc, VikingbotError):
         sys.stderr.write(f"Error: {mask_text(str(exc))}\n")
+        return
+    problem = disk_problem(exc)
+    if problem is not None:  # a full or read-only home: one line naming the path and the cause
+        where = disk_path(exc) or "the vikingbot home"
+        sys.stderr.write(f"Error: cannot write {where}: {problem}\n")
         return
     sys.stderr.write(mask_text("".join(traceback.format_exception(exc))))

@@ -29,6 +29,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from vikingbot.errors import VikingbotError
+from vikingbot.fsutil import disk_path, disk_problem
 from vikingbot.gateway.errors import BadRequest, NotFound
 from vikingbot.gateway.peers import is_loopback
 
@@ -228,6 +229,11 @@ def endpoint(
         except VikingbotError as exc:
             return JSONResponse({"error": str(exc)}, status_code=409)
         except Exception as exc:
+            problem = disk_problem(exc)
+            if problem is not None:  # a full or read-only disk: one line, 507
+                where = disk_path(exc) or "the state database"
+                logger.error("control API: {} {}: {}", request.method, request.url.path, problem)
+                return JSONResponse({"error": f"cannot write {where}: {problem}"}, status_code=507)
             logger.exception("control API: {} {} failed", request.method, request.url.path)
             return JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}: {exc}"}, status_code=500

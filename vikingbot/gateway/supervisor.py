@@ -23,6 +23,7 @@ from loguru import logger
 from vikingbot import __version__, agentio
 from vikingbot.config.loader import load_config
 from vikingbot.errors import ConfigError, VikingbotError
+from vikingbot.fsutil import disk_problem
 from vikingbot.gateway import compose
 from vikingbot.gateway.peers import is_loopback
 from vikingbot.gateway.registry import Membership
@@ -387,7 +388,9 @@ class Gateway:
         found: list[str] = []
         hb = self.heartbeat
         store_error = self.membership.store_error if self.membership is not None else None
-        if store_error is not None:
+        if store_error is not None and disk_problem(store_error):
+            found.append(f"disk full: {disk_problem(store_error)} ({store_error})")
+        elif store_error is not None:
             found.append(f"database unreachable: {store_error}")
         elif hb is not None and hb.store_down_since is not None:
             found.append(f"database unreachable since {hb.store_down_since:%H:%M:%S} UTC")

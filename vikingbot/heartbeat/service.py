@@ -23,6 +23,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from vikingbot.clock import NAP_CHECK_S, nap
 from vikingbot.config.schema import HeartbeatConfig
 from vikingbot.errors import StoreError
+from vikingbot.fsutil import disk_problem
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import ProviderHealth
 from vikingbot.heartbeat.parts import HeartbeatParts
@@ -519,8 +520,11 @@ class HeartbeatService:
                     logger.info("heartbeat: joining the cycle another gateway started")
                 try:
                     await self.run_cycle("scheduled", wait=False)
-                except Exception:
-                    logger.exception("heartbeat cycle failed")
+                except Exception as exc:
+                    if disk_problem(exc):  # a full or read-only disk: one line, not a traceback
+                        logger.error("heartbeat cycle failed: {}: {}", disk_problem(exc), exc)
+                    else:
+                        logger.exception("heartbeat cycle failed")
                 continue
             wait_s = min((due - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
             slept = await nap(self._wake, wait_s, self.parts.clock, check_s=self.nap_check_s)
