@@ -1,6 +1,6 @@
 """A hostile agent against a real gateway (issue 38): what it can widen, and whom it can wedge.
 
-    uv run --all-extras python bench/hostile_agent.py [--calm 5]
+    uv run --all-extras python bench/hostile_agent.py [--calm 5] [--flood 5000]
 
 1. Hostile-agent matrix: a real ``vikingbot gateway`` whose ACP agent is the
    scripted stdlib agent (``tests/support/hostile_acp.py``). A forced heartbeat
@@ -44,9 +44,9 @@ MODES = ("fifo", "device", "flood", "garbage", "hang")
 LISTED = {"PATH", "HOME", "TMPDIR", "LANG", "TZ", "PWD", "SHLVL", "_", "GIT_AUTHOR_NAME"}
 
 
-def matrix(calm_runs: int) -> None:
+def matrix(calm_runs: int, flood: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        rig = HostileGateway(Path(tmp)).start()
+        rig = HostileGateway(Path(tmp), flood=flood).start()
         try:
             run = rig.heartbeat_now()
             wrong = rig.wrongly_approved()
@@ -109,8 +109,9 @@ async def sandbox_env() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calm", type=int, default=5)
+    parser.add_argument("--flood", type=int, default=5000, help="updates in the flood mode")
     args = parser.parse_args()
-    matrix(args.calm)
+    matrix(args.calm, args.flood)
     asyncio.run(sandbox_env())
 
 

@@ -53,7 +53,7 @@ MISLABELLED = [
 ]
 
 
-def modes(workspace: Path) -> dict[str, list[dict[str, Any]]]:
+def modes(workspace: Path, flood: int) -> dict[str, list[dict[str, Any]]]:
     """The script: each chat prompt's misbehaviour (the workspace holds the pipes)."""
     pipes = [{"read": str(workspace / f"pipe{i}")} for i in range(PIPES)]
     return {
@@ -64,17 +64,17 @@ def modes(workspace: Path) -> dict[str, list[dict[str, Any]]]:
             {"read": str(workspace / "sock")},  # a socket
             {"text": "done"},
         ],
-        "flood": [{"flood": 5000}],
+        "flood": [{"flood": flood}],
         "garbage": [{"text": "partial"}, {"garbage": "<html>not json</html>"}, {"hang": True}],
         "hang": [{"hang": True, "ignore_cancel": True}],
     }
 
 
-def script(workspace: Path) -> dict[str, Any]:
+def script(workspace: Path, flood: int) -> dict[str, Any]:
     permissions = [{"permission": {"title": p.title, "kind": p.kind}} for p in MISLABELLED]
     return {
         CALM: [{"text": "hi"}],
-        **modes(workspace),
+        **modes(workspace, flood),
         "*": [*permissions, {"text": "HEARTBEAT_OK"}],  # the heartbeat's prompt
     }
 
@@ -92,6 +92,7 @@ class HostileGateway:
 
     root: Path
     turn_timeout_s: float = 3.0
+    flood: int = 2000  # updates; each costs the SDK ~0.2 ms, and the calm reply queues behind
     gw: GatewayProcess | None = None
     sockets: list[Any] = field(default_factory=list)
 
@@ -119,7 +120,7 @@ class HostileGateway:
         self.sockets.append(sock)
         (self.workspace / "notes.md").write_text("notes\n")
         (self.workspace / "HEARTBEAT.md").write_text("## Active Tasks\n\n- Check my notes\n")
-        (self.root / "script.json").write_text(json.dumps(script(self.workspace)))
+        (self.root / "script.json").write_text(json.dumps(script(self.workspace, self.flood)))
         acp = {
             "command": sys.executable,
             "args": ["-m", "vikingbot.testing.fake_acp_agent", str(self.root / "script.json"),
