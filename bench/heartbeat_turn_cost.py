@@ -261,7 +261,7 @@ def quiet_day() -> str:
     done = subprocess.run(
         [sys.executable, str(ROOT / "bench/quiet_day.py")], capture_output=True, text=True
     )
-    found = [x for x in done.stdout.splitlines() if "model calls" in x.lower()]
+    found = [x for x in done.stdout.splitlines() if x.startswith("model calls on a quiet day")]
     return "\n".join(found) or done.stdout[-500:] + done.stderr[-500:]
 
 
