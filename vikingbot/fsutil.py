@@ -27,6 +27,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable
@@ -219,11 +220,14 @@ def read_with_identity(path: Path) -> tuple[bytes | None, Identity | None]:
     it read again, so the two always describe the same content.
     """
     for _ in range(TRIES):
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        try:  # never blocking: a named pipe in the file's place is refused, not waited on
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
             return None, None
         with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file", str(path))
+            os.set_blocking(fd, True)
             before = _identity(os.fstat(fd))
             data = fh.read()
             after = _identity(os.fstat(fd))

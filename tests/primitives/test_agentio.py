@@ -76,3 +76,15 @@ def test_a_turn_running_past_its_timeout_is_named() -> None:
         late = agentio.problems(now + 1 + agentio.STUCK_GRACE_S + 5)
         assert late and late[0].startswith("turn t-stuck stuck")
     assert agentio.problems(now + 100) == []
+
+
+def test_a_locked_edit_refuses_a_pipe_in_the_files_place(tmp_path: Path) -> None:
+    """The write_file tool and the dashboard edit HEARTBEAT.md through locked_edit."""
+    from vikingbot.fsutil import locked_edit
+
+    fifo = tmp_path / "HEARTBEAT.md"
+    os.mkfifo(fifo)
+    t0 = time.monotonic()
+    with pytest.raises(ToolError, match="not a regular file"):
+        locked_edit(fifo, lambda text: text + "x", error=ToolError)
+    assert time.monotonic() - t0 < 2
