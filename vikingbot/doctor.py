@@ -73,6 +73,7 @@ def run(
     if config is not None and paths is not None:
         full_env = {**dotenv_values_for(paths.home), **env}
         checks.append(_agent(config, paths, full_env, live))
+        checks += _heartbeat_model(config, full_env)
         checks += _channels(config, live)
         checks += _mcp(config, paths, full_env)
         checks += _workspaces(config, paths, fix)
@@ -114,6 +115,34 @@ def _agent(config: Config, paths: Paths, env: Mapping[str, str], live: bool) -> 
     if not live:
         return Check("agent", "ok", f"{name}: {ready.detail or 'ready'} (no call made)")
     return _live_call(loop, name, ready.detail)
+
+
+def _heartbeat_model(config: Config, env: Mapping[str, str]) -> list[Check]:
+    """When heartbeat turns have a provider or model of their own: can it answer?"""
+    from vikingbot.providers.factory import create_provider
+
+    hb, agents = config.bot.heartbeat, config.bot.agents
+    if not (hb.provider or hb.model):
+        return []
+    what = "heartbeat model"
+    if agents.loop != "builtin":
+        return [
+            Check(
+                what,
+                "warn",
+                f"bot.heartbeat.provider/model apply to the builtin loop; the {agents.loop} "
+                "loop answers heartbeat turns with its own agent",
+            )
+        ]
+    name, model = hb.provider or agents.provider, hb.model or agents.model
+    try:
+        provider = create_provider(config, env, name=name)
+    except VikingbotError as exc:
+        return [Check(what, "fail", str(exc))]
+    problem = provider.problem(model)
+    if problem:
+        return [Check(what, "fail", problem)]
+    return [Check(what, "ok", f"{name} / {model} for heartbeat turns (no call made)")]
 
 
 def _live_call(loop: object, name: str, detail: str) -> Check:

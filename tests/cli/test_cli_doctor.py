@@ -91,6 +91,26 @@ def test_missing_key_and_channel_token_are_named(cli: Cli, home: Path) -> None:
     )
 
 
+def test_a_heartbeat_provider_of_its_own_is_checked_too(cli: Cli, home: Path) -> None:
+    """Issue 31: heartbeat turns on another provider: doctor names what that one lacks."""
+    cheap = {"kind": "openai", "apiBase": "http://127.0.0.1:9/v1"}
+    bot = {
+        **READY,
+        "providers": {"openai": {"apiKey": "sk-test"}, "cheap": cheap},
+        "heartbeat": {"timezone": "UTC", "provider": "cheap", "model": "tiny"},
+    }
+    _write_config(home, bot)
+    ok = [x for x in cli("doctor").stdout.splitlines() if "heartbeat model" in x]
+    assert ok == ["✓ heartbeat model  cheap / tiny for heartbeat turns (no call made)"]
+    anthropic = {**bot, "heartbeat": {"timezone": "UTC", "provider": "anthropic"}}
+    _write_config(home, anthropic)
+    result = cli("doctor")
+    assert result.exit_code == 1
+    (line,) = [x for x in result.stdout.splitlines() if "heartbeat model" in x]
+    assert line.startswith("✗ heartbeat model  the anthropic provider cannot answer")
+    assert "ANTHROPIC_API_KEY" in line
+
+
 def test_heartbeat_errors_and_unconfigured_checker_with_their_lines(cli: Cli, home: Path) -> None:
     _write_config(
         home,
