@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import update
 
 from tests.support.cutting_proxy import CuttingProxy
+from tests.support.databases import shared_db
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.home import Home, poll, with_tasks
@@ -371,3 +372,39 @@ async def a_dm_sync(hs: Synapse, person: User, bot: User) -> str:
     room = await asyncio.to_thread(hs.create_room, person, invite=[bot.user_id], direct=True)
     await asyncio.to_thread(hs.join, bot, room)
     return room
+
+
+async def test_two_gateways_on_postgresql_one_receives_and_the_other_takes_over(
+    people: People, pg_url: str, tmp_path: Path, bus: MessageBus, echo: Any
+) -> None:
+    """Both gateways send; only the lease holder follows /sync, so each message is
+    answered once; after the holder stops, the other receives from where it stopped."""
+    hs, bot, alice = people.hs, people.bot, people.alice
+    db = next(iter(shared_db("postgresql", tmp_path, pg_url)))
+    cfg = config(**section(hs, bot.token, allowFrom=[alice.user_id]))
+    cfg.bot.gateway.lease_s = 3
+    room = await a_dm_sync(hs, alice, bot)
+    with db.open() as store_a, db.open() as store_b:
+        for name, st in (("gw-a", store_a), ("gw-b", store_b)):
+            GatewayRegistry(st, SystemClock(), gateway_id=name).register()
+        a = ChannelManager(cfg, bus=bus, store=store_a, sender="gw-a")
+        b = ChannelManager(cfg, bus=bus, store=store_b, sender="gw-b")
+        echo.manager = a
+        try:
+            await a.start()
+            await b.start()
+            assert (a.held(), b.held()) == (["matrix"], [])
+            await asyncio.to_thread(hs.say, alice, room, "first")
+            await seen(lambda: hs.texts(alice, room, sender=bot.user_id), "the first answer")
+            await a.stop()  # releases the lease
+            echo.manager = b
+            await asyncio.to_thread(hs.say, alice, room, "second")
+            await seen(lambda: b.held() == ["matrix"], "gw-b take the lease")
+            await seen(
+                lambda: len(hs.texts(alice, room, sender=bot.user_id)) >= 2, "the second answer"
+            )
+        finally:
+            await a.stop()
+            await b.stop()
+    assert hs.texts(alice, room, sender=bot.user_id) == ["echo: first", "echo: second"]
+    assert [m.text for m in echo.seen] == ["first", "second"]

@@ -221,6 +221,7 @@ class MatrixChannel(Channel):
         self._handled_ts: int | None = None  # server time of the last handled message
         self._recorded_ts: int | None = None  # ... as the state database has it
         self._fresh = False  # no receiver ever handled a message: skip the history
+        self._floor: int | None = None  # handled by an earlier receiver up to this time
         self._members: dict[str, int] = {}
         self._receiver: asyncio.Task[Any] | None = None
 
@@ -291,6 +292,10 @@ class MatrixChannel(Channel):
         if self._since is None:
             self._handled_ts = self._recorded_ts = await position.stored(self._store, self.name)
             self._fresh = self._handled_ts is None
+            # Messages up to here were handled by an earlier receiver. Checked on every
+            # sync, not only the first: Synapse may answer a first sync from its cache
+            # of an earlier one of the same account, whose token lies before them.
+            self._floor = self._handled_ts
         while True:
             try:
                 data = await api.sync(
@@ -303,8 +308,7 @@ class MatrixChannel(Channel):
                 self.last_error = str(error)
                 raise error from exc
             self.last_error = None
-            floor = self._recorded_ts if self._since is None else None
-            await self._handle(_dict(data), floor=floor, skip=self._fresh)
+            await self._handle(_dict(data), floor=self._floor, skip=self._fresh)
             self._fresh = False
             batch = _dict(data).get("next_batch")
             if isinstance(batch, str):
