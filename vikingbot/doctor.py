@@ -232,9 +232,10 @@ def _mcp(config: Config, paths: Paths, env: Mapping[str, str]) -> list[Check]:
     import asyncio
     import time
 
+    from vikingbot.mcp.client import START_TIMEOUT_S
     from vikingbot.mcp.hub import McpHub
 
-    hub = McpHub(config, environ=env, logs=paths.logs_dir)
+    hub = McpHub(config, environ=env, logs=paths.logs_dir, turn_wait_s=START_TIMEOUT_S)
 
     async def probe() -> tuple[dict[str, Any], float]:
         began = time.perf_counter()

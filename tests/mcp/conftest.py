@@ -74,6 +74,7 @@ async def make_agent(
             environ=dict(os.environ),
             logs=tmp_path / "logs",
             pins=tmp_path / "data" / "mcp" / "approved.json",
+            turn_wait_s=120,  # a loaded CI machine can take longer than a turn's 15 s to start one
         )
         loop = BuiltinLoop(config, sessions=sessions, store=sqlite_store, mcp=hub, **kwargs)
         made.append((loop, hub))

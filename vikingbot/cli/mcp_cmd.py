@@ -30,6 +30,7 @@ def _hub(config: Config, paths: Paths) -> McpHub:
     import os
 
     from vikingbot.config.loader import dotenv_values_for
+    from vikingbot.mcp.client import START_TIMEOUT_S
     from vikingbot.mcp.hub import McpHub
 
     return McpHub(
@@ -37,6 +38,7 @@ def _hub(config: Config, paths: Paths) -> McpHub:
         environ={**dotenv_values_for(paths.home), **os.environ},
         logs=paths.logs_dir,
         pins=paths.data_dir / "mcp" / "approved.json",
+        turn_wait_s=START_TIMEOUT_S,  # these commands exist to connect: wait for the start
     )
 
 

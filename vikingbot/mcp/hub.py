@@ -52,12 +52,14 @@ class McpHub:
         logs: Path | None = None,
         pins: Path | None = None,
         on_problem: ProblemSink | None = None,
+        turn_wait_s: float = TURN_WAIT_S,
     ) -> None:
         self.config = config
         self.environ = environ
         self.logs = logs
         self.on_problem = on_problem
         self.pins = Pins(pins)
+        self.turn_wait_s = turn_wait_s  # how long a turn waits for servers that are starting
         self._conns: dict[str, Connection] = {}
         self._told: set[str] = set()
         self._naming: list[str] = []  # collisions found by the last listing
@@ -101,7 +103,7 @@ class McpHub:
         if not names:
             return {}
         starts = {n: asyncio.ensure_future(self._listing(n)) for n in names}
-        await asyncio.wait(starts.values(), timeout=TURN_WAIT_S)
+        await asyncio.wait(starts.values(), timeout=self.turn_wait_s)
         listings: dict[str, list[Listed]] = {}
         for name, fut in starts.items():
             if fut.done() and not fut.cancelled() and fut.exception() is None:
