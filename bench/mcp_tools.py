@@ -88,7 +88,7 @@ class Scripted:
             return ProviderResponse("", [ToolCall(f"c{self.n}", tool, dict(self.args))])
         return ProviderResponse("HEARTBEAT_OK")
 
-    def cost(self, tokens_in: int, tokens_out: int) -> float:
+    def cost(self, tokens_in: int, tokens_out: int, **_: Any) -> float:
         return 0.0
 
     async def aclose(self) -> None:
@@ -114,7 +114,9 @@ def make_loop(
     store: Any = None,
     tools: dict[str, Tool] | None = None,
 ) -> BuiltinLoop:
-    hub = McpHub(cfg, environ=dict(os.environ), logs=root / "logs", pins=root / "pins.json")
+    hub = McpHub(
+        cfg, environ=dict(os.environ), logs=root / "logs", pins=root / "pins.json", turn_wait_s=120
+    )
     sessions = SessionStore(root / "sessions", clock=SystemClock())
     loop = BuiltinLoop(cfg, sessions=sessions, provider=provider, mcp=hub, store=store)  # type: ignore[arg-type]
     if tools:
