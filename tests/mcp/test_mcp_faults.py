@@ -111,3 +111,34 @@ async def test_two_tools_that_sanitise_to_one_name_are_both_refused(
     assert "mcp_f_ok" in names and "mcp_f_a_b" not in names
     (problem,) = hub.problems()
     assert "'a.b'" in problem and "'a b'" in problem and "mcp_f_a_b" in problem
+
+
+async def test_an_idle_server_is_stopped_and_started_again_when_needed(
+    fake_openai: FakeOpenAI, make_agent: Callable[..., Agent], workspace: Path, tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    fake_openai.script(
+        [
+            tool_call("mcp_f_ok", {"text": "one"}),
+            reply("a"),
+            tool_call("mcp_f_ok", {"text": "two"}),
+            reply("b"),
+        ]
+    )
+    config = mcp_config(fake_openai.base_url, {"f": faults({"FAULT_STARTS": str(starts)})})
+    config.bot.tools.mcp_idle_s = 1
+    loop, hub = make_agent(config, approval_callback=yes)
+    first = await loop.run_turn("go", KEY, {"workspace": str(workspace)})
+    assert first.tool_calls[0].result == "one", first.tool_calls
+    (pid,) = [int(p) for p in starts.read_text().split()]
+    deadline = time.monotonic() + 30  # idle 1 s, then the session and its process end
+
+    def stopped() -> bool:
+        return hub.status()[0].state == "stopped" and not Path(f"/proc/{pid}").exists()
+
+    while not stopped() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert stopped()
+    result = await loop.run_turn("again", KEY, {"workspace": str(workspace)})
+    assert result.tool_calls[0].result == "two"
+    assert hub.status()[0].starts == 2

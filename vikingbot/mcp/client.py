@@ -108,9 +108,7 @@ class Connection:
         except McpError as exc:
             self._failed(str(exc))
             raise
-        self.state = "running"
         self.problem = None
-        self.last_used = self.clock()
 
     def _failed(self, problem: str) -> None:
         self.state = "failed"
@@ -131,10 +129,15 @@ class Connection:
                 self._client = client
                 await self._list()
                 follow = asyncio.create_task(self._follow_changes(client))
+                self.last_used = self.clock()  # idle from now, not from before a slow start
+                self.state = "running"
                 if not ready.done():
                     ready.set_result(None)
                 try:
                     await self._wait_until_done()
+                    # from here on no call may take this session (it is closing): the
+                    # next ``ensure`` waits for this task and starts a new one
+                    self.state = "stopped" if self.state == "running" else self.state
                 finally:
                     follow.cancel()
                     await asyncio.gather(follow, return_exceptions=True)
