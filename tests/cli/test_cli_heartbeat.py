@@ -266,6 +266,10 @@ def test_plan_exits_1_on_a_file_with_errors_and_names_the_fix(cli: Cli, shared: 
             " ".join(result.stderr.split())
         )
     json.loads(cli("heartbeat", "plan", "--json").stdout)  # the JSON is still whole
+    # issue 30: the headline counts the problem instead of saying all is quiet
+    headline = cli("heartbeat", "plan").stdout
+    assert "nothing needs attention" not in headline
+    assert "1 problem in HEARTBEAT.md files (below)" in headline
 
 
 README = (Path(__file__).parents[2] / "README.md").read_text("utf-8")

@@ -357,6 +357,32 @@ def test_a_workspace_page_lists_its_skills_and_the_skipped_ones(
     expect(page.locator("#skill-problems")).to_contain_text("no front matter")
 
 
+def test_the_chat_shows_its_newest_message_on_load_and_after_a_send(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    """Issue 30 item 5: a long chat opened at its top hid the newest messages."""
+    from vikingbot.delivery.inbox import Inbox
+    from vikingbot.store.db import StateStore
+
+    store = StateStore.open(home.database_url)
+    try:
+        for n in range(40):
+            Inbox(store).add("long", f"Result number {n}.", source="heartbeat:shared")
+    finally:
+        store.close()
+    at_end = "(() => { const l = document.getElementById('chat-log');"
+    at_end += " return l.scrollHeight > l.clientHeight + 50"
+    at_end += " && l.scrollTop + l.clientHeight >= l.scrollHeight - 2; })()"
+    page.goto(gw.base_url + "/ui/chat/long")
+    expect(page.locator("#chat-log")).to_contain_text("Result number 39.")
+    assert page.evaluate(at_end) is True  # scrolled, and to its end
+    home.llm.script([reply("The answer to the last question.")])
+    page.fill("textarea[name=text]", "and now?")
+    page.click(".chat-form button")
+    expect(page.locator("#chat-log")).to_contain_text("The answer to the last", timeout=30_000)
+    page.wait_for_function(at_end)
+
+
 # last: it stops the module's gateway
 def test_the_gateway_stops_promptly_with_a_dashboard_page_open(
     gw: GatewayProcess, page: Any

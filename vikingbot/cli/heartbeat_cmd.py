@@ -87,13 +87,13 @@ def plan_cmd(
     elif show_all or workspace is not None:
         _plan_table("Heartbeat plan", rows)
     else:
-        _plan_summary(rows, data["workspaces"])
+        _plan_summary(rows, data["workspaces"], len(data["problems"]))
     _print_problems(data["problems"])
     if data["problems"]:  # a HEARTBEAT.md with errors is something to fix (exit 1)
         raise typer.Exit(1)
 
 
-def _plan_summary(decisions: list[dict[str, Any]], workspaces: int) -> None:
+def _plan_summary(decisions: list[dict[str, Any]], workspaces: int, problems: int) -> None:
     from collections import Counter
 
     counts = Counter((d["decision"], d["reason"]) for d in decisions)
@@ -103,8 +103,12 @@ def _plan_summary(decisions: list[dict[str, Any]], workspaces: int) -> None:
     shown = [d for d in decisions if d["decision"] == "run" or d["reason"] in ATTENTION]
     if shown:
         _plan_table("Runs and what needs attention", shown)
-    else:
+    elif not problems:
         typer.echo("nothing runs now and nothing needs attention")
+    if problems:  # the headline counts them; the list follows
+        typer.echo(
+            f"{problems} problem{'s' if problems != 1 else ''} in HEARTBEAT.md files (below)"
+        )
     hidden = len(decisions) - len(shown)
     if hidden:
         typer.echo(f"{hidden} routine skips not shown (vikingbot heartbeat plan --all)")

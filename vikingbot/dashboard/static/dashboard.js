@@ -24,3 +24,16 @@
   });
   window.addEventListener("pagehide", function () { source.close(); });
 })();
+
+// the chat log: newest message in view when the page loads (also after a send, which
+// reloads the page) and whenever the bell swaps in a new log
+(function () {
+  "use strict";
+  function toEnd(log) { log.scrollTop = log.scrollHeight; }
+  var log = document.getElementById("chat-log");
+  if (!log) { return; }
+  toEnd(log);
+  document.body.addEventListener("htmx:afterSwap", function (ev) {
+    if (ev.target && ev.target.id === "chat-log") { toEnd(ev.target); }
+  });
+})();
