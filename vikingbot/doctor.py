@@ -72,7 +72,9 @@ def run(
         checks.append(Check("config", "fail", str(exc)))
     if config is not None and paths is not None:
         full_env = {**dotenv_values_for(paths.home), **env}
-        checks.append(_agent(config, paths, full_env, live))
+        gateway, health = _gateway(paths)
+        running = _running_agent(health, gateway) if not live else None
+        checks.append(running or _agent(config, paths, full_env, live, gateway=health is not None))
         checks += _heartbeat_model(config, full_env)
         checks += _channels(config, live)
         checks += _mcp(config, paths, full_env)
@@ -80,7 +82,7 @@ def run(
         checks += _skills(config, paths)
         checks.append(_timezone(config))
         checks.append(_database(paths, fix))
-        checks.append(_gateway(paths))
+        checks.append(gateway)
     checks += _permissions(home, path, fix)
     return checks
 
@@ -92,7 +94,32 @@ def failed(checks: list[Check]) -> bool:
 # ---------------------------------------------------------------- agent
 
 
-def _agent(config: Config, paths: Paths, env: Mapping[str, str], live: bool) -> Check:
+def _running_agent(health: dict[str, Any] | None, gateway: Check) -> Check | None:
+    """The running gateway's own answer about its agent (its environment and config,
+    which may differ from this shell's); None when no gateway answered."""
+    agent = health.get("agent") if health is not None else None
+    if not isinstance(agent, dict):
+        return None
+    where = f"in the running gateway ({gateway.message.removeprefix('running, ')})"
+    name = agent.get("loop") or "agent"
+    if agent.get("ready"):
+        return Check("agent", "ok", f"{name}: ready {where} (no call made)")
+    return Check("agent", "fail", f"{name}: {agent.get('problem') or 'not ready'} {where}")
+
+
+def _agent(
+    config: Config, paths: Paths, env: Mapping[str, str], live: bool, *, gateway: bool = False
+) -> Check:
+    """The agent as this shell's environment would run it (``gateway``: one runs, and
+    what it has may differ: said in the detail)."""
+    check = _local_agent(config, paths, env, live)
+    if gateway:
+        note = "checked in this shell's environment, not the running gateway's"
+        return Check(check.name, check.status, f"{check.message} ({note})", check.fixed)
+    return check
+
+
+def _local_agent(config: Config, paths: Paths, env: Mapping[str, str], live: bool) -> Check:
     from vikingbot import registry
     from vikingbot.agent.types import AgentLoop
     from vikingbot.session.store import SessionStore
@@ -423,21 +450,24 @@ def _schema(paths: Paths) -> Check:
 # ---------------------------------------------------------------- gateway
 
 
-def _gateway(paths: Paths) -> Check:
+def _gateway(paths: Paths) -> tuple[Check, dict[str, Any] | None]:
+    """The gateway's row, and its ``/health`` answer when one runs."""
     from vikingbot.gateway.client import GatewayClient
 
     try:
         client = GatewayClient.discover(paths)
     except (VikingbotError, OSError) as exc:
-        return Check("gateway", "warn", f"cannot tell: {exc}")
+        return Check("gateway", "warn", f"cannot tell: {exc}"), None
     if client is None:
-        return Check("gateway", "ok", "not running (CLI commands work locally)")
+        return Check("gateway", "ok", "not running (CLI commands work locally)"), None
     info = client.info
     try:
-        client.get("/health", timeout=3)
+        health = client.get("/health", timeout=3)
     except (VikingbotError, OSError, ValueError) as exc:
-        return Check("gateway", "fail", f"pid {info.pid} at {info.url} does not answer: {exc}")
-    return Check("gateway", "ok", f"running, pid {info.pid} at {info.url}")
+        row = Check("gateway", "fail", f"pid {info.pid} at {info.url} does not answer: {exc}")
+        return row, None
+    row = Check("gateway", "ok", f"running, pid {info.pid} at {info.url}")
+    return row, health if isinstance(health, dict) else None
 
 
 # ---------------------------------------------------------------- permissions

@@ -1,0 +1,68 @@
+"""The README's quickstart lines, in order, with a gateway already running (issue 30).
+
+`vikingbot gateway` starts on a home with no provider; in a second terminal the
+user runs the README's `config set` lines (provider, model, key). The running
+gateway takes all three without a restart: the first `chat -m` answers, and
+`doctor` reports the running gateway's readiness, not the shell's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.home import Home, poll
+from vikingbot.testing.fake_openai import FakeOpenAI, reply
+
+README = (Path(__file__).parents[2] / "README.md").read_text("utf-8")
+KEY = "sk-readme-e2e"
+
+
+def readme_lines() -> list[list[str]]:
+    """The quickstart's `config set` lines for the model, as the README writes them."""
+    wanted = ("bot.agents.provider", "bot.agents.model", "bot.providers.openai.api_key")
+    found = [line.split()[3:] for line in README.splitlines() if line.startswith("uv run ")]
+    return [x for x in found if x[:2] == ["config", "set"] and len(x) == 4 and x[2] in wanted]
+
+
+def test_the_readme_lines_reach_a_running_gateway(
+    home: Home, gateways: Callable[[Home], GatewayProcess]
+) -> None:
+    lines = readme_lines()
+    assert [x[2] for x in lines] == [
+        "bot.agents.provider",
+        "bot.agents.model",
+        "bot.providers.openai.api_key",
+    ]
+    (home.path / "config.json").write_text(
+        json.dumps({"bot": {"channels": {"telegram": {"enabled": False}}}})
+    )
+    with FakeOpenAI.start(require_key=KEY) as llm:
+        llm.default = reply("Hello from the model.")
+        gw = gateways(home)
+        before = home.cli("doctor", "--json")
+        (agent,) = [c for c in json.loads(before.stdout)["checks"] if c["name"] == "agent"]
+        assert agent["status"] == "fail" and "running gateway" in agent["message"]
+        # the one line the README does not have: the model server is a loopback fake
+        assert (
+            home.cli("config", "set", "bot.providers.openai.api_base", llm.base_url).returncode == 0
+        )
+        for line in lines:
+            value = KEY if line[2].endswith("api_key") else line[3]
+            done = home.cli(*line[:3], value)
+            assert done.returncode == 0, done.stderr
+            assert KEY not in done.stderr  # never printed back
+
+        def answered() -> str | None:
+            res = home.cli("chat", "-m", "hi", "--json")
+            return res.stdout if res.returncode == 0 else None
+
+        chat = json.loads(poll(answered, "the first chat through the gateway"))
+        assert chat["via"] == "gateway" and chat["reply"] == "Hello from the model."
+        assert all(r.headers.get("authorization") == f"Bearer {KEY}" for r in llm.requests)
+        after = home.cli("doctor", "--json")
+        (agent,) = [c for c in json.loads(after.stdout)["checks"] if c["name"] == "agent"]
+        assert agent["status"] == "ok", agent
+        assert f"pid {gw.proc.pid}" in agent["message"]  # type: ignore[union-attr]
