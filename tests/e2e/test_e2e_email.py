@@ -60,6 +60,8 @@ def test_a_heartbeat_result_and_an_answer_arrive_as_mail(
     assert "Noon works for me." in str(answer.get_body(("plain",)).get_content())
     asked = home.llm.requests[-1].last_user_text
     assert "Would noon work?" in asked and "Lunch tomorrow?" in asked
-    (channel,) = [c for c in gw.get("/health")["channels"] if c["name"] == "email"]
+    health = gw.get("/health")
+    assert health["services"]["channel:email:imap"]["running"]  # supervised by the gateway
+    (channel,) = [c for c in health["channels"] if c["name"] == "email"]
     assert (channel["running"], channel["receiving"], channel["last_error"]) == (True, True, None)
     assert gw.stop() == 0

@@ -75,7 +75,7 @@ class EmailChannel(Channel):
         assert isinstance(config, EmailSettings)
         self.mail: EmailSettings = config
         self.watch: ImapWatch | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[Any] | None = None
         self._threads: OrderedDict[str, ThreadInfo] = OrderedDict()
 
     @classmethod
@@ -106,7 +106,7 @@ class EmailChannel(Channel):
         if self._task is not None or not self.mail.imap_host:
             return
         self.watch = ImapWatch(self.mail, judge=self._judge, take=self._take, report=self._report)
-        self._task = asyncio.create_task(self.watch.run(), name="email-imap")
+        self._task = self.spawn(f"channel:{self.name}:imap", self.watch.run)
         logger.info("email: reading {} on {}", self.mail.folder, self.mail.imap_host)
 
     async def stop_receiving(self) -> None:
