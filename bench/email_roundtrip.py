@@ -5,9 +5,11 @@ at once) against a real Dovecot (IMAP + LMTP) and an SMTP server (aiosmtpd) that
 hands each mail to Dovecot (`tests/support/mailrig.py`). The clock starts when LMTP
 has put the mail into the bot's INBOX and stops when the reply is in the sender's
 INBOX (the relay records it after Dovecot took it). Median and spread of N mails,
-with IDLE and with polling (`idle: false`, `pollS` as printed: a polled mail waits
-half the interval on average). Baseline, in the same run: the mail system alone
-(the same LMTP delivery, then an SMTP reply sent at once by this script).
+with IDLE and with polling (`idle: false`, `pollS` as printed). Each mail is sent
+right after the previous answer, that is right after the channel looked: a polled
+mail here waits almost a whole interval (the worst case; at a random time, half).
+Baseline, in the same run: the mail system alone (the same LMTP delivery, then an
+SMTP reply sent at once by this script).
 
     uv run python bench/email_roundtrip.py [--mails 20] [--poll-s 5]
 """

@@ -6,7 +6,8 @@ which pushes through the real Apprise library (`ntfy://`) to a loopback ntfy-sty
 endpoint (`tests/support/push_endpoint.py`). Each result has its own dedupe key, as
 heartbeat runs do, four at a time (`bot.heartbeat.max_concurrency`'s default). Printed: results received by the endpoint (target 100), duplicates
 (target 0), requests made, results failed, wall time; beside a baseline run against
-an endpoint that never fails. `spacingS: 0` (a self-hosted ntfy: no pause between
+an endpoint that never fails, and the flaky endpoint with `sendRetries` 5.
+`spacingS: 0` (a self-hosted ntfy: no pause between
 pushes; Apprise's default pace is 5.5 s per push).
 
     uv run python bench/notify_outbox.py [--results 100] [--fail-every 3]
@@ -33,7 +34,7 @@ from vikingbot.store.db import StateStore
 
 
 async def run(
-    push: PushEndpoint, results: int, fail_every: int, parallel: int, db: Path
+    push: PushEndpoint, results: int, fail_every: int, parallel: int, db: Path, retries: int = 3
 ) -> dict[str, float]:
     with push.cond:
         push.received.clear()
@@ -45,7 +46,7 @@ async def run(
                 "owner": "notify:phone",
                 "channels": {
                     "cli": {"enabled": False},
-                    "sendRetries": 3,
+                    "sendRetries": retries,
                     "notify": {
                         "enabled": True,
                         "targets": {"phone": push.url("phone")},
@@ -95,9 +96,12 @@ def main() -> None:
         flaky = asyncio.run(
             run(push, args.results, args.fail_every, args.parallel, Path(tmp) / "flaky.db")
         )
+        flaky5 = asyncio.run(
+            run(push, args.results, args.fail_every, args.parallel, Path(tmp) / "f5.db", 5)
+        )
     print(
         f"{args.results} heartbeat results to notify:phone (ntfy:// on loopback, spacingS 0, "
-        f"{args.parallel} at a time, sendRetries 3)"
+        f"{args.parallel} at a time, sendRetries 3 unless said)"
     )
     print(
         f"{'endpoint':<32} {'received':>8} {'duplicates':>10} {'requests':>8} {'failed':>6} {'wall s':>7}"
@@ -105,6 +109,7 @@ def main() -> None:
     for name, row in (
         ("baseline: never fails", base),
         (f"fails every {args.fail_every}rd request", flaky),
+        (f"fails every {args.fail_every}rd, sendRetries 5", flaky5),
     ):
         print(
             f"{name:<32} {row['received']:>8.0f} {row['duplicates']:>10.0f} "

@@ -59,13 +59,13 @@ def replies_to(rig: MailRig, user: str, subject_part: str) -> list[Any]:
 
 async def arrived(rig: MailRig, user: str, subject_part: str, count: int = 1) -> list[Any]:
     """Wait (reading the mailbox from a thread, so the channel keeps running) for mail."""
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while True:
         found = await asyncio.to_thread(replies_to, rig, user, subject_part)
         if len(found) >= count:
             return found
         if time.monotonic() > deadline:
-            raise AssertionError(f"no mail {subject_part!r} for {user} within 10 s: {found}")
+            raise AssertionError(f"no mail {subject_part!r} for {user} within 30 s: {found}")
         await asyncio.sleep(0.05)
 
 
@@ -272,7 +272,7 @@ async def test_a_subject_with_line_breaks_stays_one_header(
         await manager.stop()
 
 
-async def _until(check: Callable[[], object], what: str, timeout: float = 10.0) -> None:
+async def _until(check: Callable[[], object], what: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:

@@ -72,7 +72,7 @@ class PushEndpoint:
             self.cond.notify_all()
         return JSONResponse({"id": str(self.requests), "event": "message", "topic": "t"})
 
-    def wait_received(self, count: int, timeout: float = 10.0) -> list[Push]:
+    def wait_received(self, count: int, timeout: float = 30.0) -> list[Push]:
         with self.cond:
             if not self.cond.wait_for(lambda: len(self.received) >= count, timeout):
                 raise AssertionError(f"{len(self.received)} pushes arrived, not {count}")

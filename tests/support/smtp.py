@@ -60,6 +60,7 @@ class Relay:
             authenticator=relay._authenticate,
             auth_required=True,
             auth_require_tls=False,
+            ready_timeout=30.0,  # aiosmtpd's 1 s is too short on a loaded CI machine
         )
         controller.start()
         try:
