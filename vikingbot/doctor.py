@@ -79,6 +79,7 @@ def run(
         checks += _channels(config, live)
         checks += _mcp(config, paths, full_env)
         checks += _workspaces(config, paths, fix)
+        checks += _checkers(config, paths, full_env)
         checks += _skills(config, paths)
         checks.append(_timezone(config))
         checks.append(_database(paths, fix))
@@ -331,6 +332,27 @@ def _workspaces(config: Config, paths: Paths, fix: bool) -> list[Check]:
             n = len(parsed.active)
             out.append(Check(name, "ok", f"HEARTBEAT.md: {n} active entries", fixed))
         fixed = None
+    return out
+
+
+def _checkers(config: Config, paths: Paths, env: Mapping[str, str]) -> list[Check]:
+    """A checker that cannot run (bad options, a credential missing) fails open: the
+    entries using it run as if there were work. Worth a warning, not a failure."""
+    from vikingbot.heartbeat.checkers.runner import build_checker
+
+    out = []
+    for name, cfg in sorted(config.bot.heartbeat.checkers.items()):
+        try:
+            why = build_checker(name, cfg, state_dir=paths.data_dir, environ=env).missing()
+        except VikingbotError as exc:
+            why = str(exc)
+        if why is not None:
+            meanwhile = (
+                "fail: closed, so entries using it do not run"
+                if cfg.fail == "closed"
+                else "fail-open: entries using it run as if there were work"
+            )
+            out.append(Check(f"checker {name}", "warn", f"{why} ({meanwhile})"))
     return out
 
 

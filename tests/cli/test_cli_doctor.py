@@ -114,7 +114,13 @@ def test_a_heartbeat_provider_of_its_own_is_checked_too(cli: Cli, home: Path) ->
 def test_heartbeat_errors_and_unconfigured_checker_with_their_lines(cli: Cli, home: Path) -> None:
     _write_config(
         home,
-        {**READY, "heartbeat": {"timezone": "UTC", "checkers": {"web": {"kind": "http"}}}},
+        {
+            **READY,
+            "heartbeat": {
+                "timezone": "UTC",
+                "checkers": {"web": {"kind": "http", "url": "https://example.org/"}},
+            },
+        },
     )
     ws = home / "data" / "workspace" / "shared"
     ws.mkdir(parents=True)
@@ -198,3 +204,19 @@ def test_live_makes_one_call_through_the_loop(cli: Cli, home: Path) -> None:
         "✗ agent             builtin: openai / gpt-x: live call failed: "
     )
     assert base
+
+
+def test_a_checker_without_its_credential_is_a_warning_naming_the_variable(
+    cli: Cli, home: Path
+) -> None:
+    """Issue 30: the README's github checker ran without GITHUB_TOKEN, failing open,
+    while doctor said all good."""
+    bot = {**READY, "heartbeat": {"timezone": "UTC", "checkers": {"github": {"kind": "github"}}}}
+    _write_config(home, bot)
+    result = cli("doctor", env={"GITHUB_TOKEN": ""})
+    assert result.exit_code == 0  # a warning: the rest works
+    (row,) = [x for x in result.stdout.splitlines() if "checker github" in x]
+    assert row.startswith("! checker github")
+    assert "GITHUB_TOKEN" in row and "fail-open" in " ".join(result.stdout.split())
+    fine = cli("doctor", env={"GITHUB_TOKEN": "ghp_test"})
+    assert "checker github" not in fine.stdout

@@ -147,6 +147,11 @@ class Checker:
     async def check(self, scope: str | None) -> CheckResult:
         raise NotImplementedError
 
+    def missing(self) -> str | None:
+        """What the checker lacks to run at all (a credential), said with the fix; None
+        when nothing is missing. No I/O: `vikingbot doctor` asks every checker."""
+        return None
+
     # -- helpers for kinds ------------------------------------------------
 
     @property

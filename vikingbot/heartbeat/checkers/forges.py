@@ -75,6 +75,13 @@ class _ForgeChecker(Checker):
         self.secrets.add(token)
         return token
 
+    def missing(self) -> str | None:
+        try:
+            self.token()
+        except CheckerError as exc:
+            return str(exc)
+        return None
+
     def auth_headers(self, token: str) -> dict[str, str]:
         raise NotImplementedError
 
