@@ -48,15 +48,16 @@ def setup_logging(
     logs_dir: Path | None = None,
     console: bool = True,
     log_name: str = "vikingbot.log",
+    quiet: bool = False,
 ) -> None:
-    """Console (INFO, or DEBUG with ``verbose``) and a rotating file ``log_name`` under
-    ``logs_dir``."""
+    """Console (INFO, or DEBUG with ``verbose``; ``quiet``: warnings and errors only,
+    the rest in the file) and a rotating file ``log_name`` under ``logs_dir``."""
     logger.remove()
     logger.configure(patcher=_mask)
     if console:
         logger.add(
             sys.stderr,
-            level="DEBUG" if verbose else "INFO",
+            level="DEBUG" if verbose else ("WARNING" if quiet else "INFO"),
             format=_format,
             backtrace=False,
             diagnose=False,

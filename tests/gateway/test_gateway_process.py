@@ -140,3 +140,15 @@ def test_start_line_says_when_an_active_hours_window_is_in_force(
     gw, line = windowed
     assert gw.get("/health")["status"] == "ok"
     assert line in gw.read_output()
+
+
+def test_the_console_shows_the_start_lines_and_the_log_file_the_rest(tmp_path: Path) -> None:
+    """Issue 30: migration INFO lines came between the gateway's start lines."""
+    home = tmp_path / "home"
+    with GatewayProcess(home, fork=False) as gw:
+        gw.get("/health")
+    lines = [x for x in gw.output.splitlines() if x.strip()]
+    assert any(x.startswith("✓ Heartbeat") for x in lines)
+    assert not [x for x in lines if "| INFO " in x or "| DEBUG " in x], gw.output
+    logged = (home / "data" / "logs" / "vikingbot.log").read_text()
+    assert "applied migration 0001" in logged and "heartbeat loop started" in logged

@@ -18,7 +18,12 @@ def register(app: typer.Typer) -> None:
         ] = None,
         port: Annotated[int | None, typer.Option(help="Port (default bot.gateway.port).")] = None,
         verbose: Annotated[
-            bool, typer.Option("--verbose", "-v", help="Debug logs on the console.")
+            bool,
+            typer.Option(
+                "--verbose",
+                "-v",
+                help="All logs on the console (else: warnings; all in the log file).",
+            ),
         ] = False,
     ) -> None:
         """Start the gateway: heartbeat, cron, channels, housekeeping and /health."""
@@ -41,7 +46,10 @@ def register(app: typer.Typer) -> None:
             # before anything else: a second gateway on this home says who holds it
             gw.check_bind()
             gw.take_home()
-            setup_logging(verbose=verbose or state(ctx).verbose, logs_dir=paths.logs_dir)
+            # the console shows the start lines (✓/✗) and warnings; the rest is in the file
+            setup_logging(
+                verbose=verbose or state(ctx).verbose, logs_dir=paths.logs_dir, quiet=True
+            )
             ensure_first_start(rt)
             code = asyncio.run(gw.run())
         except VikingbotError as exc:
