@@ -37,6 +37,16 @@ def names(kind: str) -> list[str]:
     return sorted(_entry_points(GROUPS[kind]))
 
 
+def own(kind: str) -> list[str]:
+    """The names vikingbot's own distribution registers in ``kind``, in the order its
+    pyproject.toml lists them (never one another package or a plug-in adds)."""
+    return [
+        name
+        for name, ep in _entry_points(GROUPS[kind]).items()
+        if ep.dist is not None and ep.dist.name == "vikingbot"
+    ]
+
+
 def load(kind: str, name: str) -> Any:
     """Import and return the object registered as ``name`` in ``kind``."""
     eps = _entry_points(GROUPS[kind])

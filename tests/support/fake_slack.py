@@ -9,7 +9,7 @@ answered instead, or the answer held as if the bot died waiting for it) and
 
     fake = FakeSlack()
     with fake.serve() as api_base:          # "http://127.0.0.1:PORT/api/"
-        ...SlackConfig(api_base=api_base, bot_token=fake.bot_token, app_token=fake.app_token)
+        ...SlackSettings(api_base=api_base, bot_token=fake.bot_token, app_token=fake.app_token)
         fake.push_message(user="U1", channel="D1", text="hi")
         posts = await fake.wait_posts(1)
 

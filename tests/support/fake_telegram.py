@@ -7,7 +7,7 @@ bot died waiting for it: ``stall_next_send``)::
 
     fake = FakeTelegram()
     with fake.serve() as api_base:        # "http://127.0.0.1:PORT"
-        ...TelegramConfig(api_base=api_base, token=fake.token)
+        ...TelegramSettings(api_base=api_base, token=fake.token)
         fake.push_text(chat_id=42, user_id=42, text="hi")
         sent = await fake.wait_sent(1)
 

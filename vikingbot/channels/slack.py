@@ -29,10 +29,11 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
+from pydantic import SecretStr
 
 from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
-from vikingbot.config.schema import ChannelBase, SlackConfig
+from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
@@ -102,13 +103,21 @@ def _carries(message: Any, key: str) -> bool:
     return isinstance(payload, dict) and payload.get("key") == key
 
 
+class SlackSettings(ChannelBase):
+    """``bot.channels.slack``: the common channel keys plus these."""
+
+    bot_token: SecretStr | None = None  # xoxb-...
+    app_token: SecretStr | None = None  # xapp-... (Socket Mode)
+    api_base: str | None = None
+
+
 class SlackChannel(Channel):
     name: ClassVar[str] = "slack"
-    settings: ClassVar[type[ChannelBase]] = SlackConfig
+    settings: ClassVar[type[ChannelBase]] = SlackSettings
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
-        assert isinstance(section, SlackConfig)
+        assert isinstance(section, SlackSettings)
         missing = [] if has_secret(section.bot_token) else ["bot_token"]
         notes = (
             []
@@ -120,9 +129,9 @@ class SlackChannel(Channel):
     max_message_chars: ClassVar[int | None] = 4000
     exclusive_inbound: ClassVar[bool] = True  # one Socket Mode consumer per app
 
-    def __init__(self, config: SlackConfig, **kwargs: Any) -> None:
+    def __init__(self, config: SlackSettings, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
-        self.slack: SlackConfig = config
+        self.slack: SlackSettings = config
         self._web: AsyncWebClient | None = None
         self._socket: SocketModeClient | None = None
         self.bot_user_id: str | None = None

@@ -18,10 +18,11 @@ import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
+from pydantic import SecretStr
 
 from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
-from vikingbot.config.schema import ChannelBase, TelegramConfig
+from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
@@ -51,22 +52,29 @@ def _chat(chat_id: str) -> int | str:
     return int(chat_id) if _INT.fullmatch(chat_id) else chat_id
 
 
+class TelegramSettings(ChannelBase):
+    """``bot.channels.telegram``: the common channel keys plus these."""
+
+    token: SecretStr | None = None  # from @BotFather
+    api_base: str | None = None
+
+
 class TelegramChannel(Channel):
     name: ClassVar[str] = "telegram"
-    settings: ClassVar[type[ChannelBase]] = TelegramConfig
+    settings: ClassVar[type[ChannelBase]] = TelegramSettings
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
-        assert isinstance(section, TelegramConfig)
+        assert isinstance(section, TelegramSettings)
         return Problems([] if has_secret(section.token) else ["token"], [])
 
     max_message_chars: ClassVar[int | None] = 4000  # Telegram allows 4096 UTF-16 units
     poll_timeout_s: ClassVar[int] = 25
     exclusive_inbound: ClassVar[bool] = True  # Telegram allows one getUpdates consumer
 
-    def __init__(self, config: TelegramConfig, **kwargs: Any) -> None:
+    def __init__(self, config: TelegramSettings, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
-        self.telegram: TelegramConfig = config
+        self.telegram: TelegramSettings = config
         self._bot: Bot | None = None
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None  # next getUpdates offset (past handled updates)

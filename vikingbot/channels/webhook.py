@@ -28,11 +28,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
+from pydantic import Field, SecretStr
 
 from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
-from vikingbot.channels.inbound import InboundStore, gave_up, row_id_of
-from vikingbot.config.schema import ChannelBase, WebhookConfig
+from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, StoreError
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from starlette.responses import Response
     from starlette.routing import BaseRoute, Route
 
+
 INBOUND_PATH = "/webhook/inbound"
 MAX_BODY_BYTES = 64 * 1024
 MAX_FIELD_CHARS = {"sender_id": 200, "chat_id": 300, "thread": 300, "text": 32_000}
@@ -49,14 +50,25 @@ TIMEOUT_S = 15.0
 SWEEP_S = 30.0  # how often a running gateway looks for a dead gateway's unanswered messages
 
 
+class WebhookSettings(ChannelBase):
+    """``bot.channels.webhook``: the common channel keys plus these."""
+
+    outbound_urls: list[str] = Field(default_factory=list)
+    inbound_token: SecretStr | None = None
+
+
 class WebhookChannel(Channel):
     name: ClassVar[str] = "webhook"
-    settings: ClassVar[type[ChannelBase]] = WebhookConfig
+    settings: ClassVar[type[ChannelBase]] = WebhookSettings
     max_message_chars: ClassVar[int | None] = None
 
-    def __init__(self, config: WebhookConfig, **kwargs: Any) -> None:
+    def __init__(self, config: WebhookSettings, **kwargs: Any) -> None:
+        # the store (sqlalchemy) only when the channel runs: config validation imports
+        # this module for WebhookSettings, and a cold `vikingbot status` must not pay for it
+        from vikingbot.channels.inbound import InboundStore
+
         super().__init__(config, **kwargs)
-        self.webhook: WebhookConfig = config
+        self.webhook: WebhookSettings = config
         self._client: httpx.AsyncClient | None = None
         self._done: OrderedDict[tuple[str, str], None] = OrderedDict()
         self.inbound = InboundStore(self._store, self._clock) if self._store is not None else None
@@ -86,6 +98,8 @@ class WebhookChannel(Channel):
     async def _answer_orphans(self) -> None:
         """Now and every ``sweep_s``: queue the accepted messages nobody alive is answering
         (a previous run's, a dead gateway's) for this gateway's agent."""
+        from vikingbot.channels.inbound import gave_up, row_id_of
+
         assert self.inbound is not None and self.gateway is not None and self._bus is not None
         while True:
             try:
@@ -111,6 +125,8 @@ class WebhookChannel(Channel):
             await asyncio.sleep(self.sweep_s)
 
     async def answering(self, msg: InboundMessage) -> None:
+        from vikingbot.channels.inbound import row_id_of
+
         row = row_id_of(msg)
         if row is None or self.inbound is None:
             return
@@ -120,6 +136,8 @@ class WebhookChannel(Channel):
             logger.warning("webhook: cannot count the turn on message {}: {}", row, exc)
 
     async def answered(self, msg: InboundMessage) -> None:
+        from vikingbot.channels.inbound import row_id_of
+
         row = row_id_of(msg)
         if row is None or self.inbound is None:
             return
@@ -209,7 +227,7 @@ class WebhookChannel(Channel):
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
-        assert isinstance(section, WebhookConfig)
+        assert isinstance(section, WebhookSettings)
         missing = [] if section.outbound_urls else ["outbound_urls"]
         notes = (
             []

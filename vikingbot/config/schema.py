@@ -6,9 +6,13 @@ Keys may be written in snake_case or camelCase. Unknown keys are errors.
 
 from __future__ import annotations
 
+import json
+from contextlib import suppress
 from datetime import time
+from functools import cache
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from types import UnionType
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
@@ -106,7 +110,26 @@ def _guess(name: str, known: list[str]) -> str:
     return f"; did you mean {found}?" if found else ""
 
 
-READ_ONLY_TOOLS = ["read_file", "list_dir", "glob", "grep", "search_history", "skill"]
+def default_safe_tools() -> list[str]:
+    """``bot.heartbeat.safe_tools`` when unset: every tool vikingbot itself registers
+    whose class says ``read_only = True`` (``tools.base.Tool.read_only``), then ``message``.
+
+    Only vikingbot's own registrations count: a tool an MCP server or a plug-in
+    describes as read-only is never safe by default; the user names it in
+    ``safe_tools`` to let unattended turns use it (docs/agent.md).
+    """
+    return [*_own_read_only_tools(), "message"]
+
+
+@cache
+def _own_read_only_tools() -> tuple[str, ...]:
+    from vikingbot import registry
+
+    return tuple(
+        name
+        for name in registry.own("tools")
+        if getattr(registry.load("tools", name), "read_only", False) is True
+    )
 
 
 class HeartbeatConfig(Model):
@@ -134,7 +157,7 @@ class HeartbeatConfig(Model):
     safety_pass_s: float = Field(default=3600, ge=10)
     session_max_prompts: int = Field(default=40, ge=1)
     session_context_ratio: float = Field(default=0.7, gt=0, le=1)
-    safe_tools: list[str] = Field(default_factory=lambda: [*READ_ONLY_TOOLS, "message"])
+    safe_tools: list[str] = Field(default_factory=default_safe_tools)
     # what a heartbeat turn's model is sent besides the prompt (docs/heartbeat.md)
     context: Literal["full", "light"] = "light"
     # which MCP servers a heartbeat turn connects at all (None: every enabled one)
@@ -298,62 +321,64 @@ class ChannelBase(Model):
     owner_chat: str | None = None
 
 
-class SlackConfig(ChannelBase):
-    bot_token: SecretStr | None = None
-    app_token: SecretStr | None = None
-    api_base: str | None = None
-
-
-class TelegramConfig(ChannelBase):
-    token: SecretStr | None = None
-    api_base: str | None = None
-
-
-class WebhookConfig(ChannelBase):
-    outbound_urls: list[str] = Field(default_factory=list)
-    inbound_token: SecretStr | None = None
+# The channels vikingbot brings: each one's section is there even when the file omits
+# it (cli on, the others off), as the file ``vikingbot onboard`` writes has them. What a
+# section holds is the channel's own ``settings`` model, found through the registry
+# exactly as a plug-in's is (config sits below channels and never imports them).
+BUILTIN_CHANNELS: dict[str, dict[str, Any]] = {
+    "cli": {"enabled": True},
+    "webhook": {},
+    "slack": {},
+    "telegram": {},
+}
 
 
 class ChannelsConfig(Model):
-    """``bot.channels``: the built-in channels' sections, ``send_retries``, and plug-ins.
+    """``bot.channels``: ``send_retries`` and one section per channel.
 
-    Any other key names a channel plug-in (entry-point group ``vikingbot.channels``);
-    its section is validated by that channel class's own ``settings`` model, so a
-    plug-in brings its settings with it and this file does not change.
+    Every other key names a channel (entry-point group ``vikingbot.channels``; the
+    built-ins are registered there as plug-ins are); its section is validated by that
+    channel class's own ``settings`` model, so a channel brings its settings with it
+    and this file does not change.
     """
 
     model_config = ConfigDict(
         extra="allow", alias_generator=to_camel, populate_by_name=True, validate_assignment=True
     )
 
-    cli: ChannelBase = Field(default_factory=lambda: ChannelBase(enabled=True))
-    webhook: WebhookConfig = Field(default_factory=WebhookConfig)
-    slack: SlackConfig = Field(default_factory=SlackConfig)
-    telegram: TelegramConfig = Field(default_factory=TelegramConfig)
     send_retries: int = Field(default=3, ge=0)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _builtin_sections(cls, data: Any) -> Any:
+        """The built-in sections first, in their fixed order (the owner's chat is the
+        first enabled channel's), a missing one at its default; then the rest as written."""
+        if not isinstance(data, dict):
+            return data
+        ordered: dict[str, Any] = {
+            name: data.get(name, dict(default)) for name, default in BUILTIN_CHANNELS.items()
+        }
+        ordered.update((k, v) for k, v in data.items() if k not in BUILTIN_CHANNELS)
+        return ordered
+
     @model_validator(mode="after")
-    def _plugin_sections(self) -> ChannelsConfig:
+    def _channel_sections(self) -> ChannelsConfig:
         extra = self.model_extra or {}
         for name, raw in list(extra.items()):
-            extra[name] = _plugin_section(name, raw)
+            extra[name] = _channel_section(name, raw)
         return self
 
     def sections(self) -> dict[str, ChannelBase]:
-        """Every channel section by name: the built-ins, then plug-ins, in config order."""
-        found = {
-            name: getattr(self, name)
-            for name in type(self).model_fields
-            if isinstance(getattr(self, name), ChannelBase)
+        """Every channel section by name: the built-ins, then the others in config order."""
+        return {
+            name: section
+            for name, section in (self.model_extra or {}).items()
+            if isinstance(section, ChannelBase)
         }
-        for name, section in (self.model_extra or {}).items():
-            if isinstance(section, ChannelBase):
-                found[name] = section
-        return found
 
 
-def _plugin_section(name: str, raw: Any) -> ChannelBase:
-    """A plug-in channel's section, validated by the channel class's ``settings`` model."""
+def _channel_section(name: str, raw: Any) -> ChannelBase:
+    """A channel's section, validated by the channel class's ``settings`` model."""
     from pydantic import ValidationError
 
     from vikingbot import registry
@@ -369,14 +394,33 @@ def _plugin_section(name: str, raw: Any) -> ChannelBase:
         raise ValueError(str(exc)) from None
     settings = getattr(cls, "settings", ChannelBase)
     if not (isinstance(settings, type) and issubclass(settings, ChannelBase)):
-        raise ValueError(f"{name}: the plug-in's settings is not a ChannelBase model")
+        raise ValueError(f"{name}: the channel's settings is not a ChannelBase model")
     try:
-        return settings.model_validate(raw)
+        return settings.model_validate(_env_json(settings, raw))
     except ValidationError as exc:
         problems = "; ".join(
             f"{name}.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()
         )
         raise ValueError(problems) from None
+
+
+def _env_json(settings: type[ChannelBase], raw: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with a JSON text decoded where the key takes a list or an object and no
+    text: how ``VIKINGBOT_BOT__CHANNELS__WEBHOOK__OUTBOUND_URLS='["https://..."]'``
+    arrives (the environment reader decodes JSON only for keys this file declares)."""
+    by_key = {**settings.model_fields, **{to_camel(k): f for k, f in settings.model_fields.items()}}
+    out = dict(raw)
+    for key, value in raw.items():
+        field = by_key.get(key)
+        if field is None or not isinstance(value, str) or value[:1] not in ("[", "{"):
+            continue
+        ann = field.annotation
+        kinds = get_args(ann) if isinstance(ann, UnionType) or get_origin(ann) is Union else (ann,)
+        if str in kinds or not any(get_origin(k) in (list, dict) for k in kinds):
+            continue
+        with suppress(ValueError):  # else left as written: the model's error names the key
+            out[key] = json.loads(value)
+    return out
 
 
 class GatewayConfig(Model):

@@ -26,6 +26,8 @@ from typing import Any
 from vikingbot.config.paths import ENV_PREFIX
 
 CACHE_NAME = "status-view.json"
+# config.schema.BUILTIN_CHANNELS (not imported here: it would bring pydantic)
+_BUILTIN_CHANNEL_MODULES = ("cli", "webhook", "slack", "telegram")
 _VAR = re.compile(rb"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -40,12 +42,16 @@ def inputs_digest(config_file: Path, home: Path, environ: Mapping[str, str]) -> 
     h = hashlib.sha256()
     for part in (__version__.encode(), str(config_file).encode(), os.getcwd().encode(), text):
         h.update(len(part).to_bytes(8, "big") + part)
-    schema = Path(__file__).with_name("schema.py")
-    try:
-        st = os.stat(schema)
-        h.update(f"schema:{st.st_mtime_ns}:{st.st_size}".encode())
-    except OSError:
-        pass
+    # the schema, and the built-in channels' modules that hold their sections' settings
+    package = Path(__file__).parent.parent
+    models = [Path(__file__).with_name("schema.py")]
+    models += [package / "channels" / f"{name}.py" for name in _BUILTIN_CHANNEL_MODULES]
+    for model in models:
+        try:
+            st = os.stat(model)
+            h.update(f"{model.name}:{st.st_mtime_ns}:{st.st_size}".encode())
+        except OSError:
+            pass
     for dotenv in (home / ".env", Path.cwd() / ".env"):
         try:
             data = dotenv.read_bytes()
