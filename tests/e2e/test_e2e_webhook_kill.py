@@ -135,7 +135,10 @@ def test_accepted_webhook_messages_are_answered_once_after_a_sigkill(
     replies = receiver.texts()
     assert {text: replies[text] for text in want} == dict.fromkeys(want, 1)
     assert all(count == 1 for count in replies.values())  # nothing answered twice
-    assert "answering" in second.output and "a previous run left" in second.output
+    poll(
+        lambda: "answering" in home.log_text() and "a previous run left" in home.log_text(),
+        "the restart's 'a previous run left ... answering' line in the gateway's log",
+    )
     # every kept message was marked answered once its reply was with delivery
     from vikingbot.channels.inbound import InboundStore
     from vikingbot.store.db import StateStore

@@ -96,6 +96,11 @@ class Home:
     def data(self) -> Path:
         return self.path / "data"
 
+    def log_text(self) -> str:
+        """The gateway's log file so far (INFO lines go there, not to the console)."""
+        log = self.data / "logs" / "vikingbot.log"
+        return log.read_text("utf-8", errors="replace") if log.exists() else ""
+
     @property
     def sessions_dir(self) -> Path:
         return self.data / "sessions"
