@@ -33,7 +33,11 @@ KEY = "sk-bench-0123456789abcdef"
 
 def env_for(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIKINGBOT_", "OPENAI_"))}
-    env.update({"VIKINGBOT_HOME": str(home), "TERM": "xterm", "TZ": "UTC"})
+    # a real terminal answers prompt_toolkit's cursor-position request at once; pexpect
+    # does not, so the request is switched off rather than waited out at every question
+    env.update(
+        {"VIKINGBOT_HOME": str(home), "TERM": "xterm", "TZ": "UTC", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    )
     return env
 
 

@@ -27,7 +27,12 @@ def fake() -> Iterator[FakeOpenAI]:
 
 def spawn(home: Path, *args: str, **env: str) -> pexpect.spawn:
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("VIKINGBOT_", "OPENAI_"))}
-    clean.update({"VIKINGBOT_HOME": str(home), "TERM": "xterm", "TZ": "UTC", **env})
+    # PROMPT_TOOLKIT_NO_CPR: pexpect does not answer the cursor-position request a real
+    # terminal answers at once; without it every question waits the request out
+    clean.update(
+        {"VIKINGBOT_HOME": str(home), "TERM": "xterm", "TZ": "UTC", "PROMPT_TOOLKIT_NO_CPR": "1"}
+    )
+    clean.update(env)
     clean["PATH"] = os.path.dirname(sys.executable)  # no npx/gemini: the builtin loop only
     return pexpect.spawn(
         sys.executable,
