@@ -1,0 +1,209 @@
+"""A fake Feishu Open Platform on loopback, for lark-oapi, and its event pushes.
+
+Server side: ``POST /open-apis/auth/v3/tenant_access_token/internal`` (code 10014 for
+a wrong secret), ``GET /open-apis/bot/v3/info`` and ``POST /open-apis/im/v1/messages``
+with Feishu's rules: a message per ``uuid`` within the hour (a repeat answers the
+first message), post content up to 30 KB (else code 230025), a chat the bot is not in
+(code 230002), and a scripted rate limit (HTTP 429, code 99991400).
+
+Client side: :meth:`FakeFeishu.push_text` posts an ``im.message.receive_v1`` event
+(schema 2.0, with the verification token) to the bot's callback URL, as Feishu does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import Response
+
+WAIT_TIMEOUT_S = 10.0
+MAX_POST_BYTES = 30 * 1024
+RATE_LIMITED = 99991400
+_APPS = itertools.count(1)
+BOT_OPEN_ID = "ou_bot0000000000000000000000000000"
+
+
+class FakeFeishu:
+    def __init__(
+        self,
+        *,
+        app_id: str | None = None,
+        app_secret: str = "fake-secret",
+        verification_token: str = "fake-verification-token",
+    ) -> None:
+        # lark-oapi caches tenant tokens per app id for the process: one id per fake
+        self.app_id = app_id or f"cli_fake_{next(_APPS)}"
+        self.app_secret = app_secret
+        self.verification_token = verification_token
+        self.tenant_token = "t-fake-tenant-token"
+        self.chats: set[str] = set()
+        self.sent: list[dict[str, Any]] = []
+        self.posts = 0
+        self._by_uuid: dict[str, dict[str, Any]] = {}
+        self._limits = 0
+        self._ids = itertools.count(1)
+        self._cond = threading.Condition()
+
+    # ---- scripting -----------------------------------------------------
+
+    def rate_limit_next(self) -> None:
+        with self._cond:
+            self._limits += 1
+
+    def event(
+        self,
+        *,
+        chat_id: str,
+        open_id: str,
+        text: str,
+        chat_type: str = "p2p",
+        mention_bot: bool = False,
+        event_id: str | None = None,
+    ) -> dict[str, Any]:
+        """An ``im.message.receive_v1`` event as Feishu posts it (schema 2.0)."""
+        n = next(self._ids)
+        mentions = (
+            [{"key": "@_user_1", "id": {"open_id": BOT_OPEN_ID}, "name": "vikingbot"}]
+            if mention_bot
+            else []
+        )
+        content = json.dumps({"text": ("@_user_1 " if mention_bot else "") + text})
+        return {
+            "schema": "2.0",
+            "header": {
+                "event_id": event_id or f"ev-{n}",
+                "event_type": "im.message.receive_v1",
+                "create_time": str(int(time.time() * 1000)),
+                "token": self.verification_token,
+                "app_id": self.app_id,
+                "tenant_key": "fake-tenant",
+            },
+            "event": {
+                "sender": {
+                    "sender_id": {"open_id": open_id},
+                    "sender_type": "user",
+                    "tenant_key": "fake-tenant",
+                },
+                "message": {
+                    "message_id": f"om_{n}",
+                    "create_time": str(int(time.time() * 1000)),
+                    "chat_id": chat_id,
+                    "chat_type": chat_type,
+                    "message_type": "text",
+                    "content": content,
+                    "mentions": mentions,
+                },
+            },
+        }
+
+    async def push(self, url: str, event: dict[str, Any]) -> httpx.Response:
+        """POST ``event`` to the bot's callback ``url``, as Feishu's event delivery."""
+        chat = event.get("event", {}).get("message", {}).get("chat_id")
+        if chat is not None:
+            with self._cond:
+                self.chats.add(str(chat))
+        async with httpx.AsyncClient() as client:
+            return await client.post(url, json=event, timeout=10)
+
+    def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while not ready():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError("the fake Feishu never saw what the test waited for")
+                self._cond.wait(left)
+
+    async def wait_sent(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> list[dict[str, Any]]:
+        await asyncio.to_thread(self._wait, lambda: len(self.sent) >= n, timeout)
+        with self._cond:
+            return list(self.sent)
+
+    # ---- the Open Platform ---------------------------------------------
+
+    @staticmethod
+    def _answer(code: int, msg: str, status: int = 200, **data: Any) -> Response:
+        from starlette.responses import JSONResponse
+
+        return JSONResponse({"code": code, "msg": msg, **data}, status_code=status)
+
+    async def _token(self, request: Request) -> Response:
+        body = await request.json()
+        if body.get("app_id") != self.app_id or body.get("app_secret") != self.app_secret:
+            return self._answer(10014, "app secret invalid")
+        return self._answer(0, "ok", tenant_access_token=self.tenant_token, expire=7200)
+
+    def _authorized(self, request: Request) -> bool:
+        return request.headers.get("authorization") == f"Bearer {self.tenant_token}"
+
+    async def _bot_info(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return self._answer(99991663, "Invalid access token for authorization.", 400)
+        return self._answer(0, "ok", bot={"app_name": "vikingbot", "open_id": BOT_OPEN_ID})
+
+    async def _create(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return self._answer(99991663, "Invalid access token for authorization.", 400)
+        if request.query_params.get("receive_id_type") != "chat_id":
+            return self._answer(99992402, "field validation failed", 400)
+        body = await request.json()
+        with self._cond:
+            self.posts += 1
+            if self._limits:
+                self._limits -= 1
+                return self._answer(RATE_LIMITED, "request trigger frequency limit", 429)
+            chat, uuid = body.get("receive_id"), body.get("uuid")
+            if chat not in self.chats:
+                return self._answer(230002, "Bot/User can NOT be out of the chat.", 400)
+            if len(str(body.get("content", "")).encode()) > MAX_POST_BYTES:
+                return self._answer(230025, "The message content is too long.", 400)
+            if uuid and uuid in self._by_uuid:
+                return self._answer(0, "success", data=self._by_uuid[uuid])
+            message = {
+                "message_id": f"om_sent_{next(self._ids)}",
+                "chat_id": chat,
+                "msg_type": body.get("msg_type"),
+                "body": {"content": body.get("content")},
+                "uuid": uuid,
+            }
+            if uuid:
+                self._by_uuid[uuid] = message
+            self.sent.append(message)
+            self._cond.notify_all()
+        return self._answer(0, "success", data=message)
+
+    def app(self) -> Starlette:
+        from starlette.applications import Starlette
+        from starlette.routing import Route
+
+        return Starlette(
+            routes=[
+                Route(
+                    "/open-apis/auth/v3/tenant_access_token/internal",
+                    self._token,
+                    methods=["POST"],
+                ),
+                Route("/open-apis/bot/v3/info", self._bot_info),
+                Route("/open-apis/im/v1/messages", self._create, methods=["POST"]),
+            ]
+        )
+
+    @contextmanager
+    def serve(self) -> Iterator[str]:
+        """Run the fake on a free loopback port; yields its base URL (the SDK's domain)."""
+        from vikingbot.testing.server import serve_app
+
+        with serve_app(self.app()) as base_url:
+            yield base_url

@@ -1,0 +1,323 @@
+"""Feishu / Lark through lark-oapi: event callbacks in, ``POST /im/v1/messages`` out.
+
+A plug-in in all but location: its settings model is here (:class:`FeishuSettings`,
+section ``bot.channels.feishu``) and one entry point registers it (docs/extending.md).
+
+Inbound: Feishu posts events to the gateway at ``/feishu/events`` (the "request URL"
+of the app's event subscription). lark-oapi's event dispatcher answers the URL check,
+checks the verification token (and decrypts, with an encrypt key); a message event
+passes the allow-list (the sender's open_id or the chat id). In a group only a
+message that mentions the bot is taken unless ``group_messages`` is ``all``; a p2p
+chat always. Feishu delivers an event again when it was not acknowledged in time:
+an event id seen in the last hour is dropped.
+
+Outbound: a ``post`` message whose one paragraph is an ``md`` element (Feishu renders
+the Markdown). The ``uuid`` is derived from the piece's outbox key: Feishu sends
+only one message per uuid within an hour, so a piece sent again after a crash is
+not posted twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from loguru import logger
+from pydantic import SecretStr
+
+from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.config.schema import ChannelBase
+from vikingbot.delivery.types import OutboundMessage
+from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
+
+if TYPE_CHECKING:
+    import lark_oapi as lark
+    from starlette.requests import Request
+    from starlette.responses import Response
+    from starlette.routing import BaseRoute
+
+FEISHU = "https://open.feishu.cn"
+RATE_LIMITED = 99991400
+BAD_TOKEN = frozenset({99991661, 99991663, 99991664, 99991671, 10003, 10014})
+MAX_CHAT_ID = 128
+SEEN_EVENTS = 10_000
+
+
+class FeishuSettings(ChannelBase):
+    """``bot.channels.feishu``: the common channel keys plus these."""
+
+    app_id: str | None = None
+    app_secret: SecretStr | None = None
+    verification_token: SecretStr | None = None  # event subscription → Verification Token
+    encrypt_key: SecretStr | None = None  # event subscription → Encrypt Key (optional)
+    domain: str = FEISHU  # Lark (international): https://open.larksuite.com
+    group_messages: Literal["mentions", "all"] = "mentions"
+    send_timeout_s: float = 30.0
+
+
+def uuid_for(key: str) -> str:
+    """The send ``uuid`` for an outbox piece (Feishu allows 50 characters)."""
+    return "vb-" + hashlib.sha256(key.encode()).hexdigest()[:40]
+
+
+def chat_problem(chat_id: str) -> str | None:
+    """Why ``chat_id`` cannot be a Feishu chat id (``oc_...``), or None."""
+    if not chat_id.startswith("oc_") or len(chat_id) > MAX_CHAT_ID or not chat_id.isascii():
+        return f"a Feishu target is a chat id like oc_abc123, not {chat_id[:80]!r}"
+    return None
+
+
+def post_content(markdown: str) -> str:
+    """The ``content`` of a post message showing ``markdown``."""
+    return json.dumps({"zh_cn": {"content": [[{"tag": "md", "text": markdown}]]}})
+
+
+def message_text(content: Any, mention_keys: list[str]) -> str | None:
+    """The text of a ``text`` message's content JSON without the bot's @ keys (total)."""
+    try:
+        data = json.loads(content) if isinstance(content, str) else None
+    except ValueError:
+        return None
+    text = data.get("text") if isinstance(data, dict) else None
+    if not isinstance(text, str):
+        return None
+    for key in mention_keys:
+        text = text.replace(key, "")
+    return text.strip() or None
+
+
+def _failure(code: int | None, why: str, status: int | None, what: str) -> ChannelError:
+    text = f"Feishu {what} failed: code {code}: {why}"
+    if code == RATE_LIMITED or status == 429:
+        return ChannelBusy(text)
+    if code in BAD_TOKEN or (status is not None and 400 <= status < 500) or (code or 0) >= 230000:
+        return ChannelRejected(text)
+    return ChannelError(text)
+
+
+def _convert(exc: BaseException, what: str) -> ChannelError:
+    """A lark-oapi / transport error as a :class:`ChannelError` naming what failed."""
+    from lark_oapi.core.exception import ObtainAccessTokenException
+
+    if isinstance(exc, ObtainAccessTokenException):  # the app id / secret were refused
+        return _failure(exc.code, f"tenant access token refused: {exc.msg}", None, what)
+    return ChannelError(f"Feishu {what} failed: {type(exc).__name__}: {exc}")
+
+
+def _sdk_errors() -> tuple[type[BaseException], ...]:
+    import httpx
+    import requests
+    from lark_oapi.core.exception import ObtainAccessTokenException
+
+    return (
+        ObtainAccessTokenException,
+        httpx.HTTPError,
+        requests.RequestException,
+        asyncio.TimeoutError,
+        OSError,
+        ValueError,
+    )
+
+
+def _client(section: FeishuSettings) -> lark.Client:
+    import lark_oapi as lark
+
+    if not section.app_id or not has_secret(section.app_secret):
+        raise NotConfiguredError(
+            "Feishu needs bot.channels.feishu.app_id and bot.channels.feishu.app_secret"
+        )
+    assert section.app_secret is not None
+    return (
+        lark.Client.builder()
+        .app_id(section.app_id)
+        .app_secret(section.app_secret.get_secret_value())
+        .domain(section.domain.rstrip("/"))
+        .log_level(lark.LogLevel.WARNING)
+        .build()
+    )
+
+
+async def _bot_info(client: lark.Client, section: FeishuSettings) -> dict[str, Any]:
+    """``GET /open-apis/bot/v3/info``: who the app's bot is (signs in first)."""
+    import lark_oapi as lark
+
+    request = (
+        lark.BaseRequest.builder()
+        .http_method(lark.HttpMethod.GET)
+        .uri("/open-apis/bot/v3/info")
+        .token_types({lark.AccessTokenType.TENANT})
+        .build()
+    )
+    what = f"sign-in as {section.app_id} on {section.domain}"
+    try:
+        response = await client.arequest(request)
+    except _sdk_errors() as exc:
+        raise _convert(exc, what) from exc
+    status = response.raw.status_code if response.raw else None
+    body = json.loads(response.raw.content) if response.raw and response.raw.content else {}
+    if response.code not in (0, None) or not isinstance(body.get("bot"), dict):
+        raise _failure(response.code, response.msg or str(body)[:200], status, what)
+    bot: dict[str, Any] = body["bot"]
+    return bot
+
+
+class FeishuChannel(Channel):
+    name: ClassVar[str] = "feishu"
+    settings: ClassVar[type[ChannelBase]] = FeishuSettings
+    # A post may be 30 KB of JSON: 8,000 characters leaves room for three-byte ones.
+    max_message_chars: ClassVar[int | None] = 8000
+    idempotent_send: ClassVar[bool] = True  # uuid: one message per uuid within an hour
+
+    def __init__(self, config: ChannelBase, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        assert isinstance(config, FeishuSettings)
+        self.feishu = config
+        self._client: lark.Client | None = None
+        self.bot_open_id = ""
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    @classmethod
+    def problems(cls, section: ChannelBase) -> Problems:
+        assert isinstance(section, FeishuSettings)
+        missing = [] if section.app_id else ["app_id"]
+        missing += [] if has_secret(section.app_secret) else ["app_secret"]
+        notes = (
+            []
+            if has_secret(section.verification_token)
+            else ["no verification_token: can send, cannot receive events"]
+        )
+        return Problems(missing, notes)
+
+    @classmethod
+    async def check_credentials(cls, section: ChannelBase) -> str | None:
+        assert isinstance(section, FeishuSettings)
+        bot = await _bot_info(_client(section), section)
+        return f"signed in as {bot.get('app_name')} ({bot.get('open_id')}) on {section.domain}"
+
+    async def start(self, bus: MessageBus) -> None:
+        self._bus = bus
+        client = _client(self.feishu)
+        bot = await _bot_info(client, self.feishu)
+        self._client, self.bot_open_id = client, str(bot.get("open_id") or "")
+        logger.info("feishu: signed in as {} ({})", bot.get("app_name"), self.bot_open_id)
+
+    async def stop(self) -> None:
+        self._client = None
+
+    # ---- inbound ---------------------------------------------------------
+
+    def routes(self) -> list[BaseRoute]:
+        from starlette.routing import Route
+
+        return [Route("/events", self._event, methods=["POST"])]
+
+    async def _event(self, request: Request) -> Response:
+        import lark_oapi as lark
+        from starlette.responses import Response
+
+        token, key = self.feishu.verification_token, self.feishu.encrypt_key
+        if self._client is None or token is None or not token.get_secret_value():
+            return Response("feishu events are not configured", status_code=503)
+        events: list[Any] = []
+        handler = (
+            lark.EventDispatcherHandler.builder(
+                key.get_secret_value() if key else "", token.get_secret_value()
+            )
+            .register_p2_im_message_receive_v1(events.append)
+            .build()
+        )
+        raw = lark.RawRequest()
+        raw.uri = request.url.path
+        raw.headers = dict(request.headers)
+        raw.body = await request.body()
+        answer = handler.do(raw)
+        for event in events:
+            await self._take(event)
+        return Response(
+            answer.content or b"",
+            status_code=answer.status_code or 200,
+            media_type="application/json",
+        )
+
+    def _fresh(self, event_id: str) -> bool:
+        if not event_id or event_id in self._seen:
+            return not event_id
+        self._seen[event_id] = None
+        if len(self._seen) > SEEN_EVENTS:
+            self._seen.popitem(last=False)
+        return True
+
+    async def _take(self, data: Any) -> None:
+        """One ``im.message.receive_v1`` event: a turn if a person addressed the bot."""
+        header, event = getattr(data, "header", None), getattr(data, "event", None)
+        message, sender = getattr(event, "message", None), getattr(event, "sender", None)
+        if message is None or sender is None or getattr(sender, "sender_type", "") != "user":
+            return
+        event_id = str(getattr(header, "event_id", "") or "")
+        if not self._fresh(event_id):
+            logger.debug("feishu: event {} delivered again; dropped", event_id)
+            return
+        sender_id = getattr(getattr(sender, "sender_id", None), "open_id", None)
+        chat_id = getattr(message, "chat_id", None)
+        if not isinstance(sender_id, str) or not isinstance(chat_id, str):
+            return
+        mine = [
+            str(m.key)
+            for m in getattr(message, "mentions", None) or []
+            if getattr(getattr(m, "id", None), "open_id", None) == self.bot_open_id and m.key
+        ]
+        text = None
+        if getattr(message, "message_type", "") == "text":
+            text = message_text(getattr(message, "content", None), mine)
+        if text is None:
+            logger.debug("feishu: skipped a message in {} (not text)", chat_id)
+            return
+        p2p = getattr(message, "chat_type", "") == "p2p"
+        if not (p2p or mine or self.feishu.group_messages == "all"):
+            return
+        await self.accept(
+            InboundMessage(
+                channel=self.name,
+                chat_id=chat_id,
+                sender_id=sender_id,
+                text=text,
+                metadata={"message_id": message.message_id, "mentioned": bool(mine)},
+            )
+        )
+
+    # ---- outbound --------------------------------------------------------
+
+    async def send(self, msg: OutboundMessage) -> None:
+        from lark_oapi.api.im.v1 import CreateMessageRequest, CreateMessageRequestBody
+
+        if self._client is None:
+            raise ChannelError("Feishu channel is not started")
+        problem = chat_problem(msg.chat_id)
+        if problem is not None:
+            raise ChannelRejected(problem)
+        body = (
+            CreateMessageRequestBody.builder()
+            .receive_id(msg.chat_id)
+            .msg_type("post")
+            .content(post_content(msg.text))
+        )
+        if msg.dedupe_key:
+            body = body.uuid(uuid_for(msg.dedupe_key))
+        request = (
+            CreateMessageRequest.builder().receive_id_type("chat_id").request_body(body.build())
+        )
+        what = f"send to {msg.chat_id}"
+        try:
+            response = await asyncio.wait_for(
+                self._client.im.v1.message.acreate(request.build()),
+                timeout=self.feishu.send_timeout_s,
+            )
+        except _sdk_errors() as exc:
+            raise _convert(exc, what) from exc
+        if not response.success():
+            status = response.raw.status_code if response.raw else None
+            raise _failure(response.code, response.msg or "", status, what)
