@@ -1,6 +1,6 @@
 """What the acp loop costs: per-turn overhead, cold start, and the files a new loop takes.
 
-    uv run --all-extras python bench/acp_overhead.py [--turns 200] [--starts 5]
+    uv run --all-extras --dev python bench/acp_overhead.py [--turns 200] [--starts 5]
 
 1. Overhead per turn (process already started): the median wall time of
    ``AcpLoop.run_turn`` against the scripted ACP agent answering at once (a

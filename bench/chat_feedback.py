@@ -12,7 +12,7 @@ A real `vikingbot chat` in a pseudo-terminal (pexpect), as a user types into it.
    gateway (there the gateway must also cancel its turn; counted until its log
    says so).
 
-    uv run python bench/chat_feedback.py [--runs 5]
+    uv run --dev python bench/chat_feedback.py [--runs 5]
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ fresh-home status run from another checkout's ``vikingbot`` package (e.g. one
 unpacked with ``git archive`` from an older commit), in the same alternation, for a
 before/after figure.
 
-    uv run python bench/cli_cold_start.py [--runs 10] [--no-bytecode-cache] [--baseline-src DIR]
+    uv run --dev python bench/cli_cold_start.py [--runs 10] [--no-bytecode-cache] [--baseline-src DIR]
 
 Target: median under 300 ms for each command.
 """

@@ -8,7 +8,7 @@ and text, median of ``--runs`` (default 3). Rich is timed on ``--rich-rows``
 (default 2,000) and scaled to 10,000 when fewer, to keep the run short; the
 printed line says so.
 
-    uv run python bench/cli_tables.py [--rows 10000] [--runs 3] [--rich-rows 2000]
+    uv run --dev python bench/cli_tables.py [--rows 10000] [--runs 3] [--rich-rows 2000]
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ state a real gateway serves, not a warmed cache).
 3. Bytes transferred for the first load of the overview in a fresh context
    (document + CSS + scripts). Target: under 200 kB.
 
-    uv run python bench/dashboard.py [--sessions 10000]
+    uv run --dev python bench/dashboard.py [--sessions 10000]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ malformed entry), a fake OpenAI model, heartbeat results for the dashboard, a
 chat in a slot, a cron job, a refused delivery target in the audit log, and two
 weeks of ledger history for the chart. Headless Chromium takes the pictures.
 
-    uv run python bench/dashboard_screens.py [--out docs/img]
+    uv run --dev python bench/dashboard_screens.py [--out docs/img]
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ and ``vikingbot status`` on the same kind of home. Median and minimum of
 ``--runs`` (default 5) runs each; byte-code cached and warmed by one unmeasured
 run, as an installed package has it.
 
-    uv run python bench/doctor.py [--runs 5]
+    uv run --dev python bench/doctor.py [--runs 5]
 
 Target: ``doctor`` (no ``--live``) median under 1 s.
 """

@@ -11,7 +11,7 @@ mail here waits almost a whole interval (the worst case; at a random time, half)
 Baseline, in the same run: the mail system alone (the same LMTP delivery, then an
 SMTP reply sent at once by this script).
 
-    uv run python bench/email_roundtrip.py [--mails 20] [--poll-s 5]
+    uv run --dev python bench/email_roundtrip.py [--mails 20] [--poll-s 5]
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ it, and beside them the heartbeat interval, the target (the result within the fi
 cycle after the file is saved). The interval is the README's default (600 s) unless
 ``--interval`` sets `bot.heartbeat.interval_seconds` first (as a user may).
 
-    uv run --all-extras python bench/first_result.py [--interval 600]
+    uv run --all-extras --dev python bench/first_result.py [--interval 600]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ worst parse time of a set of pathological files at 256 KiB (target < 1 s),
 beside the same files at 64 KiB so a super-linear pattern shows as a ratio
 above 4.
 
-    uv run python bench/fuzz_heartbeat.py [--files 200000] [--seed 1]
+    uv run --dev python bench/fuzz_heartbeat.py [--files 200000] [--seed 1]
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from ``VIKINGBOT_*`` variables, so each home starts empty.
 Byte-code is cached under a temporary ``PYTHONPYCACHEPREFIX`` and warmed by
 one unmeasured start, as an installed package would have it.
 
-    uv run python bench/gateway_resources.py [--idle-seconds 60] [--starts 5]
+    uv run --dev python bench/gateway_resources.py [--idle-seconds 60] [--starts 5]
 """
 
 from __future__ import annotations

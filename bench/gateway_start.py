@@ -28,7 +28,7 @@ it was ready and its heaviest imports (``python -X importtime``, which sees
 ``import`` statements; ``tests/gateway/test_gateway_imports.py`` reads the
 process's ``sys.modules`` instead).
 
-    uv run --all-extras python bench/gateway_start.py [--rounds 5]
+    uv run --all-extras --dev python bench/gateway_start.py [--rounds 5]
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ the turn is in flight when SIGTERM arrives. Measured: SIGTERM to process exit,
 median of 5 (target under 3 s, default `bot.gateway.shutdown_grace_s`).
 Baseline in the same run: the same stop with nothing running.
 
-    uv run python bench/gateway_stop.py [--runs 5]
+    uv run --dev python bench/gateway_stop.py [--runs 5]
 """
 
 from __future__ import annotations

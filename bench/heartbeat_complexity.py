@@ -5,7 +5,7 @@ Reads every module of ``vikingbot/heartbeat/`` as it was at a baseline commit
 tree, and prints, side by side, the largest functions by radon's cyclomatic
 complexity with their length in lines. Target: none over 15.
 
-    uv run --with radon python bench/heartbeat_complexity.py [--before 6bc5795] [--top 5]
+    uv run --dev --with radon python bench/heartbeat_complexity.py [--before 6bc5795] [--top 5]
 """
 
 from __future__ import annotations

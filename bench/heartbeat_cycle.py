@@ -34,7 +34,7 @@ One home: 10,000 sessions in per-session mode, each with its own workspace;
    1 s), and ``vikingbot status`` cold start (target under 300 ms), in fresh
    processes on the same home.
 
-    uv run python bench/heartbeat_cycle.py [--sessions 10000] [--cycles 7]
+    uv run --dev python bench/heartbeat_cycle.py [--sessions 10000] [--cycles 7]
         [--gateway-interval 10] [--gateway-cycles 12] [--drop-caches]
 """
 

@@ -18,7 +18,7 @@ Each peer runs in a venv of its own (``~/.cache/vikingbot-bench/{ov,nb}``, made 
 turn (no-op, message), input characters per turn, the 40th no-op turn against the 1st
 (10th for the peers when ``--turns`` is lower), then the quiet day's model calls.
 
-    uv run --all-extras python bench/heartbeat_turn_cost.py [--turns 40] [--setup]
+    uv run --all-extras --dev python bench/heartbeat_turn_cost.py [--turns 40] [--setup]
 """
 
 from __future__ import annotations

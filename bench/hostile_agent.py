@@ -1,6 +1,6 @@
 """A hostile agent against a real gateway (issue 38): what it can widen, and whom it can wedge.
 
-    uv run --all-extras python bench/hostile_agent.py [--calm 5] [--flood 5000]
+    uv run --all-extras --dev python bench/hostile_agent.py [--calm 5] [--flood 5000]
 
 1. Hostile-agent matrix: a real ``vikingbot gateway`` whose ACP agent is the
    scripted stdlib agent (``tests/support/hostile_acp.py``). A forced heartbeat

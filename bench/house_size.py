@@ -8,7 +8,7 @@ Prints, for the working tree and for ``--baseline REV`` (unpacked with ``git arc
 - the lowest radon maintainability index of any product module, and the modules
   under ``MI_TARGET`` (radon runs from a throwaway environment: ``uvx --from radon``).
 
-    uv run python bench/house_size.py [--baseline 39cd04a]
+    uv run --dev python bench/house_size.py [--baseline 39cd04a]
 
 Targets: every module's maintainability index at least 10.
 """

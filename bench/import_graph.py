@@ -8,7 +8,7 @@ Also prints what adding a channel takes, read off the example plug-in
 (examples/vikingbot-channel-example, which tests/channels/test_channel_plugin.py
 installs and drives): its files, and how many vikingbot files name it (target 0).
 
-Run: uv run python bench/import_graph.py
+Run: uv run --dev python bench/import_graph.py
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ to finish. Prints:
 
 beside the ledger's own count of runs. Everything runs on loopback fakes.
 
-    uv run python bench/kill_bench.py [--kills 25] [--tasks 40] [--seed 1]
+    uv run --dev python bench/kill_bench.py [--kills 25] [--tasks 40] [--seed 1]
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ fastest cycle of each side against the other (the least disturbed on a busy
 machine), CPU seconds per cycle (less swayed by load than wall time), and the
 claim + release round trip per unit on the same database.
 
-    uv run python bench/lease_overhead.py [--sessions 10000] [--every 100] [--rounds 15]
+    uv run --dev python bench/lease_overhead.py [--sessions 10000] [--every 100] [--rounds 15]
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ Prints the figures of issue 36 for Matrix:
 
 Needs Synapse where tests/support/synapse.py looks (.ci/run installs it).
 
-    uv run --all-extras python bench/matrix_channel.py [--messages 200] [--rooms 10] [--results 10]
+    uv run --all-extras --dev python bench/matrix_channel.py [--messages 200] [--rooms 10] [--results 10]
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ not write, installed by ``.ci/run`` (``~/.cache/vikingbot/mcp-servers``):
   unattended turns; the same three with ``bot.heartbeat.mcp_servers: []`` (target:
   identical to none); three servers with nothing approved (report).
 
-    uv run --all-extras python bench/mcp_tools.py [--calls 200] [--cycles 1000]
+    uv run --all-extras --dev python bench/mcp_tools.py [--calls 200] [--cycles 1000]
 """
 
 from __future__ import annotations

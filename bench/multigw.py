@@ -1,6 +1,6 @@
 """Several gateways on one PostgreSQL database (issue 14), with real `vikingbot gateway`s.
 
-    uv run --all-extras python bench/multigw.py [--quick] [--units N] [--runs N] [--pg-url URL]
+    uv run --all-extras --dev python bench/multigw.py [--quick] [--units N] [--runs N] [--pg-url URL]
 
 Every figure comes from real gateway processes on one home and one fresh PostgreSQL
 schema (``tests.support.gateway_fleet``): per-session workspaces, each with one

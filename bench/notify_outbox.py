@@ -10,7 +10,7 @@ an endpoint that never fails, and the flaky endpoint with `sendRetries` 5.
 `spacingS: 0` (a self-hosted ntfy: no pause between
 pushes; Apprise's default pace is 5.5 s per push).
 
-    uv run python bench/notify_outbox.py [--results 100] [--fail-every 3]
+    uv run --dev python bench/notify_outbox.py [--results 100] [--fail-every 3]
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ Printed: keys pressed (Enter counted; the URL's keys apart), seconds from starti
 time, without a person's thinking), and the same seconds for the baseline in the
 same run: the four `config set` lines the README had before, typed as commands.
 
-    uv run python bench/onboarding.py
+    uv run --dev python bench/onboarding.py
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ The same day is run twice in this process, side by side: without the outage
 the outage), and the outcomes by kind. The provider's own SDK retries are off
 (``max_retries: 0``), so every try is one request and the day takes seconds.
 
-    uv run python bench/outage_day.py
+    uv run --dev python bench/outage_day.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A 30-second PostgreSQL outage under a running gateway (issue 17 item 5).
 
-    uv run --all-extras python bench/pg_outage.py [--cut-s 30] [--pg-url URL]
+    uv run --all-extras --dev python bench/pg_outage.py [--cut-s 30] [--pg-url URL]
 
 A real ``vikingbot gateway`` process (fake model, fake Telegram) reaches its
 PostgreSQL schema through ``tests.support.pg_proxy`` on loopback. After the

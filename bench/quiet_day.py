@@ -16,7 +16,7 @@ The target is exactly 3 model calls. Checkers: ``news`` is a ``file`` checker
 (no subprocess, so 144 x ~20 checks stay cheap); ``queue`` is a ``command``
 checker (``cat <file>``) used by a few entries, so both kinds are exercised.
 
-    uv run python bench/quiet_day.py
+    uv run --dev python bench/quiet_day.py
 """
 
 from __future__ import annotations

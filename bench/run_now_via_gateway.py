@@ -11,7 +11,7 @@ request from a warm in-process client (the gateway's share), `vikingbot --help`
 (Typer's start) and `python -c pass` (the interpreter's start). With a gateway,
 `run-now --json` skips Typer altogether (vikingbot/cli/launch.py).
 
-    uv run python bench/run_now_via_gateway.py [--runs 10]
+    uv run --dev python bench/run_now_via_gateway.py [--runs 10]
 """
 
 from __future__ import annotations

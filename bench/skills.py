@@ -14,7 +14,7 @@
    ``HEARTBEAT_OK``. Model calls per no-op turn with ``skill: weekly-report``, beside the
    same entry that only says "use the weekly-report skill" in its task.
 
-    uv run --all-extras python bench/skills.py [--rounds 20]
+    uv run --all-extras --dev python bench/skills.py [--rounds 20]
 """
 
 from __future__ import annotations

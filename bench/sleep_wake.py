@@ -13,7 +13,7 @@ monotonic wait, as before issue 35): seconds from the jump to the first model ca
 (target under 15 s), model calls in the first minute after the jump, and whether
 they are exactly the entries that fell due, once each (target: yes).
 
-    uv run python bench/sleep_wake.py
+    uv run --dev python bench/sleep_wake.py
 """
 
 from __future__ import annotations

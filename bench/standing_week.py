@@ -18,7 +18,7 @@ its entry and time, so only the checklist repeats itself). Printed per day:
 results delivered to the owner against those the schedules promise (target:
 equal), and model calls.
 
-    uv run python bench/standing_week.py
+    uv run --dev python bench/standing_week.py
 """
 
 from __future__ import annotations

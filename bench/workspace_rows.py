@@ -12,7 +12,7 @@ CPU seconds, the rows the cycle read (``heartbeat_workspaces`` SELECTs, counted
 on the engine), and beside it what reading all 10,000 rows into ``WorkspaceState``
 copies costs alone (median of 20).
 
-    uv run --all-extras python bench/workspace_rows.py [--sessions 10000] [--cycles 8]
+    uv run --all-extras --dev python bench/workspace_rows.py [--sessions 10000] [--cycles 8]
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ full run; only files of a second or more are listed), else
 ``SECONDS_PER_TEST`` per test. A stale or missing entry only makes the order a
 little worse, never a test fail. To measure the costs again::
 
-    VIKINGBOT_FILE_COSTS=write uv run --all-extras pytest -n 3 --dist loadfile
+    VIKINGBOT_FILE_COSTS=write uv run --all-extras --dev pytest -n 3 --dist loadfile
 
 The workers put their collected items in this order (``sort_items``, a stable
 sort: each file's tests stay together and in their order), and
