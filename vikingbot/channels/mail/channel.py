@@ -16,7 +16,6 @@ or a refused recipient are not.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections import OrderedDict
 from typing import Any, ClassVar, NamedTuple
@@ -36,6 +35,7 @@ from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected
 
 THREADS_KEPT = 2000
+STOP_WAIT_S = 5.0  # how long stop waits for the cancelled IMAP loop
 
 
 class ThreadInfo(NamedTuple):
@@ -113,8 +113,9 @@ class EmailChannel(Channel):
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            done, _ = await asyncio.wait({task}, timeout=STOP_WAIT_S)
+            if not done:
+                logger.warning("email: the IMAP loop did not end within {:g} s", STOP_WAIT_S)
 
     @property
     def receiving(self) -> bool:

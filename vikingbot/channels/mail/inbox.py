@@ -54,8 +54,16 @@ Take = Callable[[Fetched], Awaitable[None]]
 async def close(imap: IMAP4, *, polite: bool = True) -> None:
     """Log out (when the connection is in a state to) and close the socket."""
     if polite:
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(imap.logout(), 2)
+        # asyncio.wait, not wait_for: wait_for awaits the cancelled logout, and a command
+        # of aioimaplib's that does not end on cancel would hold this close (and the
+        # channel's stop) for good; seen once in the full suite with the socket still open
+        logout = asyncio.ensure_future(imap.logout())
+        done, _ = await asyncio.wait({logout}, timeout=2)
+        if done:
+            with contextlib.suppress(Exception):
+                logout.result()
+        else:
+            logout.cancel()
     transport = getattr(imap.protocol, "transport", None)
     if transport is not None:
         transport.close()
