@@ -151,3 +151,20 @@ def test_non_interactive(tmp_path: Path, fake: FakeOpenAI) -> None:
         app, ["onboard", "--non-interactive", "--timezone", "Nowhere"], env=env
     )
     assert bad.exit_code == 2 and "not an IANA timezone" in bad.output
+
+
+def test_the_key_already_stored_is_the_one_tested(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Re-running onboard with no key typed or exported tests the stored key, as the
+    gateway will use it (not the masked form a dump of the config shows)."""
+    from typer.testing import CliRunner
+
+    from vikingbot.cli.app import app
+
+    home = tmp_path / "home"
+    home.mkdir()
+    stored = {"bot": {"providers": {"openai": {"api_key": "sk-stored-1"}}}}
+    (home / "config.json").write_text(json.dumps(stored))
+    args = ["onboard", "--provider", "openai", "--api-base", fake.base_url]
+    result = CliRunner().invoke(app, args, env={"VIKINGBOT_HOME": str(home)})
+    assert result.exit_code == 0, result.output
+    assert fake.requests[-1].headers.get("authorization") == "Bearer sk-stored-1"

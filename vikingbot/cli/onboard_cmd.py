@@ -13,7 +13,7 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import typer
@@ -152,7 +152,7 @@ def _key(
     else:
         key = ask(f"API key ({env_name}; hidden, Enter: set it later)", secret=True) or None
     while check:
-        result = _test_call(config, paths, answers, key)
+        result = _test_call(paths, answers, key)
         if result is None:
             typer.echo("  ✓ the model answered")
             break
@@ -163,22 +163,17 @@ def _key(
     return key
 
 
-def _test_call(config: Config, paths: Paths, answers: Answers, key: str | None) -> str | None:
+def _test_call(paths: Paths, answers: Answers, key: str | None) -> str | None:
     """None when one small call through the answered provider succeeds, else why not."""
-    from vikingbot.config.edit import to_field_names
-    from vikingbot.config.schema import Config as ConfigModel
+    from vikingbot.config.loader import load_config
     from vikingbot.doctor import check_agent
 
-    raw: dict[str, Any] = config.model_dump(mode="json", exclude_unset=False)
-    for dotted, value in config_changes(answers) + (
-        [(f"bot.providers.{answers.provider}.api_key", key)] if key else []
-    ):
-        node = raw
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[last] = value
-    trial = ConfigModel.model_validate(to_field_names(raw, ConfigModel))
+    # the config as it will be once written: the file's own values (secrets as stored,
+    # ${VAR} expanded, environment applied), not a dump of ``config`` (secrets masked)
+    key_change = [(f"bot.providers.{answers.provider}.api_key", key)] if key else []
+    trial, _ = load_config(
+        paths.config_file, create=False, changes=config_changes(answers) + key_change
+    )
     done = check_agent(trial, paths, os.environ, live=True)
     return None if done.status == "ok" else done.message
 
@@ -249,7 +244,7 @@ def onboard(
             answers = _from_flags(loop, provider, model, api_base, timezone, task)
             if answers is not None and check and answers.provider:
                 env_name = PROVIDERS[answers.provider][1]
-                problem = _test_call(config, paths, answers, os.environ.get(env_name))
+                problem = _test_call(paths, answers, os.environ.get(env_name))
                 if problem:
                     fail(f"the model did not answer: {problem}")
             service = bool(install_service)

@@ -16,7 +16,9 @@ from pydantic.alias_generators import to_camel
 
 from vikingbot.config.loader import (
     ConfigError,
+    _put,
     _snake,
+    _split,
     describe_validation_error,
     to_field_names,
 )
@@ -24,13 +26,6 @@ from vikingbot.config.schema import Config
 from vikingbot.fsutil import locked_edit
 from vikingbot.grammar import closest
 from vikingbot.redact import MASK, mask_tree
-
-
-def _split(key: str) -> list[str]:
-    parts = [p for p in key.strip().split(".")]
-    if not key.strip() or any(not p for p in parts):
-        raise ConfigError(f"bad key {key!r}: expected a dotted path like bot.heartbeat.enabled")
-    return parts
 
 
 def get_value(config: Config, key: str) -> Any:
@@ -171,22 +166,3 @@ def _parse_raw(path: Path, text: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a JSON object with a 'bot' section")
     return data
-
-
-def _put(raw: dict[str, Any], parts: list[str], value: Any) -> None:
-    node: dict[str, Any] = raw
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
-        # reuse the spelling already in the file (camelCase or snake_case)
-        spelled = next(
-            (k for k in node if k == part or to_camel(k) == part or k == to_camel(part)), part
-        )
-        if last:
-            node[spelled] = value
-            return
-        child = node.get(spelled)
-        if child is None:
-            child = node[spelled] = {}
-        if not isinstance(child, dict):
-            raise ConfigError(f"{'.'.join(parts[: i + 1])}: is a value, not a section")
-        node = child

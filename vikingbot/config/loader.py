@@ -14,12 +14,13 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
 from dotenv import dotenv_values
 from pydantic import BaseModel, ValidationError
+from pydantic.alias_generators import to_camel
 
 from vikingbot import redact
 from vikingbot.config.paths import ENV_PREFIX, Paths, config_path, home_dir
@@ -57,6 +58,32 @@ def read_raw(path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a JSON object with a 'bot' section")
     return data
+
+
+def _split(key: str) -> list[str]:
+    parts = [p for p in key.strip().split(".")]
+    if not key.strip() or any(not p for p in parts):
+        raise ConfigError(f"bad key {key!r}: expected a dotted path like bot.heartbeat.enabled")
+    return parts
+
+
+def _put(raw: dict[str, Any], parts: list[str], value: Any) -> None:
+    node: dict[str, Any] = raw
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        # reuse the spelling already in the file (camelCase or snake_case)
+        spelled = next(
+            (k for k in node if k == part or to_camel(k) == part or k == to_camel(part)), part
+        )
+        if last:
+            node[spelled] = value
+            return
+        child = node.get(spelled)
+        if child is None:
+            child = node[spelled] = {}
+        if not isinstance(child, dict):
+            raise ConfigError(f"{'.'.join(parts[: i + 1])}: is a value, not a section")
+        node = child
 
 
 def write_raw(path: Path, data: Mapping[str, Any]) -> None:
@@ -308,14 +335,21 @@ def load_config(
     *,
     create: bool = True,
     environ: Mapping[str, str] | None = None,
+    changes: Sequence[tuple[str, Any]] = (),
 ) -> tuple[Config, Paths]:
-    """Load and validate the effective config; create the file with defaults if asked."""
+    """Load and validate the effective config; create the file with defaults if asked.
+
+    ``changes`` (dotted key, value) are set on the file's data first, nothing written:
+    the config as every command will see it once ``config set`` has written them.
+    """
     env = dict(os.environ if environ is None else environ)
     home = home_dir(env)
     path = config_path(config_path_, env)
     if create and not path.exists():
         write_raw(path, default_file_data())
     raw = read_raw(path)
+    for key, value in changes:
+        _put(raw, _split(key), value)
     dotenv = _dotenv(home)
     expanded = _expand(raw, {**dotenv, **env}, "")
     prefixed_env = {k: v for k, v in env.items() if k.upper().startswith(ENV_PREFIX)}
