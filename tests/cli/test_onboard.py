@@ -123,7 +123,9 @@ def test_ctrl_c_at_any_question_changes_nothing(tmp_path: Path, fake: FakeOpenAI
     child = spawn(home, "--no-check")
     answer(child, "Agent loop")
     answer(child, "Model provider", "openai")
-    child.expect("Model")
+    # the model question drawn to its end (the cursor shown again), not the echo of the
+    # provider's line: the Ctrl-C reaches a prompt that is waiting for keys
+    child.expect(r"Model \[gpt-4o-mini\]:[^\n]*\x1b\[\?25h")
     child.sendintr()
     child.expect("cancelled: nothing was changed")
     child.expect(pexpect.EOF)
