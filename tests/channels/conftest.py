@@ -67,7 +67,8 @@ async def echo(bus: MessageBus) -> AsyncIterator[EchoAgent]:
     task = asyncio.create_task(agent.run())
     yield agent
     task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
+    done, _ = await asyncio.wait({task}, timeout=10)
+    assert done, "the echo agent did not stop within 10 s of being cancelled"
 
 
 async def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:

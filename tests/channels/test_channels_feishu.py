@@ -25,7 +25,7 @@ from vikingbot.delivery.outbox import Outbox
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.doctor import _channels
 from vikingbot.store import StateStore
-from vikingbot.testing.server import serve_app
+from vikingbot.testing.server import serving
 
 ALICE, BOB = "ou_alice", "ou_bob"
 DM, GROUP = "oc_dm_alice", "oc_group"
@@ -80,7 +80,7 @@ async def test_a_p2p_message_and_a_mention_are_answered_and_a_stranger_is_ignore
     async with running(cfg, store, bus=bus, retry_delay_s=0.05) as manager:
         echo.manager = manager
         assert row(manager)["running"]
-        with serve_app(Starlette(routes=manager.routes())) as gateway:
+        async with serving(Starlette(routes=manager.routes())) as gateway:
             url = f"{gateway}/feishu/events"
             check = await feishu.push(url, {"type": "url_verification", "challenge": "c-1",
                                             "token": feishu.verification_token})  # fmt: skip

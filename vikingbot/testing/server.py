@@ -1,9 +1,15 @@
-"""Serve an ASGI app on a free loopback port in a background thread (for fakes in tests).
+"""Serve an ASGI app on a free loopback port (for fakes and routes in tests).
 
     with serve_app(app) as base_url:   # e.g. "http://127.0.0.1:54321"
         ...
+    async with serving(app) as base_url:  # on the test's own event loop
+        ...
 
-The server is up when the block starts and stopped (thread joined) when it ends.
+``serve_app`` runs the server in a background thread with its own event loop: right
+for a fake platform, wrong for routes whose handlers touch objects bound to the
+test's loop (a channel manager's routes publish to its ``MessageBus``: a queue
+woken from another thread can leave its reader asleep for good). Serve those with
+``serving``. The server is up when the block starts and stopped when it ends.
 Stopping takes milliseconds: uvicorn's own loop looks for the exit flag every
 0.1 s and then sleeps 0.1 s more before it waits for the connections, which cost
 ~0.17 s per fake server, hundreds of times per test run.
@@ -16,8 +22,8 @@ import contextlib
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 import uvicorn
@@ -88,26 +94,29 @@ class _Server(uvicorn.Server):
             await self.lifespan.shutdown()
 
 
-@contextmanager
-def serve_app(app: Any, **uvicorn_options: Any) -> Iterator[str]:
-    """Run ``app`` under uvicorn on 127.0.0.1 and yield its base URL.
-
-    Extra keyword arguments go to ``uvicorn.Config`` (e.g. ``ws="websockets"``).
-    """
+def _bound(app: Any, uvicorn_options: dict[str, Any]) -> tuple[socket.socket, int, _Server]:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
     options: dict[str, Any] = {
         "log_level": "warning",
         "lifespan": "off",
         "ws": "none",
         # A request still open at the end (a fake told to hang) is cancelled after
-        # this long instead of holding the thread until the join times out.
+        # this long instead of holding the server until the stop times out.
         "timeout_graceful_shutdown": 1.0,
     }
     options.update(uvicorn_options)
-    server = _Server(uvicorn.Config(app, **options))
+    return sock, sock.getsockname()[1], _Server(uvicorn.Config(app, **options))
+
+
+@contextmanager
+def serve_app(app: Any, **uvicorn_options: Any) -> Iterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 in a thread and yield its base URL.
+
+    Extra keyword arguments go to ``uvicorn.Config`` (e.g. ``ws="websockets"``).
+    """
+    sock, port, server = _bound(app, uvicorn_options)
     thread = threading.Thread(
         target=server.run, kwargs={"sockets": [sock]}, name=f"serve_app:{port}", daemon=True
     )
@@ -122,6 +131,26 @@ def serve_app(app: Any, **uvicorn_options: Any) -> Iterator[str]:
     finally:
         server.stop()
         thread.join(timeout=STARTUP_TIMEOUT_S)
+        sock.close()
+
+
+@asynccontextmanager
+async def serving(app: Any, **uvicorn_options: Any) -> AsyncIterator[str]:
+    """Run ``app`` under uvicorn on 127.0.0.1 on the running event loop; yield its URL."""
+    sock, port, server = _bound(app, uvicorn_options)
+    task = asyncio.create_task(server.serve(sockets=[sock]), name=f"serving:{port}")
+    try:
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        while not server.started:
+            if task.done() or time.monotonic() > deadline:
+                raise RuntimeError(f"test server on 127.0.0.1:{port} did not start")
+            await asyncio.sleep(STEP_S)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.stop()
+        if not server.started:
+            task.cancel()
+        await asyncio.wait({task}, timeout=STARTUP_TIMEOUT_S)
         sock.close()
 
 
