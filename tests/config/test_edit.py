@@ -88,3 +88,19 @@ def test_get_value_effective(cfg_file: Path) -> None:
 )
 def test_cli_values(text: str, value: object) -> None:
     assert parse_cli_value(text) == value
+
+
+def test_a_section_shows_its_secret_masked_and_revealed_only_when_asked() -> None:
+    from vikingbot.config.edit import to_plain
+    from vikingbot.config.schema import Config
+
+    config = Config.model_validate({"bot": {"providers": {"openai": {"apiKey": "sk-live-1"}}}})
+    section = get_value(config, "bot.providers.openai")
+    assert to_plain(section)["api_key"] == "***"
+    assert to_plain(section, reveal=True)["api_key"] == "sk-live-1"
+    assert (
+        json.loads(json.dumps(to_plain(config, reveal=True)))["bot"]["providers"]["openai"][
+            "api_key"
+        ]
+        == "sk-live-1"
+    )

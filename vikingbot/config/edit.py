@@ -71,8 +71,9 @@ def to_plain(value: Any, *, reveal: bool = False, name: str = "") -> Any:
 
 def _plain(value: Any, *, reveal: bool) -> Any:
     if isinstance(value, BaseModel):
-        dumped = value.model_dump(mode="json")
-        return dumped if reveal else mask(dumped, value)
+        if reveal:  # JSON mode would print every SecretStr as '**********'
+            return _plain(value.model_dump(mode="python"), reveal=True)
+        return mask(value.model_dump(mode="json"), value)
     if isinstance(value, SecretStr):
         return value.get_secret_value() if reveal else MASK
     if isinstance(value, dict):
