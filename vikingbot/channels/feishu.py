@@ -312,10 +312,10 @@ class FeishuChannel(Channel):
         )
         what = f"send to {msg.chat_id}"
         try:
-            response = await asyncio.wait_for(
-                self._client.im.v1.message.acreate(request.build()),
-                timeout=self.feishu.send_timeout_s,
-            )
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel
+            # that comes as the send finishes (a stopping gateway's cancel is lost)
+            async with asyncio.timeout(self.feishu.send_timeout_s):
+                response = await self._client.im.v1.message.acreate(request.build())
         except _sdk_errors() as exc:
             raise _convert(exc, what) from exc
         if not response.success():
