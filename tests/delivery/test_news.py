@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from vikingbot.delivery.news import news_form
@@ -41,6 +41,8 @@ def test_a_stray_angle_bracket_is_text() -> None:
 
 
 @given(st.text())
+@example("-\r0")  # a list mark before a carriage return
+@example("*-* 0\n-\n1")  # a list mark that markup hid; a line that is only a mark
 def test_total_and_stable(text: str) -> None:
     once = news_form(text)
     assert news_form(once) == once  # folding twice changes nothing

@@ -14,10 +14,16 @@ __all__ = ["news_form"]
 
 # an HTML tag (bounded, so a stray "<" costs nothing) or a run of Markdown marks
 _MARKUP = re.compile(r"</?[A-Za-z][^<>\n]{0,200}>|[*_`~#>|]+")
-_LIST_MARK = re.compile(r"^[ \t]*(?:[-+*]|\d{1,9}[.)])[ \t]+", re.MULTILINE)
+# the list marks a line starts with ("- ", "1. ", "- 1) "), or a line that is only one
+_LIST_MARKS = re.compile(r"\s*(?:(?:[-+*]|\d{1,9}[.)])(?:\s+|\Z))+")
 
 
 def news_form(text: str) -> str:
-    """``text`` with markup removed, whitespace collapsed and case folded."""
-    text = _LIST_MARK.sub(" ", text)
-    return " ".join(_MARKUP.sub("", text).split()).casefold()
+    """``text`` with markup removed, whitespace collapsed and case folded.
+
+    Folding its own result changes nothing: markup goes first (so ``*-* x`` is the list
+    item ``- x``), then every list mark a line starts with (lines as ``str.splitlines``
+    breaks them, so a ``\\r`` ends a line here as it does for ``split``)."""
+    lines = _MARKUP.sub("", text).splitlines()
+    bare = (line[m.end() :] if (m := _LIST_MARKS.match(line)) else line for line in lines)
+    return " ".join(" ".join(bare).split()).casefold()
