@@ -171,7 +171,7 @@ def _deliver_to(console: Console) -> Any:
 def _local_deliver(rt: Runtime, key: SessionKey, console: Console) -> Any:
     """The turn's deliverer: this chat's messages are printed, other targets go to
     delivery (no channels run here, so they wait in the inbox)."""
-    from vikingbot.delivery.adapter import ChatDelivery
+    from vikingbot.delivery.adapter import TurnDelivery
 
     async def to_terminal(text: str) -> Any:
         from rich.markdown import Markdown
@@ -180,7 +180,7 @@ def _local_deliver(rt: Runtime, key: SessionKey, console: Console) -> Any:
         console.print(Panel(Markdown(text), title="message", border_style="cyan"))
         return "delivered"
 
-    return ChatDelivery(rt.delivery, session=key, sink=to_terminal)
+    return TurnDelivery.for_chat(rt.delivery, key, sink=to_terminal)
 
 
 def _say_unread(console: Console, unread: int) -> None:

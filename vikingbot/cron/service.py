@@ -345,7 +345,7 @@ class CronService:
             # the message tool sends through delivery: the agent's targets are checked there
             deliver = TurnDelivery(
                 self.delivery,
-                default_target=target,
+                target=target,
                 run_id=run_id,
                 source=f"cron:{job.name}",
                 sessions=chats,

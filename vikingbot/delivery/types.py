@@ -10,6 +10,11 @@ from vikingbot.tools.base import DeliveryStatus
 
 DestinationKind = Literal["chat", "inbox", "prompt"]
 
+SendStatus = Literal["delivered", "inboxed", "failed", "silent", "refused", "repeat"]
+"""What became of one send, for the heartbeat's ledger: a :data:`DeliveryStatus`, or
+``silent`` (the target says so), ``refused`` (the target was refused; the owner got it)
+or ``repeat`` (every destination had this news within the repeat window)."""
+
 
 @dataclass(frozen=True)
 class Destination:
@@ -110,6 +115,20 @@ class DeliveryReport:
         if self.skipped is not None:
             return "delivered"
         return "failed"
+
+    @property
+    def sent(self) -> SendStatus | None:
+        """What became of it, with the skips and a refusal told apart (:data:`SendStatus`);
+        None when nothing was left to send (the text was empty after the tokens)."""
+        if self.skipped == "empty":
+            return None
+        if self.skipped == "silent":
+            return "silent"
+        if self.skipped == "repeat":
+            return "repeat"
+        if self.refused and self.status != "failed":
+            return "refused"
+        return self.status
 
 
 @dataclass(frozen=True)

@@ -321,7 +321,7 @@ def dashboard_routes(
     """The web dashboard (/ui), from the gateway's own parts; its actions go through
     the same ``ControlOps`` as the control API."""
     from vikingbot.dashboard import DashboardParts, dashboard_routes
-    from vikingbot.delivery.adapter import ChatDelivery
+    from vikingbot.delivery.adapter import TurnDelivery
     from vikingbot.delivery.inbox import Inbox
     from vikingbot.gateway.lock import SECRET_FILE, run_dir
     from vikingbot.skills.discover import user_dir
@@ -335,7 +335,7 @@ def dashboard_routes(
             await asyncio.to_thread(add, source=f"message:{key.chat_id}")
             return "inboxed"
 
-        deliver = ChatDelivery(core.delivery, session=key, sink=to_slot)
+        deliver = TurnDelivery.for_chat(core.delivery, key, sink=to_slot)
         return await core.agent().run_turn(prompt, key, meta, deliver=deliver)
 
     parts = DashboardParts(

@@ -18,7 +18,7 @@ from loguru import logger
 
 from vikingbot.agent.dispatch import run_turn_text, turn_json
 from vikingbot.channels.inbound import apology, gave_up
-from vikingbot.delivery.adapter import ChatDelivery, TurnDelivery
+from vikingbot.delivery.adapter import TurnDelivery
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.errors import StoreError
 from vikingbot.session.types import SessionKey
@@ -111,7 +111,7 @@ class Dispatcher:
         # a kept message (channels/inbound.py) has a run id of its own: answering it again
         # after a crash reuses the replies' dedupe keys, and the outbox sends a key once
         run_id = msg.metadata.get("run_id") or f"chat-{uuid.uuid4().hex}"
-        deliver = ChatDelivery(self.delivery, session=key, thread=msg.thread, run_id=run_id)
+        deliver = TurnDelivery.for_chat(self.delivery, key, thread=msg.thread, run_id=run_id)
         tries = gave_up(msg)
         if tries is not None:  # it stopped the bot again and again: do not run it again
             await deliver(apology(msg, tries))
@@ -148,7 +148,7 @@ class Dispatcher:
             messages.append(text)
             return "delivered"
 
-        deliver = ChatDelivery(self.delivery, session=key, sink=to_terminal)
+        deliver = TurnDelivery.for_chat(self.delivery, key, sink=to_terminal)
         result = await self.agent().run_turn(text, key, {"sender": "cli"}, deliver=deliver)
         return {**turn_json(key, result), "messages": messages}
 
@@ -179,7 +179,7 @@ class Dispatcher:
         problem = self.agent_problem()
         run_id = f"dash-{item_id}"
         deliver = TurnDelivery(
-            self.delivery, default_target=f"dashboard:{slot}", run_id=run_id, source="dashboard"
+            self.delivery, target=f"dashboard:{slot}", run_id=run_id, source="dashboard"
         )
         meta = {"unattended": True, "run_id": run_id, "actor": "dashboard"}
         out = await run_turn_text(

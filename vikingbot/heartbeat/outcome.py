@@ -29,6 +29,7 @@ from datetime import date, datetime, timedelta
 from typing import Literal
 
 from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.delivery.types import SendStatus
 from vikingbot.heartbeat.rewrite import Complete, Delete, Move, Park, Unpark
 from vikingbot.heartbeat.types import (
     Entry,
@@ -44,7 +45,6 @@ from vikingbot.replies import is_noop, strip_tokens, wants_keep
 
 TurnEnd = Literal["reply", "failed", "timeout", "provider-down"]
 ReplyKind = Literal["noop", "kept", "result"]
-SendStatus = Literal["delivered", "inboxed", "failed", "silent", "refused", "repeat"]
 
 
 @dataclass(frozen=True)

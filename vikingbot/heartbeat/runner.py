@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot.delivery.types import SendStatus
 from vikingbot.heartbeat.claims import Fence, Hold, Renewals
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.heartbeat.outage import (
@@ -32,7 +33,6 @@ from vikingbot.heartbeat.outage import (
 from vikingbot.heartbeat.outcome import (
     CheckFacts,
     Ctx,
-    SendStatus,
     Settlement,
     TurnFacts,
     fresh_state,

@@ -2,7 +2,7 @@
 
 ``make_turn`` builds the prompt (the fixed checklist text, or the entry's task
 with the checker's context), calls the agent with a timeout, and records what
-delivery made of every send (``Sender``), so ``outcome.settle`` can name the
+delivery made of every send (``delivery.adapter.TurnDelivery``), so ``outcome.settle`` can name the
 outcome honestly (delivered, inboxed, refused, silent). Provider outages are
 told apart from failures here: a ``ProviderUnavailable`` raised, or a turn that
 ended on one (``TurnResult.provider_down``), is ``provider-down``.
@@ -24,15 +24,16 @@ from loguru import logger
 
 from vikingbot.agentio import Lane
 from vikingbot.config.schema import Config
+from vikingbot.delivery.adapter import TurnDelivery
 from vikingbot.errors import ProviderUnavailable, VikingbotError
-from vikingbot.heartbeat.outcome import SendStatus, TurnFacts, needs_reply_delivery, reply_kind
+from vikingbot.heartbeat.outcome import TurnFacts, needs_reply_delivery, reply_kind
 from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.prompts import checklist_prompt, task_prompt, task_state
 from vikingbot.heartbeat.types import Entry, EntryState, Unit
 from vikingbot.session.types import SessionKey, SessionMeta
 from vikingbot.skills.discover import catalog, user_dir
 from vikingbot.skills.prompt import skill_text
-from vikingbot.tools.base import Deliver, DeliveryStatus
+from vikingbot.tools.base import Deliver
 
 
 def heartbeat_session_key(workspace: str) -> SessionKey:
@@ -97,8 +98,19 @@ async def make_turn(
     entry = unit.entry
     stable = run_id is not None
     run_id = run_id or f"hb-{cycle_id}-{uuid.uuid4().hex[:8]}"
-    sender = Sender(
-        parts, workspace, run_id, unit, entry, eligible, cfg.target, stable=stable, fence=fence
+    target = (entry.deliver if entry is not None and entry.deliver else None) or cfg.target
+    sessions = eligible
+    if unit.session is not None:  # fan-out: this session only
+        target, sessions = "last", [unit.session]
+    deliver = TurnDelivery(
+        parts.delivery,
+        source=f"heartbeat:{workspace}",
+        target=target,
+        sessions=sessions,
+        run_id=run_id,
+        stable_keys=stable,
+        fence=fence,
+        repeat_within_s=cfg.repeat_window,
     )
     cap = cfg.max_file_bytes
     prompt = (
@@ -124,19 +136,19 @@ async def make_turn(
         metadata["provider"] = provider
     if model:
         metadata["model"] = model
-    facts = await call_agent(parts, workspace, prompt, metadata, sender.for_tool)
+    facts = await call_agent(parts, workspace, prompt, metadata, deliver)
     if facts.ended != "reply":
-        return replace(facts, sends=tuple(sender.sends))
+        return replace(facts, sends=tuple(deliver.sends))
     kind = reply_kind(
         facts.reply,
         turn_limit=facts.turn_limit,
         unit=unit,
         ack_max_chars=cfg.ack_max_chars,
     )
-    facts = replace(facts, sends=tuple(sender.sends))
+    facts = replace(facts, sends=tuple(deliver.sends))
     if needs_reply_delivery(facts, kind):
-        await sender.send(facts.reply or "")  # a result without the message tool still arrives
-    return replace(facts, sends=tuple(sender.sends))
+        await deliver(facts.reply or "")  # a result without the message tool still arrives
+    return replace(facts, sends=tuple(deliver.sends))
 
 
 async def _skill(parts: HeartbeatParts, workspace: Path, name: str) -> str:
@@ -202,73 +214,3 @@ async def call_agent(
         wrote=result.wrote,
         tools_run=tuple(result.tools_run),
     )
-
-
-class Sender:
-    """Delivery for one turn: the message tool's sends and the plain reply, recorded."""
-
-    def __init__(
-        self,
-        parts: HeartbeatParts,
-        workspace: str,
-        run_id: str,
-        unit: Unit,
-        entry: Entry | None,
-        eligible: list[SessionMeta],
-        default_target: str,
-        *,
-        stable: bool = False,
-        fence: Callable[[str], Awaitable[None]] | None = None,
-    ) -> None:
-        self.parts = parts
-        self.stable = stable
-        self.fence = fence
-        self._texts: dict[str, int] = {}
-        self.workspace = workspace
-        self.run_id = run_id
-        self.target = (
-            entry.deliver if entry is not None and entry.deliver else None
-        ) or default_target
-        self.sessions = eligible
-        if unit.session is not None:  # fan-out: this session only
-            self.target, self.sessions = "last", [unit.session]
-        self.sends: list[SendStatus] = []
-
-    def _key(self, text: str, explicit: str | None) -> str:
-        if not self.stable:
-            return f"{self.run_id}:{len(self.sends) + 1}"
-        what = hashlib.sha256(f"{explicit or ''}\n{text}".encode()).hexdigest()[:16]
-        seen = self._texts[what] = self._texts.get(what, 0) + 1
-        return f"{self.run_id}:{what}:{seen}"
-
-    async def send(self, text: str, explicit: str | None = None) -> SendStatus:
-        if self.fence is not None:
-            await self.fence("deliver its result")
-        report = await self.parts.delivery.deliver(
-            text,
-            explicit or self.target,
-            sessions=self.sessions,
-            dedupe_key=self._key(text, explicit),
-            source=f"heartbeat:{self.workspace}",
-            repeat_within_s=self.parts.config.bot.heartbeat.repeat_window,
-        )
-        status: SendStatus
-        if report.skipped == "empty":
-            return "silent"  # nothing left after stripping the tokens: not a send
-        if report.skipped in ("silent", "repeat"):  # ledger and log only
-            status = "silent" if report.skipped == "silent" else "repeat"
-        elif report.refused and report.status != "failed":
-            status = "refused"  # the tag's target was refused; the owner got it instead
-        else:
-            status = report.status
-        self.sends.append(status)
-        return status
-
-    async def for_tool(self, text: str, target: str | None = None) -> DeliveryStatus:
-        """The message tool's ``Deliver``: what delivery made of the text."""
-        status = await self.send(text, target)
-        if status in ("delivered", "inboxed", "failed"):
-            return status  # type: ignore[return-value]
-        # silent (the user asked for silence), refused-then-owner, or a repeat (the user
-        # has this news already)
-        return "delivered"
