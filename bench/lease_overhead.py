@@ -5,7 +5,7 @@ workspace; every 100th HEARTBEAT.md holds a task, so each cycle runs 100 units
 (checklist turns) and plans 9,900 quiet workspaces. One heartbeat claims every
 unit in the state store before its turn and releases it after (the production
 wiring: ``Leases`` on the home's SQLite database); the other has no claims
-(``HeartbeatParts.leases = None``), everything else the same.
+(``compose.heartbeat(claims=False)``), everything else the same.
 
 Cycles alternate between the two in one process (the order flips every round,
 so a machine getting busier does not favour either), on clocks that move one
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import random
 import statistics
 import sys
@@ -42,7 +41,6 @@ from _heartbeat_setup import BENCH_CONFIG, WritingAgent, build_home, make_runtim
 from loguru import logger
 
 from vikingbot.clock import FakeClock
-from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.session.types import Message, SessionKey
 
 TARGET = 0.05
@@ -54,10 +52,7 @@ class Side:
         self.clock = FakeClock(NOW)
         self.rt = make_runtime(home, self.clock, BENCH_CONFIG)
         self.agent = WritingAgent(self.rt)
-        svc = self.rt.heartbeat(agent=self.agent)  # type: ignore[arg-type]
-        if not claims:
-            svc = HeartbeatService(dataclasses.replace(svc.parts, leases=None))
-        self.svc = svc
+        self.svc = self.rt.heartbeat(agent=self.agent, claims=claims)  # type: ignore[arg-type]
         self.claims = claims
         self.keys = keys
         self.rnd = random.Random(seed)
@@ -94,7 +89,7 @@ NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 
 def claim_round_trip(side: Side, n: int = 200) -> float:
     """Median seconds of one claim + release on the home's database (what a unit adds)."""
-    leases = side.svc.parts.leases
+    leases = side.svc.leases
     assert leases is not None
     times = []
     for i in range(n):

@@ -143,6 +143,8 @@ class Runtime:
         metrics: Metrics | None = None,
         agent: AgentLoop | None = None,
         leases: Leases | None = None,
+        claims: bool = True,
+        owner: str | None = None,
     ) -> HeartbeatService:
         """The heartbeat, built by the gateway's composition root from this home's parts
         (it never sees the runtime), so the CLI's local runs are wired like the gateway's.
@@ -152,7 +154,14 @@ class Runtime:
         """
         from vikingbot.gateway import compose
 
-        return compose.heartbeat(compose.Core.of(self), metrics=metrics, agent=agent, leases=leases)
+        return compose.heartbeat(
+            compose.Core.of(self),
+            metrics=metrics,
+            agent=agent,
+            leases=leases,
+            claims=claims,
+            owner=owner,
+        )
 
     def reconfigure(self, config: Config) -> None:
         """Apply a reloaded config to the parts that read it at run time."""

@@ -4,7 +4,6 @@ so the units it cannot get to are left to the other gateways; on SQLite and Post
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -79,8 +78,7 @@ def _gateway(
         return True
 
     rt.delivery.connect(record)
-    svc = rt.heartbeat(agent=agent)  # type: ignore[arg-type]
-    return rt, HeartbeatService(dataclasses.replace(svc.parts, owner=name))
+    return rt, rt.heartbeat(agent=agent, owner=name)  # type: ignore[arg-type]
 
 
 async def test_a_gateway_busy_with_its_one_slot_leaves_the_other_units_to_another(

@@ -10,7 +10,6 @@ heartbeats ("gateways", each its own engine) and with threads hammering one row.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -99,8 +98,7 @@ def _gateway(
         return True
 
     rt.delivery.connect(sent)
-    svc = rt.heartbeat(agent=agent)  # type: ignore[arg-type]
-    return rt, HeartbeatService(dataclasses.replace(svc.parts, owner=owner))
+    return rt, rt.heartbeat(agent=agent, owner=owner)  # type: ignore[arg-type]
 
 
 def _stored(db: SharedDb, name: str) -> Any:

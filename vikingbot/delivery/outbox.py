@@ -435,5 +435,20 @@ class Outbox:
         with db_errors("read the outbox"), self._store.engine.connect() as conn:
             return [str(t) for t in conn.scalars(query)]
 
+    def texts_of_run(self, run_id: str) -> list[str]:
+        """The texts written under a run's keys (``<run_id>:...``), oldest first."""
+        from sqlalchemy import select
+
+        from vikingbot.store.tables import outbox
+
+        c = outbox.c
+        query = (
+            select(c.text)
+            .where(c.dedupe_key.startswith(run_id + ":", autoescape=True))
+            .order_by(c.id)
+        )
+        with db_errors("read the outbox"), self._store.engine.connect() as conn:
+            return [str(t) for t in conn.scalars(query)]
+
     def pending(self, limit: int = 1000) -> list[OutboxRow]:
         return self.rows(PENDING, limit)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
+    from vikingbot.agent.types import AgentLoop, Readiness, TurnResult, TurnRunner
     from vikingbot.bus import MessageBus
     from vikingbot.channels.base import Spawn
     from vikingbot.channels.manager import ChannelManager
@@ -177,28 +177,50 @@ def heartbeat(
     core: Core,
     *,
     metrics: Metrics | None = None,
-    agent: AgentLoop | None = None,
+    agent: TurnRunner | None = None,
     leases: Leases | None = None,
+    claims: bool = True,
+    owner: str | None = None,
 ) -> HeartbeatService:
-    """The heartbeat from its parts; units are claimed in the state store (``leases``)."""
-    from vikingbot.heartbeat.parts import HeartbeatParts
+    """The heartbeat from its parts; units are claimed in the state store (``leases``,
+    as ``owner``: this host and process by default; ``claims=False``: no claims)."""
+    from vikingbot.heartbeat.checkers import run_check
     from vikingbot.heartbeat.service import HeartbeatService
+    from vikingbot.heartbeat.turn import Turns
+    from vikingbot.skills.discover import user_dir
     from vikingbot.store.leases import Leases
 
-    parts = HeartbeatParts(
-        settings=core.config,
+    delivery = core.delivery
+    skills = user_dir(core.paths.home)
+    turns = Turns(
+        core.config,
+        agent=agent if agent is not None else LazyAgent(core.agent),
+        delivery=delivery,
+        reset=core.sessions.reset,
+        user_skills=skills,
+    )
+
+    async def send_notice(text: str, key: str) -> Any:
+        return await delivery.deliver(text, "owner", dedupe_key=key, source="heartbeat:notice")
+
+    if claims and leases is None:
+        leases = Leases(core.store, core.clock)
+    return HeartbeatService(
+        core.config,
         store=core.store,
         sessions=core.sessions,
-        workspaces=core.workspaces,
-        agent=(lambda: agent) if agent is not None else core.agent,
-        delivery=core.delivery,
         clock=core.clock,
-        paths=core.paths,
-        environ=core.environ,
+        workspace_root=core.paths.workspace_root,
+        user_skills=skills,
+        turns=turns,
+        check=functools.partial(
+            run_check, state_dir=core.paths.data_dir / "checkers", environ=core.environ
+        ),
+        send_notice=send_notice,
+        leases=leases if claims else None,
+        owner=owner,
         metrics=metrics,
-        leases=leases if leases is not None else Leases(core.store, core.clock),
     )
-    return HeartbeatService(parts)
 
 
 def cron(core: Core, owner: str | None) -> CronService:

@@ -45,7 +45,7 @@ async def heartbeat_run_now(
 def _fix_context(svc: HeartbeatService) -> Any:
     from vikingbot.heartbeat.reasons import FixContext
 
-    return FixContext(svc.parts.paths.workspace_root, svc.cfg.stale_after)
+    return FixContext(svc.workspace_root, svc.cfg.stale_after)
 
 
 def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, Any]:
@@ -66,7 +66,7 @@ def _model_of(svc: HeartbeatService, d: Any) -> str | None:
     """``provider / model`` a unit would run with (None for a decision without a unit)."""
     from vikingbot.heartbeat.turn import shown_model
 
-    return shown_model(svc.parts.config, d.unit.entry) if d.unit is not None else None
+    return shown_model(svc.settings(), d.unit.entry) if d.unit is not None else None
 
 
 def decision_json(d: Any, detail: str | None = None, model: str | None = None) -> dict[str, Any]:

@@ -12,7 +12,7 @@ units: recycle the dedicated heartbeat session, stop a workspace over budget.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
 from pathlib import Path
@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot.clock import Clock
+from vikingbot.config.schema import CheckerConfig, Config, HeartbeatConfig
 from vikingbot.delivery.types import SendStatus
 from vikingbot.heartbeat.claims import Fence, Hold, Renewals
 from vikingbot.heartbeat.notices import Notifier
@@ -41,12 +43,11 @@ from vikingbot.heartbeat.outcome import (
     settle_missed,
     unpark_moves,
 )
-from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, is_parked, session_skip
 from vikingbot.heartbeat.report import CycleReport, budget_text
 from vikingbot.heartbeat.rewrite import Move, RewriteReport
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
-from vikingbot.heartbeat.turn import heartbeat_session_key, make_turn, run_identity
+from vikingbot.heartbeat.turn import Turns, run_identity
 from vikingbot.heartbeat.types import (
     Decision,
     Entry,
@@ -60,7 +61,7 @@ from vikingbot.session.types import SessionMeta
 from vikingbot.store.leases import Claim, Held, LeaseLost, Leases
 
 if TYPE_CHECKING:
-    pass
+    from vikingbot.metrics import Metrics
 
 
 def unit_key(workspace: str, unit: Unit, after: str = "first") -> str:
@@ -107,20 +108,46 @@ class Cycle:
     tz: Any
 
 
+Check = Callable[[str, str | None, Mapping[str, CheckerConfig]], Awaitable[Any]]
+"""Run the checker configured as the name for the scope (``checkers.run_check`` with the
+home's checker state folder and environment)."""
+
+
 class UnitRunner:
-    def __init__(self, parts: HeartbeatParts, cycle: Cycle) -> None:
-        self.parts = parts
+    """One cycle's units, from what they use: the settings, the clock, the workspaces'
+    folder, the turns, the checkers, the claims (``leases``, as ``owner``), metrics."""
+
+    def __init__(
+        self,
+        cycle: Cycle,
+        *,
+        settings: Callable[[], Config],
+        clock: Clock,
+        workspace_root: Path,
+        turns: Turns,
+        check: Check,
+        leases: Leases | None,
+        owner: str,
+        metrics: Metrics | None,
+    ) -> None:
         self.cycle = cycle
         self.report = cycle.report
-        self.cfg = parts.config.bot.heartbeat
+        self.settings = settings
+        self.clock = clock
+        self.workspace_root = workspace_root
+        self.turns = turns
+        self.check = check
+        self.leases = leases
+        self.owner = owner
+        self.metrics = metrics
+        self.cfg = settings().bot.heartbeat
         self.now = cycle.report.started_at  # the cycle's time keeps every entry on the rhythm
-        leases = parts.leases
         self.renewals = Renewals(leases, self._lease_s()) if leases is not None else None
 
     # ------------------------------------------------------------ workspace
 
     async def run_workspace(self, wsin: WorkspaceInput, todo: list[Decision]) -> None:
-        path = self.parts.paths.workspace_root / wsin.name
+        path = self.workspace_root / wsin.name
         eligible = [
             m for m in wsin.sessions if session_skip(m, self.now, self.cfg.stale_after) is None
         ]
@@ -146,13 +173,13 @@ class UnitRunner:
         w = written[wsin.name]
         copy_into(wsin.state, w.state)
         if w.recycled:  # the count is back to 0 and this gateway alone starts the new one
-            await asyncio.to_thread(self.parts.sessions.reset, heartbeat_session_key(wsin.name))
+            await self.turns.reset_session(wsin.name)
             logger.bind(workspace=wsin.name).info("heartbeat session recycled")
 
     def _should_recycle(self, prompts: int, ran: list[LedgerRow]) -> bool:
         if prompts >= self.cfg.session_max_prompts:
             return True
-        window = self.parts.config.bot.agents.context_window
+        window = self.settings().bot.agents.context_window
         last = ran[-1]
         if last.model_calls:
             return last.tokens_in / last.model_calls > self.cfg.session_context_ratio * window
@@ -183,15 +210,15 @@ class UnitRunner:
                 await self._release(claim, used=False)
         if held is not None:  # only the ledger row: the holder writes the unit's state
             busy = replace(row, decision="skip", reason="busy", error=held)
-            if self.parts.metrics:
-                self.parts.metrics.heartbeat_skips.labels("busy").inc()
+            if self.metrics:
+                self.metrics.heartbeat_skips.labels("busy").inc()
             if self.cycle.keep_row(busy):
                 await asyncio.to_thread(self.cycle.state.record, [busy])
             self.report.rows.append(busy)
             return busy
         done: LedgerRow | None = None
         hold = Hold(claim) if claim is not None else None
-        fence = Fence(self.parts.leases, claim, self._lease_s())
+        fence = Fence(self.leases, claim, self._lease_s())
         if self.renewals is not None:
             self.renewals.hold(fence)
         try:
@@ -217,7 +244,7 @@ class UnitRunner:
         fence: Fence,
         hold: Hold | None = None,
     ) -> LedgerRow:
-        waiting = self.cycle.health.waiting(self.parts.clock.now())
+        waiting = self.cycle.health.waiting(self.clock.now())
         if waiting is not None:  # another unit of this cycle found the provider down
             return await self._commit_skip(
                 wsin,
@@ -276,7 +303,7 @@ class UnitRunner:
     # ------------------------------------------------------------ claims
 
     def _lease_s(self) -> float:
-        return self.parts.config.bot.gateway.lease_s
+        return self.settings().bot.gateway.lease_s
 
     def _after(self, wsin: WorkspaceInput, unit: Unit) -> str:
         """The run a unit follows, as its claim key says it (``unit_key``)."""
@@ -293,10 +320,10 @@ class UnitRunner:
         """(the claim, or None and why the unit is someone else's). The claim lasts
         ``bot.gateway.lease_s`` and is renewed while the unit runs (``Renewals``), so
         a dead gateway's unit moves on after about that long."""
-        leases = self.parts.leases
+        leases = self.leases
         if leases is None:
             return None, None
-        got = await asyncio.to_thread(leases.claim, key, self.parts.owner, self._lease_s())
+        got = await asyncio.to_thread(leases.claim, key, self.owner, self._lease_s())
         if isinstance(got, Held):
             return None, "this unit already ran" if got.done else f"held by {got.holder}"
         return got, None
@@ -331,9 +358,7 @@ class UnitRunner:
     def _rechecks(self, unit: Unit) -> bool:
         """Whether a claimed unit is read again before it runs (``_ran_meanwhile``)."""
         return (
-            unit.entry is not None
-            and self.parts.leases is not None
-            and (self.cycle.trigger != "manual")
+            unit.entry is not None and self.leases is not None and (self.cycle.trigger != "manual")
         )
 
     def _read_again(self, workspace: str, ident: str, path: Path) -> tuple[bool, EntryState | None]:
@@ -347,7 +372,7 @@ class UnitRunner:
         return parsed.find(ident) is not None
 
     async def _release(self, claim: Claim | None, *, used: bool) -> None:
-        leases = self.parts.leases
+        leases = self.leases
         if leases is None or claim is None:
             return
         try:
@@ -373,7 +398,7 @@ class UnitRunner:
         hold: Hold | None = None,
     ) -> LedgerRow:
         await self._apply_moves(wsin.name, moves)
-        metrics = self.parts.metrics
+        metrics = self.metrics
         if metrics:
             metrics.heartbeat_skips.labels(row.reason).inc()
         change = WorkspaceChange(wsin.name, decision="skip", reason=row.reason, decided_at=self.now)
@@ -394,7 +419,7 @@ class UnitRunner:
         """The unit's ledger row and what it changes in its workspace's row, and the
         end of its claim, in one transaction (when the claims live in the same
         database as the state). ``ws`` becomes the row as written."""
-        leases, state = self.parts.leases, self.cycle.state
+        leases, state = self.leases, self.cycle.state
         end = None
         if hold is not None and leases is not None and leases.store is state.store:
             end = hold.end_in(leases, _uses_slot(row))
@@ -481,7 +506,7 @@ class UnitRunner:
         from vikingbot.heartbeat.rewrite import apply_moves
 
         log = logger.bind(workspace=workspace)
-        path = self.parts.paths.workspace_root / workspace / "HEARTBEAT.md"
+        path = self.workspace_root / workspace / "HEARTBEAT.md"
         try:
             rep = await asyncio.to_thread(apply_moves, path, list(moves))
             log.info("HEARTBEAT.md: {}", describe_rewrite(rep))
@@ -491,7 +516,7 @@ class UnitRunner:
     async def _provider_news(self, row: LedgerRow) -> None:
         health, notifier = self.cycle.health, self.cycle.notifier
         if row.outcome == "provider-down":
-            health.failed(self.parts.clock.now(), row.error)
+            health.failed(self.clock.now(), row.error)
             await notifier.tell(
                 NOTICE_WORKSPACE, PROVIDER_KEY, down_text(row.error), kind="provider"
             )
@@ -501,7 +526,7 @@ class UnitRunner:
                 await notifier.announce(NOTICE_WORKSPACE, BACK_TEXT)
 
     def _count(self, row: LedgerRow) -> None:
-        m = self.parts.metrics
+        m = self.metrics
         if m:
             m.heartbeat_runs.labels(row.outcome or "unknown").inc()
             m.model_calls.labels("heartbeat").inc(row.model_calls)
@@ -513,17 +538,9 @@ class UnitRunner:
         )
 
     async def _check(self, entry: Entry) -> Any:
-        from vikingbot.heartbeat.checkers import run_check
-
         assert entry.only_if is not None
         name, scope = entry.only_if
-        return await run_check(
-            name,
-            scope,
-            self.cfg.checkers,
-            state_dir=self.parts.paths.data_dir / "checkers",
-            environ=self.parts.environ,
-        )
+        return await self.check(name, scope, self.cfg.checkers)
 
     # ------------------------------------------------------------ the turn
 
@@ -543,8 +560,7 @@ class UnitRunner:
             tasks = tuple(
                 e for e in wsin.parsed.tasks if not is_parked(e, wsin.entries.get(e.ident))
             )
-        return await make_turn(
-            self.parts,
+        return await self.turns.make(
             self.report.cycle_id,
             wsin.name,
             unit,
@@ -567,22 +583,7 @@ class UnitRunner:
         """
         if fence.claim is None or fence.claim.fence == 1 or run_id is None:
             return None
-        from sqlalchemy import select
-
-        from vikingbot.store.tables import outbox
-
-        base = run_id
-
-        def prior() -> list[str]:
-            with self.parts.store.engine.connect() as conn:
-                rows = conn.execute(
-                    select(outbox.c.text)
-                    .where(outbox.c.dedupe_key.startswith(base + ":", autoescape=True))
-                    .order_by(outbox.c.id)
-                )
-                return [r.text for r in rows]
-
-        texts = await asyncio.to_thread(prior)
+        texts = await asyncio.to_thread(self.turns.delivered_before, run_id)
         if not texts:
             return None
         logger.info(
@@ -631,7 +632,8 @@ def drop_dead_marks(
 
 
 def settle_owed(
-    parts: HeartbeatParts,
+    cfg: HeartbeatConfig,
+    workspace_root: Path,
     state: HeartbeatState,
     owed: list[tuple[WorkspaceInput, EntryState]],
     today: date,
@@ -639,7 +641,6 @@ def settle_owed(
     """Write the moves a dead gateway recorded but did not make (``drop_dead_marks``)."""
     from vikingbot.heartbeat.rewrite import Complete, Delete, apply_moves
 
-    cfg = parts.config.bot.heartbeat
     for wsin, st in owed:
         parsed = wsin.parsed
         entry = parsed.find(st.entry) if parsed is not None else None
@@ -649,7 +650,7 @@ def settle_owed(
                 if cfg.on_complete == "delete"
                 else Complete(entry.ident, today, expect=entry.raw)
             )
-            path = parts.paths.workspace_root / wsin.name / "HEARTBEAT.md"
+            path = workspace_root / wsin.name / "HEARTBEAT.md"
             try:
                 rep = apply_moves(path, [move])
                 logger.bind(workspace=wsin.name).info(

@@ -20,18 +20,18 @@ from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.config.schema import Config, HeartbeatConfig
 from vikingbot.heartbeat.index import HeartbeatIndex
 from vikingbot.heartbeat.planner import Decision, WorkspaceInput
 from vikingbot.heartbeat.skills import names_skills, with_skill_problems
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceState
 from vikingbot.heartbeat.types import ParseResult
-from vikingbot.session.store import SYSTEM_TYPES
+from vikingbot.session.store import SYSTEM_TYPES, SessionStore
 from vikingbot.session.types import SessionKey, SessionMeta
-from vikingbot.skills.discover import catalog, user_dir
+from vikingbot.skills.discover import catalog
 
 if TYPE_CHECKING:
-    from vikingbot.heartbeat.parts import HeartbeatParts
+    from vikingbot.clock import Clock
 
 IGNORED_SESSION_TYPES = SYSTEM_TYPES
 # Skips that depend only on the sessions and the file, never on the clock's cadence.
@@ -47,12 +47,23 @@ def is_quiet(decisions: list[Decision]) -> bool:
 
 class Scanner:
     def __init__(
-        self, rt: HeartbeatParts, state: Callable[[], HeartbeatState], busy: set[str]
+        self,
+        settings: Callable[[], Config],
+        *,
+        clock: Clock,
+        sessions: SessionStore,
+        workspace_root: Path,
+        user_skills: Path,
+        state: Callable[[], HeartbeatState],
+        busy: set[str],
     ) -> None:
-        self.rt = rt
+        self.settings = settings
+        self.clock = clock
+        self.workspace_root = workspace_root
+        self.user_skills = user_skills
         self._state = state
         self.busy = busy  # shared with the service: workspaces whose cycle is running
-        self.index = HeartbeatIndex(rt.sessions, rt.paths.workspace_root)
+        self.index = HeartbeatIndex(sessions, workspace_root)
         # quiet workspaces -> their kept decisions (the service's scheduled cycles fill
         # it, one at a time)
         self.quiet: dict[str, list[Decision]] = {}
@@ -65,10 +76,10 @@ class Scanner:
 
     @property
     def cfg(self) -> HeartbeatConfig:
-        return self.rt.config.bot.heartbeat
+        return self.settings().bot.heartbeat
 
     def now(self) -> datetime:
-        return self.rt.clock.now()
+        return self.clock.now()
 
     def read_file(self, path: Path | str) -> ParseResult:
         """HEARTBEAT.md parsed (the parser re-reads it only when it changed)."""
@@ -78,7 +89,7 @@ class Scanner:
 
     def workspace_id(self, path: Path) -> str:
         try:
-            return path.relative_to(self.rt.paths.workspace_root).as_posix()
+            return path.relative_to(self.workspace_root).as_posix()
         except ValueError:
             return path.name
 
@@ -86,14 +97,14 @@ class Scanner:
         """Workspace name of a session (pure: no file system access)."""
         from vikingbot.workspace.manager import checked_name
 
-        return checked_name(key, self.rt.config.bot.sandbox.mode)
+        return checked_name(key, self.settings().bot.sandbox.mode)
 
     def workspace_path(self, name: str) -> Path:
-        return self.rt.paths.workspace_root / name
+        return self.workspace_root / name
 
     def skill_names(self, name: str) -> list[str]:
         """The skills workspace ``name`` sees (its own and the user's)."""
-        found = catalog(workspace=self.workspace_path(name), user=user_dir(self.rt.paths.home))
+        found = catalog(workspace=self.workspace_path(name), user=self.user_skills)
         return found.names
 
     # ------------------------------------------------------------ the index
@@ -113,7 +124,7 @@ class Scanner:
         cfg = self.cfg
         self.index.safety_pass_s = cfg.safety_pass_s
         changed = self.index.refresh(
-            self.now(), self.rt.config.bot.sandbox.mode, cfg.stale_after, cfg.max_file_bytes
+            self.now(), self.settings().bot.sandbox.mode, cfg.stale_after, cfg.max_file_bytes
         )
         if changed is None:
             self._pending = None
@@ -181,7 +192,7 @@ class Scanner:
             return {only}
         names = set(self.index.members)
         if include_idle:  # nobody talks to these: shown as no-sessions
-            root = self.rt.paths.workspace_root
+            root = self.workspace_root
             if root.is_dir():
                 with os.scandir(root) as it:
                     names.update(d.name for d in it if d.is_dir() and not d.name.startswith("."))
@@ -193,7 +204,7 @@ class Scanner:
         """Which workspaces to plan again; the kept decisions of all the others."""
         # the paused ones, picked in C (a generator over 10,000 rows cost 1 ms a cycle)
         paused = frozenset(compress(ws_states, map(_PAUSED, ws_states.values())))
-        seen = (self.rt.config, paused)
+        seen = (self.settings(), paused)
         members = self.index.members
         if changed is None or self._seen is None or seen[0] is not self._seen[0]:
             todo = set(members)  # first cycle, or other settings: everything

@@ -13,26 +13,26 @@ import asyncio
 import contextlib
 import uuid
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 from sqlalchemy.exc import SQLAlchemyError
 
-from vikingbot.clock import NAP_CHECK_S, nap
-from vikingbot.config.schema import HeartbeatConfig
+from vikingbot.clock import NAP_CHECK_S, Clock, nap
+from vikingbot.config.schema import Config, HeartbeatConfig
 from vikingbot.errors import StoreError
 from vikingbot.fsutil import disk_problem
-from vikingbot.heartbeat.notices import Notifier
+from vikingbot.heartbeat.notices import Notifier, SendNotice
 from vikingbot.heartbeat.outage import ProviderHealth
-from vikingbot.heartbeat.parts import HeartbeatParts
 from vikingbot.heartbeat.planner import budget_exceeded, plan_workspace
 from vikingbot.heartbeat.report import CycleReport, budget_text
-from vikingbot.heartbeat.runner import Cycle, UnitRunner, drop_dead_marks, settle_owed
+from vikingbot.heartbeat.runner import Check, Cycle, UnitRunner, drop_dead_marks, settle_owed
 from vikingbot.heartbeat.scan import Scanner, is_quiet
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange, Written, copy_into
-from vikingbot.heartbeat.turn import heartbeat_session_key
+from vikingbot.heartbeat.turn import Turns, heartbeat_session_key
 from vikingbot.heartbeat.types import (
     Decision,
     EntryState,
@@ -41,7 +41,13 @@ from vikingbot.heartbeat.types import (
     Trigger,
     WorkspaceInput,
 )
+from vikingbot.session.store import SessionStore
 from vikingbot.session.types import SessionKey
+from vikingbot.store.leases import Leases, default_owner
+
+if TYPE_CHECKING:
+    from vikingbot.metrics import Metrics
+    from vikingbot.store.db import StateStore
 
 __all__ = ["GLOBAL", "CycleReport", "HeartbeatService", "budget_text"]
 
@@ -51,11 +57,40 @@ JOIN_POLL_S = 2.0  # several gateways: look this often for a cycle another one s
 
 
 class HeartbeatService:
-    def __init__(self, parts: HeartbeatParts) -> None:
-        self.parts = parts
-        self.metrics = parts.metrics
-        self.state = HeartbeatState(parts.store)
-        self.notifier = Notifier(parts.store, self._send_notice, parts.clock)
+    """The heartbeat, from its parts (``gateway/compose.heartbeat`` wires them): the
+    settings getter, the state store, the sessions, the clock, the workspaces' folder,
+    the user's skills folder, the turns (:class:`~vikingbot.heartbeat.turn.Turns`), a
+    checker runner, how to tell the owner (``send_notice(text, dedupe_key)``), and the
+    claims (``leases``, as ``owner``; None: one process, no claims). Each of its pieces
+    (scanner, unit runner, turns) gets only what it uses."""
+
+    def __init__(
+        self,
+        settings: Callable[[], Config],
+        *,
+        store: StateStore,
+        sessions: SessionStore,
+        clock: Clock,
+        workspace_root: Path,
+        user_skills: Path,
+        turns: Turns,
+        check: Check,
+        send_notice: SendNotice,
+        leases: Leases | None = None,
+        owner: str | None = None,
+        metrics: Metrics | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.workspace_root = workspace_root
+        self.turns = turns
+        self.check = check
+        self.leases = leases
+        self.owner = owner or default_owner()
+        self.metrics = metrics
+        self.state = HeartbeatState(store)
+        self.notifier = Notifier(store, send_notice, clock)
         self.health = ProviderHealth(self.cfg.interval_seconds)
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
@@ -68,7 +103,15 @@ class HeartbeatService:
         self._stopping = False
         # file -> (workspace, the problems last logged for it)
         self._logged: dict[str, tuple[str, frozenset[tuple[int | None, str]]]] = {}
-        self.scanner = Scanner(parts, lambda: self.state, self._busy)
+        self.scanner = Scanner(
+            settings,
+            clock=clock,
+            sessions=sessions,
+            workspace_root=workspace_root,
+            user_skills=user_skills,
+            state=lambda: self.state,
+            busy=self._busy,
+        )
         self._tasks: set[asyncio.Task[Any]] = set()
         self._semaphore: asyncio.Semaphore | None = None  # shared by overlapping cycles
         self._sem_limit = 0
@@ -78,7 +121,7 @@ class HeartbeatService:
 
     @property
     def cfg(self) -> HeartbeatConfig:
-        return self.parts.config.bot.heartbeat
+        return self.settings().bot.heartbeat
 
     def tz(self) -> Any:
         from vikingbot.heartbeat.timezone import resolve_timezone
@@ -86,7 +129,7 @@ class HeartbeatService:
         return resolve_timezone(self.cfg.timezone)
 
     def now(self) -> datetime:
-        return self.parts.clock.now()
+        return self.clock.now()
 
     def wake(self) -> None:
         self._wake.set()
@@ -175,10 +218,10 @@ class HeartbeatService:
             detail = self.quiet_hours() if why == "quiet-hours" else None
             return [], [Decision(GLOBAL, "skip", why, detail=detail)], []  # type: ignore[arg-type]
         inputs, reused = self.scanner.scan(workspace, include_idle=include_idle, memo=memo)
-        owed = drop_dead_marks(self.parts.leases, inputs)  # a dead gateway's turn: not "pending"
+        owed = drop_dead_marks(self.leases, inputs)  # a dead gateway's turn: not "pending"
         if owed and memo:  # the gateway's cycle (not a plan): make the moves it owed
             day = self.now().astimezone(self.tz()).date()
-            settle_owed(self.parts, self.state, owed, day)
+            settle_owed(self.cfg, self.workspace_root, self.state, owed, day)
         now = self.now()
         tz = self.tz()
         today = now.astimezone(tz).date().isoformat()
@@ -274,7 +317,17 @@ class HeartbeatService:
             lambda: self._stopping,
             self.tz(),
         )
-        runner = UnitRunner(self.parts, cycle)
+        runner = UnitRunner(
+            cycle,
+            settings=self.settings,
+            clock=self.clock,
+            workspace_root=self.workspace_root,
+            turns=self.turns,
+            check=self.check,
+            leases=self.leases,
+            owner=self.owner,
+            metrics=self.metrics,
+        )
         tasks = [self._start(runner, wsin, todo) for wsin, todo in runs]
         return report, tasks
 
@@ -449,11 +502,6 @@ class HeartbeatService:
                 kind="entry-error",
             )
 
-    async def _send_notice(self, text: str, dedupe_key: str) -> None:
-        await self.parts.delivery.deliver(
-            text, "owner", sessions=[], dedupe_key=dedupe_key, source="heartbeat:notice"
-        )
-
     # ------------------------------------------------------------ the loop
 
     def _next_cycle_at(self) -> datetime:
@@ -482,7 +530,7 @@ class HeartbeatService:
 
     def _shared(self) -> bool:
         """Several gateways may share this database (PostgreSQL): join their cycles."""
-        return self.parts.leases is not None and self.parts.store.backend == "postgresql"
+        return self.leases is not None and self.store.backend == "postgresql"
 
     def _cycle_to_join(self, now: datetime) -> datetime | None:
         """A cycle another gateway started less than an interval ago that this one has
@@ -527,7 +575,7 @@ class HeartbeatService:
                         logger.exception("heartbeat cycle failed")
                 continue
             wait_s = min((due - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
-            slept = await nap(self._wake, wait_s, self.parts.clock, check_s=self.nap_check_s)
+            slept = await nap(self._wake, wait_s, self.clock, check_s=self.nap_check_s)
             if slept:
                 logger.info("heartbeat: the machine slept about {:.0f} s; catching up", slept)
 
@@ -569,7 +617,7 @@ class HeartbeatService:
 
     def _all_files(self, workspace: str | None) -> list[WorkspaceInput]:
         """Every workspace's file and entry rows, fresh sessions or not (parked listing)."""
-        root = self.parts.paths.workspace_root
+        root = self.workspace_root
         names = (
             [workspace]
             if workspace
@@ -589,7 +637,7 @@ class HeartbeatService:
         """Parked entries of every workspace (or one), for `heartbeat parked`."""
         from vikingbot.heartbeat.parking import parked_entries
 
-        return parked_entries(self._all_files(workspace), self.parts.paths.workspace_root)
+        return parked_entries(self._all_files(workspace), self.workspace_root)
 
     def unpark(self, name: str, workspace: str | None = None) -> dict[str, Any]:
         """Restore a parked entry (any reason): mark removed, counters reset, notice forgotten."""
@@ -597,7 +645,7 @@ class HeartbeatService:
         from vikingbot.heartbeat.parking import find_parked, unpark
 
         wsin, entry = find_parked(self._all_files(workspace), name, workspace)
-        done = unpark(self.state, wsin, entry, self.parts.paths.workspace_root, self.now())
+        done = unpark(self.state, wsin, entry, self.workspace_root, self.now())
         self.notifier.forget_sync(wsin.name, parked_notice_key(entry))
         return done
 

@@ -56,6 +56,11 @@ _KEY_KEEP = 300  # a longer key keeps this much of its text plus a digest of the
 OWNER_MAX = 200
 
 
+def default_owner() -> str:
+    """Who a claim names: this host and process."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 class LeaseLost(StoreError):
     """The claim's fence is no longer the key's newest: another claimant took over."""
 
