@@ -16,7 +16,7 @@ from vikingbot.agent.types import TurnResult
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
-from vikingbot.runtime import Runtime
+from vikingbot.gateway import compose
 from vikingbot.session import codec
 from vikingbot.session.types import Message, SessionKey, SessionMeta
 
@@ -32,14 +32,14 @@ def with_tasks(*lines: str) -> str:
     )
 
 
-def make_runtime(home: Path, clock: FakeClock, config: dict[str, Any]) -> Runtime:
+def make_runtime(home: Path, clock: FakeClock, config: dict[str, Any]) -> compose.Home:
     paths = Paths(
         home=home,
         config_file=home / "config.json",
         data_dir=home / "data",
         database_url=f"sqlite:///{home / 'data' / 'state.db'}",
     )
-    return Runtime(Config.model_validate(config), paths, clock=clock, environ={})
+    return compose.build_home(Config.model_validate(config), paths, clock=clock, environ={})
 
 
 def write_session(

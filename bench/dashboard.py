@@ -210,12 +210,12 @@ def bell_latency(browser: Any, login_url: str, home: Path, rounds: int = 5) -> l
     from playwright.sync_api import expect
 
     from vikingbot.config.loader import load_config
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import build_home
 
     env = {"VIKINGBOT_HOME": str(home)}
     config, paths = load_config(home / "config.json", create=False, environ=env)
     assert paths.home == home, paths
-    rt = Runtime(config, paths, environ=env)
+    rt = build_home(config, paths, environ=env)
     context = browser.new_context()
     out = []
     try:

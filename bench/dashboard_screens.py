@@ -102,11 +102,11 @@ def refused_delivery(home: Path) -> None:
     import asyncio
 
     from vikingbot.config.loader import load_config
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import build_home
 
     env = {"VIKINGBOT_HOME": str(home)}
     config, paths = load_config(home / "config.json", create=False, environ=env)
-    rt = Runtime(config, paths, environ=env)
+    rt = build_home(config, paths, environ=env)
     report = rt.delivery.deliver(
         "Weekly report: 14 tickets closed, 3 opened.",
         "slack:#random",

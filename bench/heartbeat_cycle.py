@@ -61,6 +61,7 @@ from _heartbeat_setup import BENCH_CONFIG, WritingAgent, build_home, make_runtim
 from loguru import logger
 
 from vikingbot.clock import FakeClock
+from vikingbot.gateway import compose
 from vikingbot.session.types import Message, SessionKey
 
 SETTLE_S = 2.1
@@ -180,7 +181,7 @@ async def production(
 ) -> dict[str, Any]:
     rt = make_runtime(home, clock, BENCH_CONFIG)
     agent = WritingAgent(rt)
-    svc = rt.heartbeat(agent=agent)  # type: ignore[arg-type]
+    svc = compose.heartbeat(rt, agent=agent)  # type: ignore[arg-type]
     rnd = random.Random(writes)
     if watch:
         assert await asyncio.to_thread(svc.scanner.watch), svc.scanner.index.watcher
@@ -257,7 +258,7 @@ def first_cycle_child(home: Path) -> None:
     logger.remove()
     clock = FakeClock(datetime.now(UTC))
     rt = make_runtime(home, clock, BENCH_CONFIG)
-    svc = rt.heartbeat(agent=WritingAgent(rt))  # type: ignore[arg-type]
+    svc = compose.heartbeat(rt, agent=WritingAgent(rt))  # type: ignore[arg-type]
 
     async def go() -> dict[str, float]:
         t0, c0 = time.perf_counter(), time.process_time()

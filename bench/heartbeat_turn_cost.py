@@ -44,6 +44,7 @@ from loguru import logger  # noqa: E402
 
 from tests.support.real_model import RealModel, chars  # noqa: E402
 from vikingbot.clock import FakeClock  # noqa: E402
+from vikingbot.gateway import compose  # noqa: E402
 from vikingbot.session.types import SessionKey  # noqa: E402
 from vikingbot.testing.fake_llm import RecordedRequest  # noqa: E402
 from vikingbot.testing.fake_openai import FakeOpenAI  # noqa: E402
@@ -96,7 +97,7 @@ async def ours(fake: FakeOpenAI, task: str, context: str, turns: int) -> Turns:
             )
             ws = rt.paths.workspace_root / "shared"
             (ws / "HEARTBEAT.md").write_text(with_tasks(f"- {task}"))
-            svc = rt.heartbeat()
+            svc = compose.heartbeat(rt)
             out = Turns()
             for _ in range(turns):
                 write_session(

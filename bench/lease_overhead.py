@@ -41,6 +41,7 @@ from _heartbeat_setup import BENCH_CONFIG, WritingAgent, build_home, make_runtim
 from loguru import logger
 
 from vikingbot.clock import FakeClock
+from vikingbot.gateway import compose
 from vikingbot.session.types import Message, SessionKey
 
 TARGET = 0.05
@@ -52,7 +53,7 @@ class Side:
         self.clock = FakeClock(NOW)
         self.rt = make_runtime(home, self.clock, BENCH_CONFIG)
         self.agent = WritingAgent(self.rt)
-        self.svc = self.rt.heartbeat(agent=self.agent, claims=claims)  # type: ignore[arg-type]
+        self.svc = compose.heartbeat(self.rt, agent=self.agent, claims=claims)  # type: ignore[arg-type]
         self.claims = claims
         self.keys = keys
         self.rnd = random.Random(seed)

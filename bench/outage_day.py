@@ -38,6 +38,7 @@ from loguru import logger
 from vikingbot.clock import FakeClock
 from vikingbot.delivery.service import Outgoing
 from vikingbot.delivery.types import OutboundMessage
+from vikingbot.gateway import compose
 from vikingbot.session.types import SessionKey
 
 DAY_START = datetime(2026, 3, 10, 0, 0, tzinfo=UTC)
@@ -83,7 +84,7 @@ async def run_day(home: Path, *, outage: bool) -> dict[str, Any]:
             return True
 
         rt.delivery.connect(record)
-        svc = rt.heartbeat()
+        svc = compose.heartbeat(rt)
         await svc.run_cycle("scheduled")  # every entry first seen before the day
         fake.default = reply("HEARTBEAT_OK")
         before_day = len(fake.requests)

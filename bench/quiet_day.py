@@ -39,6 +39,7 @@ from _heartbeat_setup import TEMPLATE, make_runtime, with_tasks, write_session
 from loguru import logger
 
 from vikingbot.clock import FakeClock
+from vikingbot.gateway import compose
 from vikingbot.heartbeat.service import CycleReport
 from vikingbot.session.types import SessionKey
 
@@ -182,7 +183,7 @@ async def day(home: Path, *, verbose: bool) -> None:
         t0 = time.perf_counter()
         setup = build(home, clock, cfg)
         rt = make_runtime(home, clock, cfg)
-        svc = rt.heartbeat()  # the real agent: Runtime.agent(), the openai SDK
+        svc = compose.heartbeat(rt)  # the real agent: Home.agent(), the openai SDK
         # Yesterday's watermark, by a warm-up through the product itself (not by writing
         # HeartbeatState): at -20 min every entry is first seen; at -10 min every guarded
         # entry is due once, so entries whose feed has content run (the model answers

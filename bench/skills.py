@@ -39,6 +39,7 @@ from loguru import logger  # noqa: E402
 
 from vikingbot.agent.context import system_prompt  # noqa: E402
 from vikingbot.clock import FakeClock  # noqa: E402
+from vikingbot.gateway import compose  # noqa: E402
 from vikingbot.replies import OK_TOKEN  # noqa: E402
 from vikingbot.session.types import SessionKey  # noqa: E402
 from vikingbot.skills import discover  # noqa: E402
@@ -178,7 +179,7 @@ async def heartbeat_calls(entry: str, turns: int) -> list[int]:
         try:
             ws = rt.workspaces.workspace_for(OWNER)
             (ws / "HEARTBEAT.md").write_text(with_tasks(entry))
-            svc = rt.heartbeat()
+            svc = compose.heartbeat(rt)
             await svc.run_cycle("scheduled")  # the entry is first seen
             for _ in range(turns):
                 clock.advance(hours=1, seconds=1)

@@ -39,6 +39,7 @@ from loguru import logger
 
 from vikingbot.clock import FakeClock
 from vikingbot.delivery.service import Outgoing
+from vikingbot.gateway import compose
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.fake_llm import RecordedRequest, Step, reply
 
@@ -128,7 +129,7 @@ async def run_week(home: Path) -> dict[str, Any]:
         rt.delivery.connect(record)
         ws = rt.workspaces.workspace_for(OWNER)  # created from the template
         (ws / "HEARTBEAT.md").write_text(heartbeat_md())
-        svc = rt.heartbeat()
+        svc = compose.heartbeat(rt)
         per_day[f"{clock.now():%m-%d %a}"] = Counter()  # the set-up cycle, not counted
         await svc.run_cycle("scheduled")  # every entry first seen before Monday
         stale_days: set[str] = set()

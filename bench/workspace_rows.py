@@ -37,8 +37,8 @@ from loguru import logger
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
+from vikingbot.gateway import compose
 from vikingbot.heartbeat.state import HeartbeatState
-from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message
 
 PG_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -46,11 +46,11 @@ NOW = datetime(2026, 3, 10, 12, 0, tzinfo=UTC)
 SETTLE_S = 2.1  # folder mtimes settle (the index's watcher), as in 600 s
 
 
-def _runtime(home: Path, clock: FakeClock, url: str) -> Runtime:
+def _runtime(home: Path, clock: FakeClock, url: str) -> compose.Home:
     paths = Paths(
         home=home, config_file=home / "config.json", data_dir=home / "data", database_url=url
     )
-    return Runtime(Config.model_validate(BENCH_CONFIG), paths, clock=clock, environ={})
+    return compose.build_home(Config.model_validate(BENCH_CONFIG), paths, clock=clock, environ={})
 
 
 class RowReads:
@@ -83,7 +83,7 @@ async def bench(root: Path, url: str, sessions: int, cycles: int) -> None:
         clock = FakeClock(NOW)
         rt = _runtime(root, clock, db_url)
         agent = WritingAgent(rt)
-        svc = rt.heartbeat(agent=agent)  # type: ignore[arg-type]
+        svc = compose.heartbeat(rt, agent=agent)  # type: ignore[arg-type]
         reads = RowReads(rt.store.engine)
         rnd = random.Random(1)
         await svc.run_cycle("scheduled")  # the first cycle reads every file: not counted

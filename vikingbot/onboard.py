@@ -11,12 +11,12 @@ from vikingbot.skills.discover import user_dir
 from vikingbot.skills.starters import install as install_starters
 
 if TYPE_CHECKING:
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import Home
 
 CLI_SESSION = SessionKey("cli", "default", "local")
 
 
-def ensure_first_start(rt: Runtime) -> dict[str, Path]:
+def ensure_first_start(rt: Home) -> dict[str, Path]:
     """Create whatever is missing (idempotent); never overwrite a user's file."""
     paths = rt.paths
     for folder in (paths.data_dir, paths.sessions_dir, paths.workspace_root, paths.logs_dir):

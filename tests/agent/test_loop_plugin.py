@@ -11,7 +11,7 @@ import pytest
 from vikingbot import registry
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
-from vikingbot.runtime import Runtime
+from vikingbot.gateway.compose import build_home
 from vikingbot.session.types import SessionKey
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vikingbot-loop-example"
@@ -58,7 +58,7 @@ async def test_the_example_loop_is_found_configured_ready_and_answers(
         data_dir=home / "data",
         database_url=f"sqlite:///{home / 'data' / 'state.db'}",
     )
-    rt = Runtime(config, paths, environ={})
+    rt = build_home(config, paths, environ={})
     try:
         assert rt.readiness().ready
         key = SessionKey("cli", "default", "local")

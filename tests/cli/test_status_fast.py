@@ -52,7 +52,7 @@ def test_status_counts_are_live(cli: Cli, home: Path, fresh_session: Callable[[s
 
 
 def test_unchanged_config_is_not_validated_again(cli: Cli, home: Path) -> None:
-    """The fast path: neither the config schema nor the runtime is imported."""
+    """The fast path: neither the config schema nor the home (gateway.compose) is imported."""
     assert cli("onboard").exit_code == 0
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
     env["VIKINGBOT_HOME"] = str(home)
@@ -68,9 +68,9 @@ def test_unchanged_config_is_not_validated_again(cli: Cli, home: Path) -> None:
         return proc.stderr
 
     first = imported()  # validated and stored
-    assert "vikingbot.config.schema" in first and "vikingbot.runtime" in first
+    assert "vikingbot.config.schema" in first and "vikingbot.gateway.compose" in first
     again = imported()
-    assert "vikingbot.config.schema" not in again and "vikingbot.runtime" not in again
+    assert "vikingbot.config.schema" not in again and "vikingbot.gateway.compose" not in again
     assert "pydantic" not in again  # not even Typer's option parsing ran
 
     fast = subprocess.run(

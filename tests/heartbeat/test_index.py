@@ -18,9 +18,9 @@ from vikingbot import fsutil
 from vikingbot.clock import FakeClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
+from vikingbot.gateway import compose
 from vikingbot.heartbeat.planner import Decision
 from vikingbot.heartbeat.state import WorkspaceChange
-from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.workspace.manager import checked_name
 
@@ -57,8 +57,8 @@ class Home:
                 }
             }
         )
-        self.rt = Runtime(config, paths, clock=self.clock, environ={})
-        self.svc = self.rt.heartbeat()
+        self.rt = compose.build_home(config, paths, clock=self.clock, environ={})
+        self.svc = compose.heartbeat(self.rt)
         self.mode = mode
         self.rt.paths.workspace_root.mkdir(parents=True, exist_ok=True)
 
@@ -94,7 +94,7 @@ class Home:
 
     def rescan(self) -> list[tuple[Any, ...]]:
         """The same decisions from a scanner that has never seen this home."""
-        decisions, _ = self.rt.heartbeat().plan("scheduled", force=True, include_idle=False)
+        decisions, _ = compose.heartbeat(self.rt).plan("scheduled", force=True, include_idle=False)
         return norm(decisions)
 
     def close(self) -> None:
@@ -302,7 +302,7 @@ def test_pause_from_another_process_replans_a_quiet_workspace(home: Home) -> Non
     home.talk(1)
     home.write(1, TEMPLATE)
     home.memo_cycle()
-    home.rt.heartbeat().pause(home.ws(1).name)  # e.g. the CLI
+    compose.heartbeat(home.rt).pause(home.ws(1).name)  # e.g. the CLI
     home.write(1, TASK)
     rows = home.memo_cycle()
     assert "paused" in {r[2] for r in rows} and rows == home.rescan()

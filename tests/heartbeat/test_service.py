@@ -15,6 +15,7 @@ from tests.support.harness import (
     make_config,
     with_tasks,
 )
+from vikingbot.gateway import compose
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply, tool_call
 
@@ -257,7 +258,7 @@ async def test_restart_mid_interval_neither_starves_nor_doubles(
         assert h.model_calls() == 1
         # "restart" 4 minutes later: a new service reads the persisted cadence
         h.clock.advance(minutes=4)
-        fresh = h.rt.heartbeat()
+        fresh = compose.heartbeat(h.rt)
         assert fresh._next_cycle_at() == h.clock.now() + timedelta(minutes=6)
         # after a long downtime exactly one cycle is due now, not a burst
         h.clock.advance(hours=20)
@@ -357,7 +358,7 @@ async def test_pause_during_a_turn_is_not_undone_when_it_ends(
     async for h in build_harness(tmp_path, fake):
         h.user_session()
         h.write(with_tasks("- Check the mail"))
-        cli = h.rt.heartbeat()  # as `vikingbot heartbeat pause` would, from another process
+        cli = compose.heartbeat(h.rt)  # as `vikingbot heartbeat pause` would, from another process
 
         def pause_meanwhile(_req: object, cli: HeartbeatService = cli) -> str:
             cli.pause("shared")

@@ -15,8 +15,9 @@ from vikingbot.agent.types import TurnResult
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.delivery.service import Outgoing
+from vikingbot.gateway import compose
+from vikingbot.gateway.compose import Home, build_home
 from vikingbot.heartbeat.service import HeartbeatService
-from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store.leases import Leases
 
@@ -56,7 +57,7 @@ def _home(home: Path, names: list[str]) -> None:
 
 def _gateway(
     home: Path, db: SharedDb, name: str, agent: Agent, sent: list[str]
-) -> tuple[Runtime, HeartbeatService]:
+) -> tuple[Home, HeartbeatService]:
     url = db.url if db.schema is None else f"{db.url}?options=-csearch_path%3D{db.schema}"
     paths = Paths(home=home, config_file=home / "config.json", data_dir=home, database_url=url)
     config = Config.model_validate(
@@ -71,14 +72,14 @@ def _gateway(
     )
     from vikingbot.clock import SystemClock
 
-    rt = Runtime(config, paths, clock=SystemClock(), environ={})
+    rt = build_home(config, paths, clock=SystemClock(), environ={})
 
     async def record(item: Outgoing) -> bool:
         sent.append(item.message.text)
         return True
 
     rt.delivery.connect(record)
-    return rt, rt.heartbeat(agent=agent, owner=name)  # type: ignore[arg-type]
+    return rt, compose.heartbeat(rt, agent=agent, owner=name)  # type: ignore[arg-type]
 
 
 async def test_a_gateway_busy_with_its_one_slot_leaves_the_other_units_to_another(

@@ -22,8 +22,9 @@ from vikingbot.agent.types import TurnResult
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.delivery.service import Outgoing
+from vikingbot.gateway import compose
+from vikingbot.gateway.compose import Home, build_home
 from vikingbot.heartbeat.service import HeartbeatService
-from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.store import StateStore
 
@@ -97,16 +98,16 @@ def _home(home: Path, names: list[str]) -> None:
 
 def _gateway(
     home: Path, url: str, agent: Agent, sent: list[str], clock: Any, lease_s: float
-) -> tuple[Runtime, HeartbeatService]:
+) -> tuple[Home, HeartbeatService]:
     paths = Paths(home=home, config_file=home / "config.json", data_dir=home, database_url=url)
-    rt = Runtime(_config(lease_s), paths, clock=clock, environ={})
+    rt = build_home(_config(lease_s), paths, clock=clock, environ={})
 
     async def record(item: Outgoing) -> bool:
         sent.append(item.message.text)
         return True
 
     rt.delivery.connect(record)
-    return rt, rt.heartbeat(agent=agent)  # type: ignore[arg-type]
+    return rt, compose.heartbeat(rt, agent=agent)  # type: ignore[arg-type]
 
 
 def _runs(store: StateStore) -> list[tuple[str, str | None]]:

@@ -24,8 +24,9 @@ from vikingbot.clock import SystemClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.delivery.types import OutboundMessage
+from vikingbot.gateway import compose
+from vikingbot.gateway.compose import build_home
 from vikingbot.heartbeat.service import GLOBAL, HeartbeatService
-from vikingbot.runtime import Runtime
 from vikingbot.store import StateStore
 
 
@@ -56,9 +57,9 @@ async def test_the_heartbeat_waits_out_an_outage_and_cycles_when_the_database_re
     paths = Paths(
         home=tmp_path, config_file=tmp_path / "config.json", data_dir=tmp_path, database_url=url
     )
-    rt = Runtime(Config(), paths, clock=SystemClock(), environ={})
+    rt = build_home(Config(), paths, clock=SystemClock(), environ={})
     rt.store  # noqa: B018 - open (through the proxy) before the cut
-    hb = rt.heartbeat()
+    hb = compose.heartbeat(rt)
     proxy.cut()
     stop = asyncio.Event()
     loop = asyncio.create_task(hb.run_forever(stop))

@@ -27,9 +27,10 @@ from vikingbot.clock import SystemClock
 from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.delivery.service import Outgoing
+from vikingbot.gateway import compose
+from vikingbot.gateway.compose import Home, build_home
 from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.heartbeat.state import HeartbeatState, WorkspaceChange
-from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 
 TEMPLATE = (
@@ -77,9 +78,7 @@ def _home(home: Path) -> str:
     return name
 
 
-def _gateway(
-    home: Path, db: SharedDb, owner: str, agent: Agent
-) -> tuple[Runtime, HeartbeatService]:
+def _gateway(home: Path, db: SharedDb, owner: str, agent: Agent) -> tuple[Home, HeartbeatService]:
     url = db.url if db.schema is None else f"{db.url}?options=-csearch_path%3D{db.schema}"
     paths = Paths(home=home, config_file=home / "config.json", data_dir=home, database_url=url)
     config = Config.model_validate(
@@ -92,13 +91,13 @@ def _gateway(
             }
         }
     )
-    rt = Runtime(config, paths, clock=SystemClock(), environ={})
+    rt = build_home(config, paths, clock=SystemClock(), environ={})
 
     async def sent(item: Outgoing) -> bool:
         return True
 
     rt.delivery.connect(sent)
-    return rt, rt.heartbeat(agent=agent, owner=owner)  # type: ignore[arg-type]
+    return rt, compose.heartbeat(rt, agent=agent, owner=owner)  # type: ignore[arg-type]
 
 
 def _stored(db: SharedDb, name: str) -> Any:

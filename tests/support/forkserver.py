@@ -76,7 +76,6 @@ PRELOAD = (
     "vikingbot.gateway.supervisor",
     "vikingbot.gateway.compose",
     "vikingbot.gateway.server",
-    "vikingbot.runtime",
 )
 MAX_MESSAGE = 1 << 20
 

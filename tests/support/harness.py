@@ -21,9 +21,10 @@ from vikingbot.config.loader import Paths
 from vikingbot.config.schema import Config
 from vikingbot.delivery.service import Outgoing
 from vikingbot.delivery.types import OutboundMessage
+from vikingbot.gateway import compose
+from vikingbot.gateway.compose import Home, build_home
 from vikingbot.heartbeat.service import HeartbeatService
 from vikingbot.metrics import Metrics
-from vikingbot.runtime import Runtime
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI
 
@@ -42,7 +43,7 @@ def with_tasks(*lines: str) -> str:
 
 @dataclass
 class Harness:
-    rt: Runtime
+    rt: Home
     fake: FakeOpenAI
     clock: FakeClock
     sent: list[OutboundMessage] = field(default_factory=list)
@@ -52,7 +53,7 @@ class Harness:
     @property
     def hb(self) -> HeartbeatService:
         if self.svc is None:
-            self.svc = self.rt.heartbeat(metrics=self.metrics)
+            self.svc = compose.heartbeat(self.rt, metrics=self.metrics)
         return self.svc
 
     def workspace(self, name: str = "shared") -> Path:
@@ -123,7 +124,7 @@ async def build_harness(
         data_dir=home / "data",
         database_url=f"sqlite:///{home / 'data' / 'state.db'}",
     )
-    rt = Runtime(config, paths, clock=clock, environ={})
+    rt = build_home(config, paths, clock=clock, environ={})
     h = Harness(rt=rt, fake=fake, clock=clock)
 
     async def record(item: Outgoing) -> bool:

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, ApprovalCallback, ToolCallRecord, TurnResult
     from vikingbot.cli.chat_loop import ChatTerminal, Reply
     from vikingbot.delivery.service import Outgoing
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import Home
     from vikingbot.session.types import SessionKey
 
 DEFAULT_SESSION = "cli:default:local"
@@ -85,7 +85,7 @@ def chat(
         return
     if message is None or not as_json:
         note_local()
-    rt = _runtime(ctx, key)
+    rt = _home(ctx, key)
     try:
         if message is not None:
             _one_shot(rt, key, message, as_json)
@@ -95,13 +95,13 @@ def chat(
         rt.close()
 
 
-def _runtime(ctx: typer.Context, key: SessionKey) -> Runtime:
+def _home(ctx: typer.Context, key: SessionKey) -> Home:
     from vikingbot.errors import VikingbotError
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import build_home
 
     config, paths = get_config(ctx)
     chat_logging(paths.logs_dir, verbose=state(ctx).verbose)
-    rt = Runtime(config, paths)
+    rt = build_home(config, paths)
     try:
         rt.sessions.get_or_create(key, skip_heartbeat=True)
     except VikingbotError as exc:
@@ -133,7 +133,7 @@ def chat_logging(logs_dir: Path, *, verbose: bool) -> None:
 
 
 def _loop(
-    rt: Runtime, approve: ApprovalCallback | None, on_tool: Callable[[ToolCallRecord], None] | None
+    rt: Home, approve: ApprovalCallback | None, on_tool: Callable[[ToolCallRecord], None] | None
 ) -> AgentLoop:
     """The configured loop; exits 1 with what to set when it is not ready."""
     from vikingbot.errors import NotConfiguredError
@@ -168,7 +168,7 @@ def _deliver_to(console: Console) -> Any:
     return handler
 
 
-def _local_deliver(rt: Runtime, key: SessionKey, console: Console) -> Any:
+def _local_deliver(rt: Home, key: SessionKey, console: Console) -> Any:
     """The turn's deliverer: this chat's messages are printed, other targets go to
     delivery (no channels run here, so they wait in the inbox)."""
     from vikingbot.delivery.adapter import TurnDelivery
@@ -238,7 +238,7 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None:
+def _one_shot(rt: Home, key: SessionKey, message: str, as_json: bool) -> None:
     import asyncio
 
     from rich.console import Console
@@ -290,7 +290,7 @@ def _one_shot(rt: Runtime, key: SessionKey, message: str, as_json: bool) -> None
     typer.echo(result.text or "")
 
 
-def _interactive(rt: Runtime, key: SessionKey) -> None:
+def _interactive(rt: Home, key: SessionKey) -> None:
     import asyncio
 
     from rich.console import Console

@@ -11,7 +11,7 @@ from vikingbot.cli.common import fail, get_config, print_json
 if TYPE_CHECKING:
     from vikingbot.cron.jobs import CronJobs
     from vikingbot.cron.types import CronJob, CronRun
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import Home
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -19,14 +19,14 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")]
 NameArg = Annotated[str, typer.Argument(help="Job name, e.g. daily-digest.")]
 
 
-def _runtime(ctx: typer.Context) -> Runtime:
-    from vikingbot.runtime import Runtime
+def _home(ctx: typer.Context) -> Home:
+    from vikingbot.gateway.compose import build_home
 
     config, paths = get_config(ctx)
-    return Runtime(config, paths)
+    return build_home(config, paths)
 
 
-def _jobs(rt: Runtime) -> CronJobs:
+def _jobs(rt: Home) -> CronJobs:
     from vikingbot.cron.jobs import CronJobs
     from vikingbot.errors import StoreError
 
@@ -126,7 +126,7 @@ def add_cmd(
             fail(f"--timeout: {exc}", code=2)
     from vikingbot.config.zones import default_zone_name
 
-    rt = _runtime(ctx)
+    rt = _home(ctx)
     try:
         job = _jobs(rt).add(
             name,
@@ -153,7 +153,7 @@ def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
     """List jobs with their next run and last outcome (invalid jobs included)."""
     from vikingbot.cron.schedule import problem
 
-    rt = _runtime(ctx)
+    rt = _home(ctx)
     try:
         jobs = _jobs(rt).list()
     finally:
@@ -178,7 +178,7 @@ def remove_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None
     """Delete a job."""
     from vikingbot.errors import CronError
 
-    rt = _runtime(ctx)
+    rt = _home(ctx)
     try:
         job = _jobs(rt).remove(name)
     except CronError as exc:
@@ -194,7 +194,7 @@ def remove_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None
 def _set_enabled(ctx: typer.Context, name: str, enabled: bool, json: bool) -> None:
     from vikingbot.errors import CronError
 
-    rt = _runtime(ctx)
+    rt = _home(ctx)
     try:
         job = _jobs(rt).set_enabled(name, enabled)
     except CronError as exc:
@@ -253,31 +253,22 @@ def run_cmd(ctx: typer.Context, name: NameArg, json: JsonOpt = False) -> None:
 def _run_locally(ctx: typer.Context, name: str) -> CronRun:
     import asyncio
 
-    from vikingbot.cron.service import CronService
     from vikingbot.errors import VikingbotError
+    from vikingbot.gateway import compose
 
-    rt = _runtime(ctx)
+    rt = _home(ctx)
     try:
         _jobs(rt).require(name)
         missing = rt.readiness().problem
         if missing:
             fail(f"cannot run {name!r}: {missing}")
-        agent = rt.agent()
-        service = CronService(
-            rt.config,
-            store=rt.store,
-            agent=agent,
-            delivery=rt.delivery,
-            sessions=rt.sessions,
-            workspaces=rt.workspaces,
-            clock=rt.clock,
-        )
+        service = compose.cron(rt, None)
 
         async def once() -> CronRun:
             try:
                 return await service.run_now(name)
             finally:
-                await agent.aclose()
+                await rt.aclose()  # the agent's connections, MCP servers, the store
 
         return asyncio.run(once())
     except VikingbotError as exc:

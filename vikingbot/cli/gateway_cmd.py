@@ -30,13 +30,13 @@ def register(app: typer.Typer) -> None:
         import asyncio
 
         from vikingbot.errors import VikingbotError
+        from vikingbot.gateway.compose import build_home
         from vikingbot.gateway.supervisor import Gateway
         from vikingbot.logs import setup_logging
         from vikingbot.onboard import ensure_first_start
-        from vikingbot.runtime import Runtime
 
         config, paths = get_config(ctx)
-        rt = Runtime(config, paths)
+        rt = build_home(config, paths)
 
         def say(line: str) -> None:
             typer.echo(line, err=False)

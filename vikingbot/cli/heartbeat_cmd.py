@@ -13,23 +13,23 @@ import typer
 from vikingbot.cli.common import fail, get_config, print_json, state
 
 if TYPE_CHECKING:
+    from vikingbot.gateway.compose import Home
     from vikingbot.heartbeat.service import HeartbeatService
-    from vikingbot.runtime import Runtime
 
 app = typer.Typer(no_args_is_help=True)
 JsonOpt = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 WorkspaceOpt = Annotated[str | None, typer.Option("--workspace", "-w", help="Only this workspace.")]
 
 
-def _service(ctx: typer.Context) -> tuple[Runtime, HeartbeatService]:
+def _service(ctx: typer.Context) -> tuple[Home, HeartbeatService]:
+    from vikingbot.gateway import compose
     from vikingbot.logs import quiet
-    from vikingbot.runtime import Runtime
 
     if not state(ctx).verbose:
         quiet()
     config, paths = get_config(ctx)
-    rt = Runtime(config, paths)
-    return rt, rt.heartbeat()
+    home = compose.build_home(config, paths)
+    return home, compose.heartbeat(home)
 
 
 # Skips a user should look at (the rest are routine: stale, empty, not-due, ...).

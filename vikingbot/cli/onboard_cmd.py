@@ -224,9 +224,9 @@ def onboard(
     import sys
 
     from vikingbot.errors import VikingbotError
+    from vikingbot.gateway.compose import build_home
     from vikingbot.logs import setup_logging
     from vikingbot.onboard import ensure_first_start
-    from vikingbot.runtime import Runtime
 
     talk = not (non_interactive or as_json) and sys.stdin.isatty() and sys.stdout.isatty()
     config, paths = get_config(ctx, create=False)  # a cancelled conversation writes nothing
@@ -254,7 +254,7 @@ def onboard(
     # what was created goes to stderr (INFO); debug lines only with --verbose
     setup_logging(verbose=state(ctx).verbose)
     config, paths = get_config(ctx)  # creates the config file when missing
-    rt = Runtime(config, paths)
+    rt = build_home(config, paths)
     try:
         created = {k: str(v) for k, v in ensure_first_start(rt).items()}
         heartbeat_md = rt.workspaces.workspace_for(CLI_SESSION) / "HEARTBEAT.md"
@@ -279,7 +279,7 @@ def onboard(
         ctx.invoke(install_cmd, ctx=ctx, dry_run=False, manager=None)
         return
     config, _ = get_config(ctx)
-    problem = Runtime(config, paths).readiness().problem
+    problem = build_home(config, paths).readiness().problem
     if problem:
         typer.echo(f"\nnext: {problem}")
     else:

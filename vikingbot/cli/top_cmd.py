@@ -142,9 +142,9 @@ def _plain_view() -> dict[str, Any]:
 
 
 def _view(config: Config, paths: Paths) -> dict[str, Any]:
-    from vikingbot.runtime import Runtime
+    from vikingbot.gateway.compose import build_home
 
-    ready = Runtime(config, paths).readiness()  # the loop's own answer (docs/agents.md)
+    ready = build_home(config, paths).readiness()  # the loop's own answer (docs/agents.md)
     hb = config.bot.heartbeat
     return {
         "config": str(paths.config_file),

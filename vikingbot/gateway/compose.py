@@ -1,11 +1,14 @@
 """The gateway's composition root: every service built here, in order, from explicit parts.
 
-Read top to bottom, this is the gateway: the core parts (:class:`Core`: config,
-paths, clock, state store, sessions, workspaces, bus, delivery, the agent loop),
-then the registry of gateways sharing the database, the channels (connected as
+Read top to bottom, this is the gateway: a home's parts (:class:`Home`, made by
+:func:`build_home`: config, paths, clock, environment, then, each on first use, the
+state store, sessions, workspaces, bus, delivery, MCP hub and the agent loop), then
+the registry of gateways sharing the database, the channels (connected as
 delivery's only way out), chat and dashboard dispatch, the heartbeat, cron and
 housekeeping, and the HTTP app (health, metrics, channel routes, control API,
-dashboard). No service sees the ``Runtime`` or any part it was not given.
+dashboard). Each builder takes the home and hands its service only the parts it
+uses; no service sees the home. The CLI's local commands use the same home and
+builders.
 
 ``gateway/supervisor.py`` only starts, supervises, serves and stops what this
 module builds.
@@ -15,18 +18,21 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from vikingbot.clock import Clock, SystemClock
+from vikingbot.config.loader import Paths, dotenv_values_for
+from vikingbot.config.schema import Config
+from vikingbot.skills.discover import user_dir
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop, Readiness, TurnResult, TurnRunner
     from vikingbot.bus import MessageBus
     from vikingbot.channels.base import Spawn
     from vikingbot.channels.manager import ChannelManager
-    from vikingbot.clock import Clock
-    from vikingbot.config.loader import Paths
-    from vikingbot.config.schema import Config
     from vikingbot.cron.service import CronService
     from vikingbot.delivery.service import DeliveryService
     from vikingbot.gateway.dispatch import Dispatcher
@@ -44,73 +50,155 @@ if TYPE_CHECKING:
     from vikingbot.workspace.manager import WorkspaceManager
 
 
-class Home(Protocol):
-    """What the gateway is built from: one home's config and leaf parts (the CLI's
-    ``vikingbot.runtime.Runtime`` is one), plus reloading the config and closing."""
+class Home:
+    """One vikingbot home's parts, each built on first use (made by :func:`build_home`).
 
-    config: Config
-    paths: Paths
-    environ: Mapping[str, str]
-    clock: Clock
-
-    @property
-    def store(self) -> StateStore: ...
-    @property
-    def sessions(self) -> SessionStore: ...
-    @property
-    def workspaces(self) -> WorkspaceManager: ...
-    @property
-    def bus(self) -> MessageBus: ...
-    @property
-    def delivery(self) -> DeliveryService: ...
-    @property
-    def mcp(self) -> McpHub: ...
-    def agent(self) -> AgentLoop: ...
-    def readiness(self) -> Readiness: ...
-    def reconfigure(self, config: Config) -> None: ...
-    async def aclose(self) -> None: ...
-
-
-@dataclass(frozen=True)
-class Core:
-    """The parts every service is built from.
-
-    ``config`` is read at call time (the gateway reloads the config file);
-    ``agent`` builds the configured loop on first use, so a gateway without a
-    provider still starts.
+    The config, paths, clock and environment are given; the state store, sessions,
+    workspaces, bus, delivery, MCP hub and agent loop are built when first asked for,
+    so a command that needs few of them pays for few (``readiness`` opens no database).
+    ``config`` is the current config (``reconfigure`` replaces it); services that read
+    it at run time are handed :meth:`settings`, its getter.
     """
 
-    config: Callable[[], Config]
-    paths: Paths
-    environ: Mapping[str, str]
-    clock: Clock
-    store: StateStore
-    sessions: SessionStore
-    workspaces: WorkspaceManager
-    bus: MessageBus
-    delivery: DeliveryService
-    agent: Callable[[], AgentLoop]
-    readiness: Callable[[], Readiness]
+    def __init__(
+        self, config: Config, paths: Paths, *, clock: Clock, environ: Mapping[str, str]
+    ) -> None:
+        self.config = config
+        self.paths = paths
+        self.clock = clock
+        self.environ = environ
+        self._agent: AgentLoop | None = None
 
-    @classmethod
-    def of(cls, rt: Home) -> Core:
-        """A home's parts, made explicit (the store is opened here)."""
-        return cls(
-            config=lambda: rt.config,
-            paths=rt.paths,
-            environ=rt.environ,
-            clock=rt.clock,
-            store=rt.store,
-            sessions=rt.sessions,
-            workspaces=rt.workspaces,
-            bus=rt.bus,
-            delivery=rt.delivery,
-            agent=rt.agent,
-            readiness=rt.readiness,
+    def settings(self) -> Config:
+        """The current config (a reload applies without a restart)."""
+        return self.config
+
+    @cached_property
+    def store(self) -> StateStore:
+        from vikingbot.store.db import StateStore
+
+        return StateStore.open(self.paths.database_url, clock=self.clock)
+
+    @cached_property
+    def sessions(self) -> SessionStore:
+        from vikingbot.session.store import SessionStore
+
+        return SessionStore(self.paths.sessions_dir, clock=self.clock)
+
+    @cached_property
+    def workspaces(self) -> WorkspaceManager:
+        from vikingbot.workspace.manager import WorkspaceManager
+
+        return WorkspaceManager(self.paths.workspace_root, self.config.bot.sandbox.mode)
+
+    @cached_property
+    def bus(self) -> MessageBus:
+        from vikingbot.bus import MessageBus
+
+        return MessageBus()
+
+    @cached_property
+    def delivery(self) -> DeliveryService:
+        from vikingbot.delivery.service import DeliveryService
+
+        return DeliveryService(
+            self.config, store=self.store, sessions=self.sessions, clock=self.clock
         )
 
     def agent_problem(self) -> str | None:
         return self.readiness().problem
+
+    def readiness(self) -> Readiness:
+        """Whether the configured agent loop can answer, or what to set (asked of the loop).
+
+        Asking builds no state store: before the agent is built the question goes to a
+        loop made without one, so `vikingbot status` on a fresh home neither creates
+        the database nor pays for its migrations (a loop's readiness reads the config
+        and the environment only, docs/agents.md)."""
+        from vikingbot.agent.types import Readiness
+        from vikingbot.errors import NotConfiguredError
+
+        try:
+            loop = self._agent if self._agent is not None else self._loop(store=None)
+            return loop.readiness()
+        except NotConfiguredError as exc:  # the loop itself cannot be loaded
+            return Readiness.missing(str(exc))
+
+    def agent(self) -> AgentLoop:
+        """The configured agent loop (built once; the provider connects on first use)."""
+        if self._agent is None:
+            self._agent = self.new_agent()
+        return self._agent
+
+    def new_agent(self, **extra: Any) -> AgentLoop:
+        """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
+        its constructor (a terminal chat's ``approval_callback`` and ``on_tool_call``)."""
+        return self._loop(store=self.store, mcp=self.mcp, **extra)
+
+    @cached_property
+    def mcp(self) -> McpHub:
+        """The MCP servers of this home (none start until a turn needs them; docs/mcp.md)."""
+        from vikingbot.mcp.hub import McpHub
+
+        return McpHub(
+            self.config,
+            environ=self.environ,
+            logs=self.paths.logs_dir,
+            pins=self.paths.data_dir / "mcp" / "approved.json",
+        )
+
+    def _loop(self, *, store: StateStore | None, **extra: Any) -> AgentLoop:
+        from vikingbot import registry
+
+        loop_cls: type[AgentLoop] = registry.load_ready("loops", self.config.bot.agents.loop)
+        return loop_cls(
+            self.config,
+            sessions=self.sessions,
+            store=store,
+            bus=self.bus,
+            workspaces=self.workspaces,
+            clock=self.clock,
+            environ=self.environ,
+            user_skills=user_dir(self.paths.home),
+            **extra,
+        )
+
+    def reconfigure(self, config: Config) -> None:
+        """Apply a reloaded config to the parts that read it at run time."""
+        self.config = config
+        if self._agent is not None:
+            self._agent.reconfigure(config)
+        if "delivery" in self.__dict__:
+            self.delivery.config = config
+        if "mcp" in self.__dict__:
+            self.mcp.reconfigure(config)
+
+    async def aclose(self) -> None:
+        """Close the agent's provider connections, then the store."""
+        agent, self._agent = self._agent, None
+        if agent is not None:
+            await agent.aclose()
+        if "mcp" in self.__dict__:  # every MCP server this run started
+            await self.mcp.aclose()
+        self.close()
+
+    def close(self) -> None:
+        if "store" in self.__dict__:
+            self.store.close()
+
+
+def build_home(
+    config: Config,
+    paths: Paths,
+    *,
+    clock: Clock | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Home:
+    """The home of ``config`` and ``paths`` (nothing is opened yet). The environment is
+    the home's ``.env`` values under the real variables unless ``environ`` is given."""
+    if environ is None:  # .env values (e.g. GITHUB_TOKEN for checkers), real variables win
+        environ = {**dotenv_values_for(paths.home), **os.environ}
+    return Home(config, paths, clock=clock or SystemClock(), environ=dict(environ))
 
 
 class LazyAgent:
@@ -133,48 +221,48 @@ class LazyAgent:
 # ---------------------------------------------------------------- services, in order
 
 
-def registry(core: Core, address: str) -> GatewayRegistry:
+def registry(home: Home, address: str) -> GatewayRegistry:
     """This gateway's row among the gateways sharing the database."""
     from vikingbot.gateway.registry import GatewayRegistry
 
-    lease_s = core.config().bot.gateway.lease_s  # silent for two leases: dead
-    return GatewayRegistry(core.store, core.clock, address=address, dead_after_s=2 * lease_s)
+    lease_s = home.config.bot.gateway.lease_s  # silent for two leases: dead
+    return GatewayRegistry(home.store, home.clock, address=address, dead_after_s=2 * lease_s)
 
 
-def channels(core: Core, sender: str, spawn: Spawn | None = None) -> ChannelManager:
+def channels(home: Home, sender: str, spawn: Spawn | None = None) -> ChannelManager:
     """The channel manager, connected as delivery's only way out (started by the gateway);
     ``spawn`` runs its background loops (the outbox sweep, lease keepers) supervised."""
     from vikingbot.channels.manager import ChannelManager
 
     manager = ChannelManager(
-        core.config(),
-        bus=core.bus,
-        store=core.store,
-        clock=core.clock,
-        on_resent=core.delivery.record_resent,
+        home.config,
+        bus=home.bus,
+        store=home.store,
+        clock=home.clock,
+        on_resent=home.delivery.record_resent,
         sender=sender,
         spawn=spawn,
     )
-    core.delivery.connect(manager.send)
+    home.delivery.connect(manager.send)
     return manager
 
 
-def dispatch(core: Core) -> Dispatcher:
+def dispatch(home: Home) -> Dispatcher:
     """Chat messages, dashboard prompts and control-API chats become turns."""
     from vikingbot.gateway.dispatch import Dispatcher
 
     return Dispatcher(
-        agent=core.agent,
-        agent_problem=core.agent_problem,
-        delivery=core.delivery,
-        sessions=core.sessions,
-        store=core.store,
-        clock=core.clock,
+        agent=home.agent,
+        agent_problem=home.agent_problem,
+        delivery=home.delivery,
+        sessions=home.sessions,
+        store=home.store,
+        clock=home.clock,
     )
 
 
 def heartbeat(
-    core: Core,
+    home: Home,
     *,
     metrics: Metrics | None = None,
     agent: TurnRunner | None = None,
@@ -190,13 +278,13 @@ def heartbeat(
     from vikingbot.skills.discover import user_dir
     from vikingbot.store.leases import Leases
 
-    delivery = core.delivery
-    skills = user_dir(core.paths.home)
+    delivery = home.delivery
+    skills = user_dir(home.paths.home)
     turns = Turns(
-        core.config,
-        agent=agent if agent is not None else LazyAgent(core.agent),
+        home.settings,
+        agent=agent if agent is not None else LazyAgent(home.agent),
         delivery=delivery,
-        reset=core.sessions.reset,
+        reset=home.sessions.reset,
         user_skills=skills,
     )
 
@@ -204,17 +292,17 @@ def heartbeat(
         return await delivery.deliver(text, "owner", dedupe_key=key, source="heartbeat:notice")
 
     if claims and leases is None:
-        leases = Leases(core.store, core.clock)
+        leases = Leases(home.store, home.clock)
     return HeartbeatService(
-        core.config,
-        store=core.store,
-        sessions=core.sessions,
-        clock=core.clock,
-        workspace_root=core.paths.workspace_root,
+        home.settings,
+        store=home.store,
+        sessions=home.sessions,
+        clock=home.clock,
+        workspace_root=home.paths.workspace_root,
         user_skills=skills,
         turns=turns,
         check=functools.partial(
-            run_check, state_dir=core.paths.data_dir / "checkers", environ=core.environ
+            run_check, state_dir=home.paths.data_dir / "checkers", environ=home.environ
         ),
         send_notice=send_notice,
         leases=leases if claims else None,
@@ -223,49 +311,49 @@ def heartbeat(
     )
 
 
-def cron(core: Core, owner: str | None) -> CronService:
+def cron(home: Home, owner: str | None) -> CronService:
     from vikingbot.cron.service import CronService
 
     return CronService(
-        core.config(),
-        store=core.store,
-        agent=LazyAgent(core.agent),
-        delivery=core.delivery,
-        sessions=core.sessions,
-        workspaces=core.workspaces,
-        clock=core.clock,
+        home.config,
+        store=home.store,
+        agent=LazyAgent(home.agent),
+        delivery=home.delivery,
+        sessions=home.sessions,
+        workspaces=home.workspaces,
+        clock=home.clock,
         owner=owner,
     )
 
 
-def housekeeping(core: Core, owner: str | None) -> HousekeepingService:
+def housekeeping(home: Home, owner: str | None) -> HousekeepingService:
     from vikingbot.housekeeping.service import HousekeepingService
 
     return HousekeepingService(
-        core.config(),
-        store=core.store,
-        sessions=core.sessions,
-        workspaces=core.workspaces,
-        clock=core.clock,
+        home.config,
+        store=home.store,
+        sessions=home.sessions,
+        workspaces=home.workspaces,
+        clock=home.clock,
         owner=owner,
     )
 
 
-def notifier(core: Core) -> Notifier:
+def notifier(home: Home) -> Notifier:
     """Tells the owner once (the heartbeat's mechanism), for the gateway's own notices."""
     from vikingbot.heartbeat.notices import Notifier
 
     async def send(text: str, key: str) -> Any:
-        return await core.delivery.deliver(text, "owner", dedupe_key=key, source="gateway")
+        return await home.delivery.deliver(text, "owner", dedupe_key=key, source="gateway")
 
-    return Notifier(core.store, send, core.clock)
+    return Notifier(home.store, send, home.clock)
 
 
-def crash_notices(core: Core) -> tuple[Any, Any]:
+def crash_notices(home: Home) -> tuple[Any, Any]:
     """``(tell, forget)`` for supervised services, over :func:`notifier`."""
     from vikingbot.gateway.services import NOTICE_WORKSPACE
 
-    notes = notifier(core)
+    notes = notifier(home)
 
     async def tell(key: str, text: str) -> bool:
         return await notes.tell(NOTICE_WORKSPACE, key, text, kind="service-crash")
@@ -276,12 +364,12 @@ def crash_notices(core: Core) -> tuple[Any, Any]:
     return tell, forget
 
 
-def mcp_notices(core: Core) -> Callable[[str, str], None]:
+def mcp_notices(home: Home) -> Callable[[str, str], None]:
     """What the MCP hub calls when a server cannot start: the owner is told once
     (``Notifier``, key ``mcp:<server>``), off the turn that found it."""
     from vikingbot.gateway.services import NOTICE_WORKSPACE
 
-    notes = notifier(core)
+    notes = notifier(home)
     pending: set[asyncio.Task[bool]] = set()
 
     def told(server: str, problem: str) -> None:
@@ -301,7 +389,7 @@ def mcp_notices(core: Core) -> Callable[[str, str], None]:
 
 
 def control_ops(
-    core: Core,
+    home: Home,
     *,
     heartbeat: HeartbeatService,
     cron: CronService | None,
@@ -317,10 +405,10 @@ def control_ops(
 
     return ControlOps(
         heartbeat=heartbeat,
-        inbox=Inbox(core.store, core.clock),
-        config_file=core.paths.config_file,
-        workspace_root=core.paths.workspace_root,
-        agent_problem=core.agent_problem,
+        inbox=Inbox(home.store, home.clock),
+        config_file=home.paths.config_file,
+        workspace_root=home.paths.workspace_root,
+        agent_problem=home.agent_problem,
         wake_heartbeat=wake_heartbeat,
         cron=cron,
         chat_turn=chat.chat,
@@ -332,7 +420,7 @@ def control_ops(
 
 
 def dashboard_routes(
-    core: Core,
+    home: Home,
     *,
     heartbeat: HeartbeatService,
     health: Callable[[], dict[str, Any]],
@@ -353,35 +441,35 @@ def dashboard_routes(
         message tool lands in the slot; other targets go through delivery."""
 
         async def to_slot(text: str) -> Any:
-            add = functools.partial(Inbox(core.store, core.clock).add, key.chat_id, text)
+            add = functools.partial(Inbox(home.store, home.clock).add, key.chat_id, text)
             await asyncio.to_thread(add, source=f"message:{key.chat_id}")
             return "inboxed"
 
-        deliver = TurnDelivery.for_chat(core.delivery, key, sink=to_slot)
-        return await core.agent().run_turn(prompt, key, meta, deliver=deliver)
+        deliver = TurnDelivery.for_chat(home.delivery, key, sink=to_slot)
+        return await home.agent().run_turn(prompt, key, meta, deliver=deliver)
 
     parts = DashboardParts(
-        store=core.store,
-        clock=core.clock,
-        config=core.config,
-        config_file=core.paths.config_file,
-        workspace_root=core.paths.workspace_root,
-        secret_file=run_dir(core.paths.home) / SECRET_FILE,
+        store=home.store,
+        clock=home.clock,
+        config=home.settings,
+        config_file=home.paths.config_file,
+        workspace_root=home.paths.workspace_root,
+        secret_file=run_dir(home.paths.home) / SECRET_FILE,
         heartbeat=heartbeat,
-        sessions=core.sessions,
+        sessions=home.sessions,
         health=health,
-        agent_problem=core.agent_problem,
+        agent_problem=home.agent_problem,
         run_turn=run_turn,
         apply_config=apply_config,
         ops=ops,
         stopping=stopping,
-        user_skills=user_dir(core.paths.home),
+        user_skills=user_dir(home.paths.home),
     )
     return dashboard_routes(parts)
 
 
 def http_app(
-    core: Core,
+    home: Home,
     *,
     channel_routes: list[Any],
     ops: ControlOps,
@@ -399,7 +487,7 @@ def http_app(
 
     channel_prefixes = tuple(f"{route.path}/" for route in channel_routes)
     routes = [*channel_routes, *control_routes(ops), *dashboard]
-    token = core.config().bot.gateway.token
+    token = home.config.bot.gateway.token
     token_text = token.get_secret_value() if token else None
     app = build_app(
         health=health,
@@ -408,6 +496,6 @@ def http_app(
         extra_routes=routes,
         self_authenticating=(*channel_prefixes, "/api/", "/ui/"),
     )
-    gateway = core.config().bot.gateway
+    gateway = home.config.bot.gateway
     guarded = ControlGuard(app, secret=secret, token=token_text, audit=audit)
     return WebGuard(guarded, own_names(gateway.host, gateway.allowed_hosts))

@@ -52,16 +52,15 @@ SIGTERM_ECHO_S = 2.0  # a second SIGTERM this soon is the first one forwarded ag
 class Gateway:
     def __init__(
         self,
-        runtime: compose.Home,
+        home: compose.Home,
         *,
         host: str | None = None,
         port: int | None = None,
         say: Say = print,
         config_poll_s: float = 2.0,
     ) -> None:
-        self.rt = runtime  # the config's owner (reloads); services get only ``core``
-        self._core: compose.Core | None = None
-        gw = runtime.config.bot.gateway
+        self.home = home  # the config's owner (reloads); services get only their parts
+        gw = home.config.bot.gateway
         self.host = host or gw.host
         self.port = port if port is not None else gw.port
         self.say = say
@@ -72,10 +71,8 @@ class Gateway:
         self.threads = ThreadProbe()
         self.started_at = datetime.now(UTC)
         self.config_watch = ConfigWatch(
-            runtime.paths.config_file,
-            load=lambda: load_config(
-                runtime.paths.config_file, create=False, environ=runtime.environ
-            )[0],
+            home.paths.config_file,
+            load=lambda: load_config(home.paths.config_file, create=False, environ=home.environ)[0],
             apply=self._apply_config,
             poll_s=config_poll_s,
         )
@@ -92,31 +89,24 @@ class Gateway:
         self.membership: Membership | None = None  # this gateway in the registry (beats)
 
     @property
-    def core(self) -> compose.Core:
-        """The parts every service is built from (opens the state store on first use)."""
-        if self._core is None:
-            self._core = compose.Core.of(self.rt)
-        return self._core
-
-    @property
     def dispatch(self) -> Dispatcher:
         """Chat and dashboard turns."""
         if self._dispatch is None:
-            self._dispatch = compose.dispatch(self.core)
+            self._dispatch = compose.dispatch(self.home)
         return self._dispatch
 
     async def _tell(self, key: str, text: str) -> bool:
-        tell, _ = compose.crash_notices(self.core)
+        tell, _ = compose.crash_notices(self.home)
         return bool(await tell(key, text))
 
     async def _forget(self, key: str) -> bool:
-        _, forget = compose.crash_notices(self.core)
+        _, forget = compose.crash_notices(self.home)
         return bool(await forget(key))
 
     # ------------------------------------------------------------ lifecycle
 
     def check_bind(self) -> None:
-        token = self.rt.config.bot.gateway.token
+        token = self.home.config.bot.gateway.token
         if not is_loopback(self.host) and not (token and token.get_secret_value()):
             raise ConfigError(
                 f"refusing to listen on {self.host}: a non-loopback address needs "
@@ -151,7 +141,7 @@ class Gateway:
         from vikingbot.gateway.lock import HomeLock, needs_home_lock
 
         self.home_lock = lock = HomeLock(
-            self.rt.paths.home, exclusive=needs_home_lock(self.rt.paths.database_url)
+            self.home.paths.home, exclusive=needs_home_lock(self.home.paths.database_url)
         )
         lock.acquire()
         return lock
@@ -174,17 +164,17 @@ class Gateway:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, self.request_stop, sig)
         self.say(f"vikingbot {__version__} gateway")
-        self.say(f"  config: {self.rt.paths.config_file}")
-        self.say(f"  data:   {self.rt.paths.data_dir}")
-        ready = self.rt.readiness()
+        self.say(f"  config: {self.home.paths.config_file}")
+        self.say(f"  data:   {self.home.paths.data_dir}")
+        ready = self.home.readiness()
         if not ready.ready:
             self.say(f"✗ Agent: {ready.problem}")
         else:
-            self.say(f"✓ Agent: {self.rt.config.bot.agents.loop}: {ready.detail}")
+            self.say(f"✓ Agent: {self.home.config.bot.agents.loop}: {ready.detail}")
             self.services.spawn(
                 "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
             )
-        await asyncio.to_thread(lambda: self.core)  # open + migrate the store before serving
+        await asyncio.to_thread(lambda: self.home.store)  # open + migrate it before serving
         self.config_watch.stat()
 
         await self._start_services()
@@ -234,7 +224,7 @@ class Gateway:
         records ``interrupted``; unsent messages stay in the outbox).
         """
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.rt.config.bot.gateway.shutdown_grace_s
+        deadline = loop.time() + self.home.config.bot.gateway.shutdown_grace_s
         for svc in (self.heartbeat, self.housekeeping):
             if svc is not None and hasattr(svc, "stop"):
                 svc.stop()
@@ -265,22 +255,22 @@ class Gateway:
                 task.cancel()
         if self.membership is not None:
             await self.membership.leave()
-        await self.rt.aclose()
+        await self.home.aclose()
 
     # ------------------------------------------------------------ services
 
     async def _start_services(self) -> None:
         """Build (compose.py) and start every service, in order; each runs supervised."""
-        core, stop, spawn = self.core, self.stop_event, self.services.spawn
+        home, stop, spawn = self.home, self.stop_event, self.services.spawn
         # join the gateways registry (several gateways may share a PostgreSQL store)
-        self.registry = registry = compose.registry(core, f"{self.host}:{self.port}")
-        beat_s = core.config().bot.gateway.lease_s / 3  # several gateways: scaling.md
+        self.registry = registry = compose.registry(home, f"{self.host}:{self.port}")
+        beat_s = home.config.bot.gateway.lease_s / 3  # several gateways: scaling.md
         self.membership = member = Membership(registry, self._held, beat_s=beat_s)
         await member.join()
         spawn("registry", lambda: member.run(stop), f"gateway id {registry.id}")
         owner = registry.id
         # channels first: heartbeat results need somewhere to go
-        self.channels = manager = compose.channels(core, owner or "", self._spawn_for_channels)
+        self.channels = manager = compose.channels(home, owner or "", self._spawn_for_channels)
         self.metrics.add_dict_source("vikingbot_outbox", lambda: manager.metrics)
         try:
             await manager.start()
@@ -294,32 +284,32 @@ class Gateway:
         spawn(
             "inbound",
             lambda: self.dispatch.serve_inbound(
-                core.bus, stop, answering=manager.answering, answered=manager.answered
+                home.bus, stop, answering=manager.answering, answered=manager.answered
             ),
             "chat messages",
         )
         spawn("dashboard", lambda: self.dispatch.dashboard_prompts(stop), "dashboard prompts")
 
-        hub = self.rt.mcp  # the MCP servers: one session each, shared by every turn
-        hub.on_problem = compose.mcp_notices(core)
+        hub = self.home.mcp  # the MCP servers: one session each, shared by every turn
+        hub.on_problem = compose.mcp_notices(home)
         if hub.configured:
             spawn("mcp-eager", hub.start_eager, "MCP servers with eager: true", restart=False)
             self.say(f"✓ MCP: {len(hub.servers(unattended=False))} server(s), started on first use")
 
-        self.heartbeat = hb_svc = compose.heartbeat(core, metrics=self.metrics)
+        self.heartbeat = hb_svc = compose.heartbeat(home, metrics=self.metrics)
         spawn("heartbeat", lambda: hb_svc.run_forever(stop), "")
-        hb = core.config().bot.heartbeat
+        hb = home.config.bot.heartbeat
         if hb.enabled:
             self.say(f"✓ Heartbeat: every {hb.interval_seconds}s ({hb.mode}){self._hours()}")
         else:
             self.say("✗ Heartbeat: disabled (vikingbot heartbeat enable)")
 
-        self.cron = cron = compose.cron(core, owner)
+        self.cron = cron = compose.cron(home, owner)
         self.metrics.add_dict_source("vikingbot_cron", lambda: cron.metrics)
         spawn("cron", lambda: cron.run_forever(stop), "")
         self.say("✓ Cron: scheduler running")
 
-        self.housekeeping = hk = compose.housekeeping(core, owner)
+        self.housekeeping = hk = compose.housekeeping(home, owner)
         self.metrics.add_dict_source("vikingbot_housekeeping", lambda: hk.metrics)
         spawn("housekeeping", lambda: hk.run_forever(stop), "")
         self.say("✓ Housekeeping: index, prune, consolidate")
@@ -340,15 +330,15 @@ class Gateway:
     async def _warm_agent(self) -> None:
         """Warm the agent loop now (a provider SDK, an agent process), not in the first turn."""
         try:
-            await self.core.agent().start()
+            await self.home.agent().start()
         except VikingbotError as exc:
             logger.warning("agent not ready: {}", exc)
 
     def _apply_config(self, config: Config) -> None:
         """A reloaded config: the parts that read it at run time get it; the heartbeat
         wakes to act on it now."""
-        old = self.rt.config.bot.heartbeat
-        self.rt.reconfigure(config)
+        old = self.home.config.bot.heartbeat
+        self.home.reconfigure(config)
         new = config.bot.heartbeat
         if (old.enabled, old.interval_seconds, old.active_hours) != (
             new.enabled,
@@ -380,8 +370,8 @@ class Gateway:
 
     def _agent_health(self) -> dict[str, Any]:
         """The loop's own readiness: ``ready`` is false for a provider that cannot work."""
-        r = self.rt.readiness()
-        return {"loop": self.rt.config.bot.agents.loop, "ready": r.ready, "problem": r.problem}
+        r = self.home.readiness()
+        return {"loop": self.home.config.bot.agents.loop, "ready": r.ready, "problem": r.problem}
 
     def problems(self) -> list[str]:
         """Why the gateway is ``degraded`` now, one reason a line (empty: ``ok``)."""
@@ -398,7 +388,7 @@ class Gateway:
             found.append(f"model provider down: {hb.health.error or 'no answer'}")
         found += self.services.problems()
         found += self.threads.problems() + agentio.problems()
-        found += self.rt.mcp.problems()
+        found += self.home.mcp.problems()
         if self.channels is not None:
             for row in self.channels.status():
                 if row.get("enabled") and not row.get("running"):
@@ -408,7 +398,7 @@ class Gateway:
     def health(self) -> dict[str, Any]:
         problems = self.problems()
         store_ok = not any(p.startswith("database unreachable") for p in problems)
-        cfg = self.rt.config.bot
+        cfg = self.home.config.bot
         return {
             "status": "degraded" if problems else "ok",
             "problems": problems,
@@ -424,7 +414,7 @@ class Gateway:
                 "interval_seconds": cfg.heartbeat.interval_seconds,
             },
             "agent": self._agent_health(),
-            "mcp": [s._asdict() for s in self.rt.mcp.status()],
+            "mcp": [s._asdict() for s in self.home.mcp.status()],
             "channels": self.channels.status() if self.channels is not None else [],
             "gateway_id": self.registry.id if self.registry is not None else None,
             "gateways": self.membership.peers if self.membership is not None else [],
@@ -446,7 +436,7 @@ class Gateway:
             self.heartbeat.wake()
 
     def _audit_control(self, peer: str, path: str, reason: str) -> None:
-        self.core.store.audit(
+        self.home.store.audit(
             f"peer:{peer}", "control.auth", path, "refused", reason=reason, details={"peer": peer}
         )
 
@@ -457,9 +447,9 @@ class Gateway:
 
         assert self.home_lock is not None and self.home_lock.secret is not None
         assert self.heartbeat is not None
-        core = self.core
+        home = self.home
         self.ops = ops = compose.control_ops(
-            core,
+            home,
             heartbeat=self.heartbeat,
             cron=self.cron,
             chat=self.dispatch,
@@ -470,7 +460,7 @@ class Gateway:
             port=self.port,
         )
         dashboard = compose.dashboard_routes(
-            core,
+            home,
             heartbeat=self.heartbeat,
             health=self.health,
             apply_config=self.reload_config,
@@ -478,7 +468,7 @@ class Gateway:
             stopping=self.stop_event,
         )
         app = compose.http_app(
-            core,
+            home,
             channel_routes=list(self.channels.routes()) if self.channels is not None else [],
             ops=ops,
             dashboard=dashboard,
@@ -487,7 +477,7 @@ class Gateway:
             secret=self.home_lock.secret,
             audit=self._audit_control,
         )
-        web = core.config().bot.gateway
+        web = home.config.bot.gateway
         config = uvicorn.Config(
             app,
             host=self.host,
