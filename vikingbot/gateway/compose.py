@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from vikingbot.gateway.dispatch import Dispatcher
     from vikingbot.gateway.ops import ControlOps
     from vikingbot.gateway.registry import GatewayRegistry
-    from vikingbot.heartbeat.notices import Notifier
+    from vikingbot.heartbeat.notices import Notifier, SendNotice
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.housekeeping.service import HousekeepingService
     from vikingbot.mcp.hub import McpHub
@@ -275,21 +275,16 @@ def heartbeat(
     from vikingbot.heartbeat.checkers import run_check
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.heartbeat.turn import Turns
-    from vikingbot.skills.discover import user_dir
     from vikingbot.store.leases import Leases
 
-    delivery = home.delivery
     skills = user_dir(home.paths.home)
     turns = Turns(
         home.settings,
         agent=agent if agent is not None else LazyAgent(home.agent),
-        delivery=delivery,
+        delivery=home.delivery,
         reset=home.sessions.reset,
         user_skills=skills,
     )
-
-    async def send_notice(text: str, key: str) -> Any:
-        return await delivery.deliver(text, "owner", dedupe_key=key, source="heartbeat:notice")
 
     if claims and leases is None:
         leases = Leases(home.store, home.clock)
@@ -304,7 +299,7 @@ def heartbeat(
         check=functools.partial(
             run_check, state_dir=home.paths.data_dir / "checkers", environ=home.environ
         ),
-        send_notice=send_notice,
+        send_notice=to_owner(home, "heartbeat:notice"),
         leases=leases if claims else None,
         owner=owner,
         metrics=metrics,
@@ -343,10 +338,16 @@ def notifier(home: Home) -> Notifier:
     """Tells the owner once (the heartbeat's mechanism), for the gateway's own notices."""
     from vikingbot.heartbeat.notices import Notifier
 
-    async def send(text: str, key: str) -> Any:
-        return await home.delivery.deliver(text, "owner", dedupe_key=key, source="gateway")
+    return Notifier(home.store, to_owner(home, "gateway"), home.clock)
 
-    return Notifier(home.store, send, home.clock)
+
+def to_owner(home: Home, source: str) -> SendNotice:
+    """``send(text, dedupe_key)``: a notice for the owner, through delivery."""
+
+    async def send(text: str, key: str) -> Any:
+        return await home.delivery.deliver(text, "owner", dedupe_key=key, source=source)
+
+    return send
 
 
 def crash_notices(home: Home) -> tuple[Any, Any]:
