@@ -9,8 +9,11 @@ gateway takes all three without a restart: the first `chat -m` answers, and
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
+
+import pytest
 
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.home import Home, poll
@@ -75,3 +78,31 @@ def test_the_readme_lines_reach_a_running_gateway(
         agent = doctor_agent(home)
         assert agent["status"] == "ok", agent
         assert f"pid {gw.proc.pid}" in agent["message"]  # type: ignore[union-attr]
+
+
+def test_a_key_written_to_the_homes_env_file_reaches_a_running_gateway(
+    home: Home, gateways: Callable[[Home], GatewayProcess], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`<home>/.env` is re-read when it changes: a key added after the gateway started
+    answers the next chat, and a key changed there replaces the old one."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # a real variable would win
+    with FakeOpenAI.start(require_key=KEY) as llm:
+        llm.default = reply("Hello from the model.")
+        home.write_config(providers={"openai": {"api_base": llm.base_url, "max_retries": 0}})
+        gateways(home)
+        first = home.cli("chat", "-m", "hi", "--json")
+        assert first.returncode != 0 and "401" in first.stderr + first.stdout, first
+        env_file = home.path / ".env"
+        env_file.write_text(f"# the model's key\nOPENAI_API_KEY={KEY}\n")
+
+        def chat() -> subprocess.CompletedProcess[str]:
+            return home.cli("chat", "-m", "hi", "--json")
+
+        answered = poll(lambda: (r := chat()).returncode == 0 and r, "the key from .env")
+        assert json.loads(answered.stdout)["reply"] == "Hello from the model."
+        assert llm.requests[-1].headers.get("authorization") == f"Bearer {KEY}"
+
+        env_file.write_text("OPENAI_API_KEY=sk-revoked\n")
+        refused = poll(lambda: (r := chat()).returncode != 0 and r, "the changed key")
+        assert "401" in refused.stderr + refused.stdout
+        assert llm.requests[-1].headers.get("authorization") == "Bearer sk-revoked"

@@ -110,7 +110,8 @@ class AcpLoop(AgentLoop):
         old = self.config.bot.agents.acp
         super().reconfigure(config)
         self.client.config = config
-        if config.bot.agents.acp != old:  # a changed agent: the next turn starts the new one
+        # a changed agent or environment: the next turn starts the new one
+        if self.environ_changed() or config.bot.agents.acp != old:
             self.agent.config = config.bot.agents.acp
             self.agent.retired = True
             self._sessions.clear()

@@ -170,14 +170,16 @@ class BuiltinLoop(AgentLoop):
             await self.ensure_provider()
 
     def reconfigure(self, config: Config) -> None:
-        """Use a reloaded config from the next turn on (a changed provider is rebuilt)."""
+        """Use a reloaded config from the next turn on (a provider whose settings or
+        environment changed is rebuilt)."""
         old = self.config
         self.config = config
         agents_changed = (old.bot.agents.provider, old.bot.agents.model) != (
             config.bot.agents.provider,
             config.bot.agents.model,
         )
-        changed = agents_changed or old.bot.providers != config.bot.providers
+        environ_changed = self.environ_changed()  # a key added to .env, say
+        changed = agents_changed or old.bot.providers != config.bot.providers or environ_changed
         if changed and self._provider is not None and not self._injected:
             self._retired.append(self._provider)
             self._provider = None

@@ -151,6 +151,7 @@ class AgentLoop(ABC):
         self.workspaces = workspaces
         self.clock: Clock = clock or SystemClock()
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
+        self._environ_seen = dict(self.environ)
         self.approval_callback = approval_callback
         self.on_tool_call = on_tool_call
         self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
@@ -167,6 +168,13 @@ class AgentLoop(ABC):
     def reconfigure(self, config: Config) -> None:
         """Use a reloaded config from the next turn on."""
         self.config = config
+
+    def environ_changed(self) -> bool:
+        """Whether ``environ`` holds other values than when last asked (the gateway
+        re-read a ``.env`` file): what the loop made from them is to be made again."""
+        now = dict(self.environ)
+        changed, self._environ_seen = now != self._environ_seen, now
+        return changed
 
     @abstractmethod
     def readiness(self) -> Readiness:

@@ -61,13 +61,35 @@ class Home:
     """
 
     def __init__(
-        self, config: Config, paths: Paths, *, clock: Clock, environ: Mapping[str, str]
+        self,
+        config: Config,
+        paths: Paths,
+        *,
+        clock: Clock,
+        environ: Mapping[str, str],
+        process: Mapping[str, str] | None = None,
     ) -> None:
         self.config = config
         self.paths = paths
         self.clock = clock
-        self.environ = environ
+        # one mapping, updated in place: the agent, its providers, the checkers and the
+        # MCP servers hold it and see a re-read .env
+        self.environ: dict[str, str] = dict(environ)
+        self._process = None if process is None else dict(process)
         self._agent: AgentLoop | None = None
+
+    def reread_environ(self) -> bool:
+        """Read the ``.env`` files again (the gateway, when one changed); ``True`` when a
+        variable changed. A home given its environment outright keeps it."""
+        if self._process is None:
+            return False
+        new = {**dotenv_values_for(self.paths.home), **self._process}
+        if new == self.environ:
+            return False
+        for gone in self.environ.keys() - new.keys():
+            self.environ.pop(gone, None)
+        self.environ.update(new)
+        return True
 
     def settings(self) -> Config:
         """The current config (a reload applies without a restart)."""
@@ -195,10 +217,14 @@ def build_home(
     environ: Mapping[str, str] | None = None,
 ) -> Home:
     """The home of ``config`` and ``paths`` (nothing is opened yet). The environment is
-    the home's ``.env`` values under the real variables unless ``environ`` is given."""
-    if environ is None:  # .env values (e.g. GITHUB_TOKEN for checkers), real variables win
-        environ = {**dotenv_values_for(paths.home), **os.environ}
-    return Home(config, paths, clock=clock or SystemClock(), environ=dict(environ))
+    the home's ``.env`` values under the real variables (re-read by ``reread_environ``)
+    unless ``environ`` is given."""
+    clock = clock or SystemClock()
+    if environ is not None:
+        return Home(config, paths, clock=clock, environ=environ)
+    process = dict(os.environ)  # .env values (a provider key, GITHUB_TOKEN), real variables win
+    environ = {**dotenv_values_for(paths.home), **process}
+    return Home(config, paths, clock=clock, environ=environ, process=process)
 
 
 class LazyAgent:

@@ -1,7 +1,8 @@
-"""Config edits applied without a restart: watch the config file, re-read it, hand it on.
+"""Config edits applied without a restart: watch the config file and the ``.env``
+files, re-read them, hand the result on.
 
 File system events (``vikingbot.watch``) wake the watcher at once; without them
-(or when they stop) it stats the file every ``poll_s``. A bad edit is logged and
+(or when they stop) it stats the files every ``poll_s``. A bad edit is logged and
 the old config stays.
 """
 
@@ -22,8 +23,10 @@ if TYPE_CHECKING:
 
 
 class ConfigWatch:
-    """``load()`` re-reads the file (raising ``ConfigError`` on a bad edit);
-    ``apply(config)`` hands a good one to the running gateway."""
+    """``load()`` re-reads the config (raising ``ConfigError`` on a bad edit);
+    ``apply(config)`` hands a good one to the running gateway. ``path`` is the
+    config file; ``also`` are the other files it is made from (the ``.env`` files,
+    which may not exist yet): a change to any of them is a reload."""
 
     def __init__(
         self,
@@ -31,20 +34,19 @@ class ConfigWatch:
         *,
         load: Callable[[], Config],
         apply: Callable[[Config], None],
+        also: tuple[Path, ...] = (),
         poll_s: float = 2.0,
     ) -> None:
         self.path = path
+        self.files = tuple(dict.fromkeys(Path(os.path.abspath(p)) for p in (path, *also)))
         self.load = load
         self.apply = apply
         self.poll_s = poll_s
-        self._mtime: int | None = None
+        self._mtimes: tuple[tuple[int, int] | None, ...] = ()
 
     def stat(self) -> None:
-        """Remember the file as it is now (edits are changes from this)."""
-        try:
-            self._mtime = self.path.stat().st_mtime_ns
-        except OSError:
-            self._mtime = None
+        """Remember the files as they are now (edits are changes from this)."""
+        self._mtimes = tuple(_mtime(p) for p in self.files)
 
     async def watch(self, stop: asyncio.Event) -> None:
         """Reload on every change until ``stop``."""
@@ -52,10 +54,11 @@ class ConfigWatch:
 
         loop = asyncio.get_running_loop()
         changed = asyncio.Event()
+        names = {str(p) for p in self.files}
         watcher = Watcher(
-            [self.path.parent],
+            list(dict.fromkeys(p.parent for p in self.files)),
             name="config",
-            accept=lambda p: os.path.basename(p) == self.path.name,
+            accept=lambda p: os.path.abspath(p) in names,
             on_change=lambda: loop.call_soon_threadsafe(changed.set),
         )
         await asyncio.to_thread(watcher.start)
@@ -69,16 +72,16 @@ class ConfigWatch:
                     task.cancel()
                 changed.clear()
                 watcher.drain()
-                before = self._mtime
+                before = self._mtimes
                 self.stat()
-                if self._mtime == before or stop.is_set():
+                if self._mtimes == before or stop.is_set():
                     continue
                 await self.reload()
         finally:
             await asyncio.to_thread(watcher.stop)
 
     async def reload(self) -> None:
-        """Re-read the config file now (the watcher, and the dashboard after an edit)."""
+        """Re-read the config now (the watcher, and the dashboard after an edit)."""
         self.stat()
         try:
             config = await asyncio.to_thread(self.load)
@@ -87,3 +90,12 @@ class ConfigWatch:
             return
         self.apply(config)
         logger.info("config reloaded from {}", self.path)
+
+
+def _mtime(path: Path) -> tuple[int, int] | None:
+    """When and how large (a rewrite within the clock's granularity changes the size)."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_mtime_ns, st.st_size

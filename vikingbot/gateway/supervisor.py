@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -72,8 +73,9 @@ class Gateway:
         self.started_at = datetime.now(UTC)
         self.config_watch = ConfigWatch(
             home.paths.config_file,
-            load=lambda: load_config(home.paths.config_file, create=False, environ=home.environ)[0],
+            load=self._load_config,
             apply=self._apply_config,
+            also=(home.paths.home / ".env", Path.cwd() / ".env"),  # as the loader reads
             poll_s=config_poll_s,
         )
         self._dispatch: Dispatcher | None = None
@@ -333,6 +335,14 @@ class Gateway:
             await self.home.agent().start()
         except VikingbotError as exc:
             logger.warning("agent not ready: {}", exc)
+
+    def _load_config(self) -> Config:
+        """The config as the files are now: the ``.env`` files first (their variables
+        reach the agent, its providers, checkers and MCP servers), then the config file."""
+        if self.home.reread_environ():
+            logger.info("environment re-read from the .env files")
+        environ = self.home.environ
+        return load_config(self.home.paths.config_file, create=False, environ=environ)[0]
 
     def _apply_config(self, config: Config) -> None:
         """A reloaded config: the parts that read it at run time get it; the heartbeat
