@@ -110,11 +110,17 @@ class AcpLoop(AgentLoop):
         old = self.config.bot.agents.acp
         super().reconfigure(config)
         self.client.config = config
-        # a changed agent or environment: the next turn starts the new one
-        if self.environ_changed() or config.bot.agents.acp != old:
-            self.agent.config = config.bot.agents.acp
-            self.agent.retired = True
-            self._sessions.clear()
+        if config.bot.agents.acp != old:  # a changed agent: the next turn starts the new one
+            self._retire()
+
+    def environ_changed(self) -> None:
+        """The agent program is started again at the next turn, with the new variables."""
+        self._retire()
+
+    def _retire(self) -> None:
+        self.agent.config = self.config.bot.agents.acp
+        self.agent.retired = True
+        self._sessions.clear()
 
     # --------------------------------------------------------------- turn
 

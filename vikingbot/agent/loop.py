@@ -170,22 +170,28 @@ class BuiltinLoop(AgentLoop):
             await self.ensure_provider()
 
     def reconfigure(self, config: Config) -> None:
-        """Use a reloaded config from the next turn on (a provider whose settings or
-        environment changed is rebuilt)."""
+        """Use a reloaded config from the next turn on (a changed provider is rebuilt)."""
         old = self.config
         self.config = config
         agents_changed = (old.bot.agents.provider, old.bot.agents.model) != (
             config.bot.agents.provider,
             config.bot.agents.model,
         )
-        environ_changed = self.environ_changed()  # a key added to .env, say
-        changed = agents_changed or old.bot.providers != config.bot.providers or environ_changed
-        if changed and self._provider is not None and not self._injected:
+        if agents_changed or old.bot.providers != config.bot.providers:
+            self._rebuild_providers()
+
+    def environ_changed(self) -> None:
+        """Providers are built again (a key in ``.env`` is read when one is built)."""
+        self._rebuild_providers()
+
+    def _rebuild_providers(self) -> None:
+        """The next turn builds its provider anew (an injected one is kept); the old
+        ones close with the loop."""
+        if self._provider is not None and not self._injected:
             self._retired.append(self._provider)
             self._provider = None
-        if changed:
-            self._retired.extend(self._others.values())
-            self._others.clear()
+        self._retired.extend(self._others.values())
+        self._others.clear()
 
     async def aclose(self) -> None:
         for p in [*self._retired, *self._others.values(), self._provider]:

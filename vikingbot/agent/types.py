@@ -151,7 +151,6 @@ class AgentLoop(ABC):
         self.workspaces = workspaces
         self.clock: Clock = clock or SystemClock()
         self.environ: Mapping[str, str] = os.environ if environ is None else environ
-        self._environ_seen = dict(self.environ)
         self.approval_callback = approval_callback
         self.on_tool_call = on_tool_call
         self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
@@ -169,12 +168,10 @@ class AgentLoop(ABC):
         """Use a reloaded config from the next turn on."""
         self.config = config
 
-    def environ_changed(self) -> bool:
-        """Whether ``environ`` holds other values than when last asked (the gateway
-        re-read a ``.env`` file): what the loop made from them is to be made again."""
-        now = dict(self.environ)
-        changed, self._environ_seen = now != self._environ_seen, now
-        return changed
+    def environ_changed(self) -> None:
+        """The variables in ``environ`` changed (the gateway re-read a ``.env`` file):
+        what the loop made from them is made again for the next turn. The default
+        does nothing (a loop that reads ``environ`` at each use)."""
 
     @abstractmethod
     def readiness(self) -> Readiness:

@@ -76,11 +76,13 @@ class Home:
         # MCP servers hold it and see a re-read .env
         self.environ: dict[str, str] = dict(environ)
         self._process = None if process is None else dict(process)
+        self._environ_changed = False  # since the agent was last reconfigured
         self._agent: AgentLoop | None = None
 
     def reread_environ(self) -> bool:
         """Read the ``.env`` files again (the gateway, when one changed); ``True`` when a
-        variable changed. A home given its environment outright keeps it."""
+        variable changed. A home given its environment outright keeps it. The agent is
+        told at the next :meth:`reconfigure`."""
         if self._process is None:
             return False
         new = {**dotenv_values_for(self.paths.home), **self._process}
@@ -89,6 +91,7 @@ class Home:
         for gone in self.environ.keys() - new.keys():
             self.environ.pop(gone, None)
         self.environ.update(new)
+        self._environ_changed = True
         return True
 
     def settings(self) -> Config:
@@ -188,8 +191,11 @@ class Home:
     def reconfigure(self, config: Config) -> None:
         """Apply a reloaded config to the parts that read it at run time."""
         self.config = config
+        changed, self._environ_changed = self._environ_changed, False
         if self._agent is not None:
             self._agent.reconfigure(config)
+            if changed:
+                self._agent.environ_changed()
         if "delivery" in self.__dict__:
             self.delivery.config = config
         if "mcp" in self.__dict__:
