@@ -13,6 +13,10 @@ For ``--help`` it then prints the ten modules with the largest cumulative
 import time (``python -X importtime``, best of three runs per module), so a
 heavy import that slipped into the CLI's start path is easy to spot.
 
+Then ``vikingbot status`` with a gateway running for the home (it asks the gateway's
+``/health`` for the agent's readiness and the gateways sharing the database),
+then as many runs of ``status`` after the gateway stopped (the baseline, same run).
+
 Then the first start: ``vikingbot status`` on a fresh home (a new empty folder
 each run: no config, no database), alternating run by run with ``status`` on the
 existing home (the baseline, same run), with the paired CPU ratio. It checks
@@ -169,9 +173,31 @@ def main() -> None:
         print(f"{'cumulative':>12} {'self':>9}  module")
         for module, self_us, cum_us in top_imports(["--help"], env, root):
             print(f"{cum_us / 1000:9.1f} ms {self_us / 1000:6.1f} ms  {module}")
+        with_gateway(env, root, home, opts.runs)
         first_start(env, root, opts.runs, opts.baseline_src)
         if misses:
             print(f"\nover target: {', '.join(misses)}")
+
+
+def with_gateway(env: dict[str, str], root: Path, home: Path, runs: int) -> None:
+    """``status`` while a gateway runs for ``home``, paired with ``status`` without one."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+    from tests.support.gateway_proc import GatewayProcess
+
+    gw = GatewayProcess(home, env=env, fork=False).start()
+    try:
+        run_once(["status"], env, root)  # the first answer after start
+        running = [run_once(["status"], env, root) for _ in range(runs)]
+    finally:
+        gw.stop()
+    stopped = [run_once(["status"], env, root) for _ in range(runs)]
+    print(f"\nstatus with a gateway running for the home, {runs} runs each")
+    for name, samples in (("gateway running", running), ("no gateway (baseline)", stopped)):
+        walls, cpus = [w for w, _ in samples], [c for _, c in samples]
+        print(
+            f"status, {name:<24} wall median {statistics.median(walls):6.0f} ms  "
+            f"min {min(walls):6.0f} ms  (CPU median {statistics.median(cpus):5.0f} ms)"
+        )
 
 
 def first_start(env: dict[str, str], root: Path, runs: int, src: Path | None) -> None:

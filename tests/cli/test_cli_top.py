@@ -147,6 +147,8 @@ def test_status_counts_sessions_and_workspaces_and_sees_the_provider(
         "ready": True,
         "problem": None,
         "detail": "openai / gpt-x",
+        "checked": "shell",  # no gateway runs: asked in this shell's environment
+        "where": "in this shell's environment",
     }
     assert (data["provider"], data["model"]) == ("openai", "gpt-x")
     assert (data["sessions"], data["workspaces"]) == (2, 1)

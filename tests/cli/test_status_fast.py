@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from typer.testing import Result
 
 Cli = Callable[..., Result]
@@ -41,6 +42,23 @@ def test_status_sees_every_change_of_the_config_inputs(cli: Cli, home: Path) -> 
     (home / "config.json").write_text("{not json")
     bad = cli("status", "--json")
     assert bad.exit_code == 1 and "invalid JSON" in bad.stderr
+
+
+def test_status_sees_a_key_exported_in_this_shell(
+    cli: Cli, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stored summary is not reused once a variable the agent's readiness read
+    changed: the key exported in one shell, then gone in the next."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert cli("onboard").exit_code == 0
+    assert cli("config", "set", "bot.agents.provider", "openai").exit_code == 0
+    assert cli("config", "set", "bot.agents.model", "gpt-4o-mini").exit_code == 0
+    agent = status(cli)["agent"]
+    assert agent["ready"] is False and agent["checked"] == "shell"  # type: ignore[index]
+    assert status(cli, OPENAI_API_KEY="sk-exported")["agent"]["ready"] is True  # type: ignore[index]
+    assert status(cli)["agent"]["ready"] is False  # type: ignore[index]
+    stored = (home / "run" / "status-view.json").read_text()
+    assert "sk-exported" not in stored and "OPENAI_API_KEY" in stored
 
 
 def test_status_counts_are_live(cli: Cli, home: Path, fresh_session: Callable[[str], None]) -> None:

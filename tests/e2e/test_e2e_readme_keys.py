@@ -106,3 +106,25 @@ def test_a_key_written_to_the_homes_env_file_reaches_a_running_gateway(
         refused = poll(lambda: (r := chat()).returncode != 0 and r, "the changed key")
         assert "401" in refused.stderr + refused.stdout
         assert llm.requests[-1].headers.get("authorization") == "Bearer sk-revoked"
+
+
+def test_status_reports_the_running_gateways_agent_and_says_so(
+    home: Home, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The key is in the gateway's environment only: `status` run in another shell
+    shows the gateway ready (its own answer), and without the gateway, this shell's."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    home.write_config(providers={"openai": {}})  # the vendor's endpoint: a key is needed
+    shell = home.cli_json("status")["agent"]
+    assert (shell["ready"], shell["checked"]) == (False, "shell")
+    with GatewayProcess(home.path, env={"OPENAI_API_KEY": KEY}) as gw:
+        data = home.cli_json("status")
+        assert data["agent"]["ready"] is True and data["agent"]["checked"] == "gateway"
+        assert data["agent"]["detail"] == "openai / fake-model"
+        text = home.cli("status").stdout
+        assert f"✓ builtin: openai / fake-model (in the running gateway, pid {gw.proc.pid})" in (  # type: ignore[union-attr]
+            text
+        ), text
+    text = home.cli("status").stdout
+    assert "✗ builtin: openai / fake-model (in this shell's environment)" in text, text
+    assert "needs an API key" in text

@@ -172,6 +172,7 @@ class AgentLoop(ABC):
         """The variables in ``environ`` changed (the gateway re-read a ``.env`` file):
         what the loop made from them is made again for the next turn. The default
         does nothing (a loop that reads ``environ`` at each use)."""
+        return None
 
     @abstractmethod
     def readiness(self) -> Readiness:

@@ -49,8 +49,11 @@ def fast_status(argv: list[str]) -> bool:
     return True
 
 
+View = tuple[dict[str, Any], set[str]]  # what status shows, the variables it looked up
+
+
 def _status_data(
-    config_opt: Path | None, validate: Callable[[], dict[str, Any]] | None
+    config_opt: Path | None, validate: Callable[[], View] | None
 ) -> dict[str, Any] | None:
     """The status object; with ``validate=None`` only from the cached summary (else None)."""
     from vikingbot.config import status_cache
@@ -58,24 +61,40 @@ def _status_data(
 
     home, path = home_dir(), config_path(config_opt)
     digest = status_cache.inputs_digest(path, home, os.environ)
-    view = status_cache.load(home, digest) if digest else None
+    view = status_cache.load(home, digest, os.environ) if digest else None
     if view is None:  # the config changed (or first run): validate it
         if validate is None:
             return None
-        view = validate()
+        view, reads = validate()
         digest = status_cache.inputs_digest(path, home, os.environ)
         if digest:
-            status_cache.save(home, digest, view)
+            status_cache.save(home, digest, view, reads, os.environ)
     data_dir = Path(view["data_dir"])
     data: dict[str, Any] = {
         **view,
         "sessions": _count(data_dir / "sessions", lambda e: e.name.endswith(".jsonl")),
         "workspaces": _count(data_dir / "workspace", lambda e: e.is_dir()),
     }
-    gateways = _gateways(home, path, data_dir, str(view["database"]))
-    if gateways is not None:
+    pid, health = _gateway_health(home, path, data_dir, str(view["database"])) or (0, {})
+    agent = health.get("agent")
+    if isinstance(agent, dict):  # the gateway's own answer
+        data["agent"] = {
+            "loop": str(agent.get("loop") or view["agent"]["loop"]),
+            "ready": bool(agent.get("ready")),
+            "problem": agent.get("problem"),
+            "detail": agent.get("detail", view["agent"]["detail"]),
+            "checked": "gateway",
+            "where": f"in the running gateway, pid {pid}",
+        }
+    else:
+        data["agent"] = {**view["agent"], "checked": "shell", "where": SHELL}
+    gateways = health.get("gateways")
+    if isinstance(gateways, list):
         data["gateways"] = gateways
     return data
+
+
+SHELL = "in this shell's environment"
 
 
 def _show_status(data: dict[str, Any], as_json: bool) -> None:
@@ -89,7 +108,7 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
         f"config:     {data['config']}",
         f"data:       {data['data_dir']}",
         f"database:   {data['database']}",
-        f"agent:      {mark} {agent['loop']}: {agent['detail'] or '-'}",
+        f"agent:      {mark} {agent['loop']}: {agent['detail'] or '-'} ({agent['where']})",
         f"heartbeat:  {'on' if hb['enabled'] else 'off'}, every {hb['interval_seconds']}s "
         f"({hb['mode']})",
         f"sessions:   {data['sessions']}",
@@ -108,9 +127,11 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
     typer.echo("\n".join(lines))
 
 
-def _gateways(home: Path, config: Path, data_dir: Path, database: str) -> list[Any] | None:
-    """The gateways sharing the database, as this home's running gateway sees them
-    (docs/scaling.md); None when no gateway answers."""
+def _gateway_health(
+    home: Path, config: Path, data_dir: Path, database: str
+) -> tuple[int, dict[str, Any]] | None:
+    """This home's running gateway's pid and ``/health`` answer (its agent's readiness,
+    the gateways sharing the database: docs/scaling.md); None when no gateway answers."""
     from vikingbot.config.paths import Paths
     from vikingbot.errors import VikingbotError
     from vikingbot.gateway.lock import INFO_FILE, run_dir
@@ -125,28 +146,33 @@ def _gateways(home: Path, config: Path, data_dir: Path, database: str) -> list[A
         health = client.get("/health", timeout=3) if client is not None else None
     except (VikingbotError, OSError, ValueError):
         return None
-    found = health.get("gateways") if isinstance(health, dict) else None
-    return found if isinstance(found, list) else None
+    if client is None or not isinstance(health, dict):
+        return None
+    return client.info.pid, health
 
 
-def _config_view(ctx: typer.Context) -> dict[str, Any]:
+def _config_view(ctx: typer.Context) -> View:
     """What `status` shows that depends only on the config (validated here)."""
     return _view(*get_config(ctx))
 
 
-def _plain_view() -> dict[str, Any]:
+def _plain_view() -> View:
     """``_config_view`` for the default config path, outside Typer (raises ConfigError)."""
     from vikingbot.config.loader import load_config
 
     return _view(*load_config(None))
 
 
-def _view(config: Config, paths: Paths) -> dict[str, Any]:
+def _view(config: Config, paths: Paths) -> View:
+    from vikingbot.config.loader import dotenv_values_for
+    from vikingbot.config.status_cache import Reads
     from vikingbot.gateway.compose import build_home
 
-    ready = build_home(config, paths).readiness()  # the loop's own answer (docs/agents.md)
+    # the loop's own answer (docs/agents.md), in the environment a home would have
+    environ = Reads({**dotenv_values_for(paths.home), **os.environ})
+    ready = build_home(config, paths, environ=environ).readiness()
     hb = config.bot.heartbeat
-    return {
+    view = {
         "config": str(paths.config_file),
         "data_dir": str(paths.data_dir),
         "database": mask_url(paths.database_url),
@@ -165,6 +191,7 @@ def _view(config: Config, paths: Paths) -> dict[str, Any]:
         },
         "sandbox_mode": config.bot.sandbox.mode,
     }
+    return view, environ.names
 
 
 def _count(folder: Path, keep: Callable[[os.DirEntry[str]], bool]) -> int:

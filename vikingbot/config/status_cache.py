@@ -5,10 +5,12 @@ start-up time. The summary ``status`` prints is therefore kept in
 ``<home>/run/status-view.json`` together with a digest of everything it was
 derived from: the config file's bytes, both ``.env`` files' bytes, every
 ``VIKINGBOT_*`` variable, the value of every ``${VAR}`` the file uses, the
-package version and the schema module's identity. When the digest still
-matches, ``status`` prints the stored summary (plus the live session and
-workspace counts); anything different and it validates as before and stores
-the new summary. A missing, unreadable or foreign cache file just means the
+package version and the schema module's identity. Beside it the names of the
+variables the agent's readiness looked up (``OPENAI_API_KEY``, ``PATH`` for an
+ACP program) and a digest of their values: a key exported in this shell is
+seen. When both digests still match, ``status`` prints the stored summary (plus
+the live session and workspace counts); anything different and it validates as
+before and stores the new summary. A missing, unreadable or foreign cache file just means the
 slow path. This module imports neither pydantic nor the config loader.
 """
 
@@ -19,7 +21,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,13 @@ def inputs_digest(config_file: Path, home: Path, environ: Mapping[str, str]) -> 
     return h.hexdigest()
 
 
-def load(home: Path, digest: str) -> dict[str, Any] | None:
+def reads_digest(names: Iterable[str], environ: Mapping[str, str]) -> str:
+    """A digest of the values of ``names`` (never the values themselves: keys)."""
+    values = [[name, environ.get(name)] for name in sorted(set(names))]
+    return hashlib.sha256(json.dumps(values).encode()).hexdigest()
+
+
+def load(home: Path, digest: str, environ: Mapping[str, str]) -> dict[str, Any] | None:
     """The stored summary if it was made from exactly these inputs."""
     try:
         data = json.loads((home / "run" / CACHE_NAME).read_bytes())
@@ -73,18 +81,51 @@ def load(home: Path, digest: str) -> dict[str, Any] | None:
         return None
     if not isinstance(data, dict) or data.get("digest") != digest:
         return None
+    reads = data.get("reads")
+    if not isinstance(reads, list) or not all(isinstance(n, str) for n in reads):
+        return None
+    if data.get("reads_digest") != reads_digest(reads, environ):
+        return None
     view = data.get("view")
     return view if isinstance(view, dict) else None
 
 
-def save(home: Path, digest: str, view: dict[str, Any]) -> None:
-    """Store the summary (best effort: a read-only home just stays on the slow path)."""
+def save(
+    home: Path, digest: str, view: dict[str, Any], reads: Iterable[str], environ: Mapping[str, str]
+) -> None:
+    """Store the summary and the variables it read (``reads``: names looked up in
+    ``environ``); best effort: a read-only home just stays on the slow path."""
     folder = home / "run"
     tmp = folder / f".{CACHE_NAME}.{os.getpid()}.tmp"
+    names = sorted(set(reads))
+    record = {
+        "digest": digest,
+        "view": view,
+        "reads": names,
+        "reads_digest": reads_digest(names, environ),
+    }
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps({"digest": digest, "view": view}), encoding="utf-8")
+        tmp.write_text(json.dumps(record), encoding="utf-8")
         os.replace(tmp, folder / CACHE_NAME)
     except OSError:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+class Reads(Mapping[str, str]):
+    """An environment that remembers which variables were looked up (``names``)."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self.names: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self.names.add(name)
+        return self._environ[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)

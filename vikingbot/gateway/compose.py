@@ -72,10 +72,12 @@ class Home:
         self.config = config
         self.paths = paths
         self.clock = clock
-        # one mapping, updated in place: the agent, its providers, the checkers and the
-        # MCP servers hold it and see a re-read .env
-        self.environ: dict[str, str] = dict(environ)
+        # read from the process and the .env files: one mapping, updated in place (the
+        # agent, its providers, the checkers and the MCP servers hold it and see a
+        # re-read .env); given outright: that mapping, as it is
         self._process = None if process is None else dict(process)
+        self._own: dict[str, str] | None = None if process is None else dict(environ)
+        self.environ: Mapping[str, str] = environ if self._own is None else self._own
         self._environ_changed = False  # since the agent was last reconfigured
         self._agent: AgentLoop | None = None
 
@@ -83,14 +85,15 @@ class Home:
         """Read the ``.env`` files again (the gateway, when one changed); ``True`` when a
         variable changed. A home given its environment outright keeps it. The agent is
         told at the next :meth:`reconfigure`."""
-        if self._process is None:
+        own = self._own
+        if own is None or self._process is None:
             return False
         new = {**dotenv_values_for(self.paths.home), **self._process}
-        if new == self.environ:
+        if new == own:
             return False
-        for gone in self.environ.keys() - new.keys():
-            self.environ.pop(gone, None)
-        self.environ.update(new)
+        for gone in own.keys() - new.keys():
+            own.pop(gone, None)
+        own.update(new)
         self._environ_changed = True
         return True
 

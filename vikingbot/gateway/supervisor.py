@@ -381,7 +381,8 @@ class Gateway:
     def _agent_health(self) -> dict[str, Any]:
         """The loop's own readiness: ``ready`` is false for a provider that cannot work."""
         r = self.home.readiness()
-        return {"loop": self.home.config.bot.agents.loop, "ready": r.ready, "problem": r.problem}
+        loop = self.home.config.bot.agents.loop
+        return {"loop": loop, "ready": r.ready, "problem": r.problem, "detail": r.detail}
 
     def problems(self) -> list[str]:
         """Why the gateway is ``degraded`` now, one reason a line (empty: ``ok``)."""
