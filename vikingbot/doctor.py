@@ -23,11 +23,14 @@ from vikingbot.errors import VikingbotError
 if TYPE_CHECKING:
     from vikingbot.config.loader import Paths
     from vikingbot.config.schema import Config
+    from vikingbot.gateway.client import GatewayClient
 
 Status = Literal["ok", "warn", "fail"]
 MARKS: dict[Status, str] = {"ok": "✓", "warn": "!", "fail": "✗"}
 LIVE_CHANNEL_S = 20.0  # how long --live waits for a chat platform
 LIVE_PROMPT = "This is a connection test from `vikingbot doctor`. Reply with the word OK."
+LIVE_SESSION = "doctor:live:agent"  # a system session: no listing shows it (session/store.py)
+LIVE_TIMEOUT_S = 60
 
 
 @dataclass
@@ -72,8 +75,11 @@ def run(
         checks.append(Check("config", "fail", str(exc)))
     if config is not None and paths is not None:
         full_env = {**dotenv_values_for(paths.home), **env}
-        gateway, health = _gateway(paths)
-        running = _running_agent(health, gateway) if not live else None
+        gateway, health, client = _gateway(paths)
+        if live and client is not None and health is not None:
+            running = _live_via_gateway(client, health, gateway)
+        else:
+            running = _running_agent(health, gateway) if not live else None
         checks.append(running or _agent(config, paths, full_env, live, gateway=health is not None))
         checks += _heartbeat_model(config, full_env)
         checks += _channels(config, live)
@@ -101,11 +107,41 @@ def _running_agent(health: dict[str, Any] | None, gateway: Check) -> Check | Non
     agent = health.get("agent") if health is not None else None
     if not isinstance(agent, dict):
         return None
-    where = f"in the running gateway ({gateway.message.removeprefix('running, ')})"
+    where = f"in the running gateway ({_pid_at(gateway)})"
     name = agent.get("loop") or "agent"
     if agent.get("ready"):
         return Check("agent", "ok", f"{name}: ready {where} (no call made)")
     return Check("agent", "fail", f"{name}: {agent.get('problem') or 'not ready'} {where}")
+
+
+def _pid_at(gateway: Check) -> str:
+    """``pid 4242 at http://...`` from the gateway's row."""
+    return gateway.message.removeprefix("running, ")
+
+
+def _live_via_gateway(
+    client: GatewayClient, health: dict[str, Any], gateway: Check
+) -> Check | None:
+    """``--live`` with a gateway running: one short turn through it (its agent, config
+    and key are what is tested), in the doctor's own session; None when the gateway
+    does not say what its agent is (then this shell's is tried)."""
+    ready = _running_agent(health, gateway)
+    if ready is None or ready.status != "ok":
+        return ready
+    agent = health["agent"]
+    name, detail = agent.get("loop") or "agent", agent.get("detail") or "ready"
+    where = f"through the running gateway ({_pid_at(gateway)})"
+    try:
+        answer = client.post(
+            "/api/v1/chat",
+            {"text": LIVE_PROMPT, "session": LIVE_SESSION},
+            timeout=LIVE_TIMEOUT_S + 30,
+        )
+    except (VikingbotError, OSError, ValueError) as exc:
+        return Check("agent", "fail", f"{name}: {detail}: live call {where} failed: {exc}")
+    text = answer.get("reply") if isinstance(answer, dict) else None
+    error = answer.get("error") if isinstance(answer, dict) else "not a chat answer"
+    return _live_result(name, detail, text, error, where)
 
 
 def _agent(
@@ -183,8 +219,8 @@ def _live_call(loop: object, name: str, detail: str) -> Check:
         try:
             result = await loop.run_turn(
                 LIVE_PROMPT,
-                SessionKey("cli", "doctor", "doctor"),
-                {"unattended": True, "actor": "doctor", "timeout_s": 60},
+                SessionKey.parse(LIVE_SESSION),
+                {"unattended": True, "actor": "doctor", "timeout_s": LIVE_TIMEOUT_S},
             )
         finally:
             await loop.aclose()
@@ -194,10 +230,18 @@ def _live_call(loop: object, name: str, detail: str) -> Check:
         text, error = asyncio.run(one_turn())
     except VikingbotError as exc:
         return Check("agent", "fail", f"{name}: {detail}: live call failed: {exc}")
-    if error or not text:
-        return Check("agent", "fail", f"{name}: {detail}: live call failed: {error or 'no reply'}")
+    return _live_result(name, detail, text, error, "")
+
+
+def _live_result(name: str, detail: str, text: Any, error: Any, where: str) -> Check:
+    """The agent row for a live call's reply (``where``: " through the running gateway ...")."""
+    via = f" {where}" if where else ""
+    if error or not isinstance(text, str) or not text:
+        return Check(
+            "agent", "fail", f"{name}: {detail}: live call{via} failed: {error or 'no reply'}"
+        )
     reply = " ".join(text.split())[:60]
-    return Check("agent", "ok", f"{name}: {detail}: live call answered {reply!r}")
+    return Check("agent", "ok", f"{name}: {detail}: live call{via} answered {reply!r}")
 
 
 # ---------------------------------------------------------------- channels
@@ -472,24 +516,26 @@ def _schema(paths: Paths) -> Check:
 # ---------------------------------------------------------------- gateway
 
 
-def _gateway(paths: Paths) -> tuple[Check, dict[str, Any] | None]:
-    """The gateway's row, and its ``/health`` answer when one runs."""
+def _gateway(paths: Paths) -> tuple[Check, dict[str, Any] | None, GatewayClient | None]:
+    """The gateway's row, and its ``/health`` answer and a client when one answers."""
     from vikingbot.gateway.client import GatewayClient
 
     try:
         client = GatewayClient.discover(paths)
     except (VikingbotError, OSError) as exc:
-        return Check("gateway", "warn", f"cannot tell: {exc}"), None
+        return Check("gateway", "warn", f"cannot tell: {exc}"), None, None
     if client is None:
-        return Check("gateway", "ok", "not running (CLI commands work locally)"), None
+        return Check("gateway", "ok", "not running (CLI commands work locally)"), None, None
     info = client.info
     try:
         health = client.get("/health", timeout=3)
     except (VikingbotError, OSError, ValueError) as exc:
         row = Check("gateway", "fail", f"pid {info.pid} at {info.url} does not answer: {exc}")
-        return row, None
+        return row, None, None
     row = Check("gateway", "ok", f"running, pid {info.pid} at {info.url}")
-    return row, health if isinstance(health, dict) else None
+    if not isinstance(health, dict):
+        return row, None, None
+    return row, health, client
 
 
 # ---------------------------------------------------------------- permissions

@@ -1,7 +1,7 @@
 """The session store: one JSONL file per conversation under ``<data>/sessions/``.
 
 Owns reading and writing session files (format in :mod:`vikingbot.session.codec`).
-Heartbeat and cron sessions (:data:`SYSTEM_TYPES`) live apart, in
+Heartbeat, cron and doctor sessions (:data:`SYSTEM_TYPES`) live apart, in
 ``<sessions>/.system/``: they are written on every unattended turn, and the
 user's folder changes only when the user's conversations do (the heartbeat
 watches that folder). Files of those types left in the main folder by an older
@@ -35,9 +35,10 @@ from vikingbot.clock import Clock, SystemClock
 from vikingbot.errors import SessionError
 from vikingbot.fsutil import fsync_dir, settled
 from vikingbot.session import codec
-from vikingbot.session.types import Message, SessionKey, SessionMeta
+from vikingbot.session.types import DOCTOR, Message, SessionKey, SessionMeta
 
-SYSTEM_TYPES = frozenset({"heartbeat", "cron"})
+# not the user's conversations: no listing shows them, the heartbeat never counts them
+SYSTEM_TYPES = frozenset({"heartbeat", "cron", DOCTOR})
 SYSTEM_DIR = ".system"
 
 if TYPE_CHECKING:

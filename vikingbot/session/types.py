@@ -8,6 +8,8 @@ from typing import Any
 
 from vikingbot.errors import SessionError
 
+DOCTOR = "doctor"  # the session type of `vikingbot doctor --live`'s connection test
+
 
 @dataclass(frozen=True, order=True)
 class SessionKey:

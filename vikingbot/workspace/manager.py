@@ -6,6 +6,9 @@ Sandbox modes (``bot.sandbox.mode``):
 - ``per-channel``: one folder per channel, named from ``type:channel_id``;
 - ``per-session``: one folder per session, named from the full key.
 
+``vikingbot doctor --live``'s connection test is nobody's chat: it uses the shared
+folder in every mode (no folder of its own appears among the user's).
+
 Folder names come from :func:`vikingbot.workspace.names.safe_name`, and every
 path is checked to be a direct child of the root before it is used, so no key
 can point outside the workspace root.
@@ -17,7 +20,7 @@ import os
 from pathlib import Path
 
 from vikingbot.errors import WorkspaceError
-from vikingbot.session.types import SessionKey
+from vikingbot.session.types import DOCTOR, SessionKey
 from vikingbot.workspace import template as _template
 from vikingbot.workspace.names import safe_name
 
@@ -27,7 +30,7 @@ SHARED_NAME = "shared"
 
 def workspace_name(key: SessionKey, mode: str) -> str:
     """The folder name (one path component) for ``key`` under ``mode``."""
-    if mode == "shared":
+    if mode == "shared" or key.type == DOCTOR:
         return SHARED_NAME
     if mode == "per-channel":
         return safe_name(f"{key.type}:{key.channel_id}")
