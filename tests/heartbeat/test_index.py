@@ -142,6 +142,17 @@ def test_heartbeat_sessions_live_apart_and_old_ones_are_moved(home: Home) -> Non
     assert store.path_for(legacy).parent == store.system_dir
 
 
+def test_an_old_doctor_session_is_no_longer_listed_as_a_chat(home: Home) -> None:
+    """`doctor --live` used to talk in cli:doctor:doctor, among the user's chats."""
+    store = home.rt.sessions
+    old = store.sessions_dir / "cli+doctor+doctor.jsonl"
+    store.sessions_dir.mkdir(parents=True, exist_ok=True)
+    old.write_bytes(SessionStore_like_line(SessionKey("cli", "doctor", "doctor")))
+    home.talk(1)
+    assert [m.key for m in store.list_sessions()] == [home.key(1)]
+    assert not old.exists() and (store.system_dir / old.name).exists()
+
+
 def test_moving_never_overwrites_a_session_already_in_the_new_place(home: Home) -> None:
     store = home.rt.sessions
     key = SessionKey("cron", "job", "daily")

@@ -48,7 +48,7 @@ from vikingbot.heartbeat.parser import read_heartbeat_text
 from vikingbot.heartbeat.planner import keeps_workspace_visited, stands
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
-from vikingbot.session.store import SYSTEM_TYPES, SessionStore
+from vikingbot.session.store import OLD_SYSTEM_FILES, SYSTEM_TYPES, SessionStore
 from vikingbot.session.types import SessionMeta
 from vikingbot.watch import Watcher
 from vikingbot.workspace.manager import SHARED_NAME, checked_name
@@ -439,4 +439,5 @@ def _is_session_file(name: str) -> bool:
         not name.startswith(".")
         and name.endswith(codec.SUFFIX)
         and not name.startswith(_SYSTEM_PREFIXES)
+        and name not in OLD_SYSTEM_FILES
     )

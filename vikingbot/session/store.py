@@ -39,6 +39,8 @@ from vikingbot.session.types import DOCTOR, Message, SessionKey, SessionMeta
 
 # not the user's conversations: no listing shows them, the heartbeat never counts them
 SYSTEM_TYPES = frozenset({"heartbeat", "cron", DOCTOR})
+# `doctor --live`'s session before it had a type of its own (cli:doctor:doctor): moved too
+OLD_SYSTEM_FILES = frozenset({"cli+doctor+doctor.jsonl"})
 SYSTEM_DIR = ".system"
 
 if TYPE_CHECKING:
@@ -80,7 +82,8 @@ class SessionStore:
         return self.sessions_dir / codec.key_to_filename(k)
 
     def move_system_sessions(self) -> int:
-        """Move heartbeat/cron session files an older version kept in the main folder.
+        """Move system session files an older version kept in the main folder
+        (heartbeat, cron, and the doctor's old ``cli:doctor:doctor``).
 
         Never overwrites: when the new place already holds that session, the old
         file is kept beside it as ``<name>.before-move`` (nothing is lost).
@@ -92,7 +95,8 @@ class SessionStore:
             names = [
                 e.name
                 for e in os.scandir(self.sessions_dir)
-                if e.name.startswith(prefixes) and e.name.endswith(codec.SUFFIX)
+                if (e.name.startswith(prefixes) and e.name.endswith(codec.SUFFIX))
+                or e.name in OLD_SYSTEM_FILES
             ]
         except FileNotFoundError:
             return 0
