@@ -17,7 +17,7 @@ from typing import Any
 from playwright.sync_api import expect
 
 from tests.support.gateway_proc import GatewayProcess
-from tests.support.home import Home, login_url, with_tasks
+from tests.support.home import Home, login_url, poll, with_tasks
 from vikingbot.testing.fake_openai import reply
 
 # the module's gateway has a token, as one bound beyond loopback must
@@ -157,6 +157,33 @@ def test_run_now_result_arrives_in_the_inbox_and_the_bell_rises_without_reload(
     expect(page.locator("#inbox-list")).not_to_contain_text("The nightly build is red")
     page.click("#mark-all-read")
     expect(page.locator("#bell-count")).to_have_text("0")
+
+
+def test_a_run_of_the_checklist_is_named_checklist_as_in_the_cli(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    """The workspace's unscheduled entries run as one: its row in the runs tables
+    (the runs page and the workspace page) is "checklist", not an empty cell."""
+    home.add_user_session()
+    home.write_heartbeat(with_tasks("- Look at the weather for the weekend"))
+    home.llm.script([reply("Rain on Saturday.")])
+    before = max((r["id"] for r in home.ledger()), default=0)
+    page.goto(gw.base_url + "/ui/w/shared")
+    page.click("#run-now")
+
+    def ran() -> list[dict[str, Any]]:
+        return [r for r in home.ledger() if r["id"] > before and r["decision"] == "run"]
+
+    row = poll(lambda: [r for r in ran() if r["outcome"]], "the checklist's run")[0]
+    assert (row["entry"], row["session"]) == (None, None)  # a checklist run names neither
+    cli = home.cli("heartbeat", "runs", "--workspace", "shared")
+    assert cli.returncode == 0 and "checklist" in cli.stdout, cli
+    for url in ("/ui/runs?workspace=shared&decision=run", "/ui/w/shared"):
+        page.goto(gw.base_url + url)
+        table = page.locator("table.list", has=page.locator("th", has_text="session or entry"))
+        cells = table.locator("tbody tr").first.locator("td")
+        expect(cells.nth(1)).to_have_text("shared")
+        expect(cells.nth(2)).to_have_text("checklist")
 
 
 def test_a_hostile_model_reply_is_shown_as_text_and_never_runs(

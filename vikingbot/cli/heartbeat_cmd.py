@@ -269,6 +269,7 @@ def _runs_table(title: str, rows: list[dict[str, Any]], *, when: bool) -> None:
     """Runs and skips: codes and counts in columns; a skip's detail (its schedule, the
     holder, ...) or a run's error in a note under its row."""
     from vikingbot.cli.tables import Col, ago, print_table
+    from vikingbot.heartbeat.planner import ledger_name
 
     cols = [
         Col("at"),
@@ -288,7 +289,7 @@ def _runs_table(title: str, rows: list[dict[str, Any]], *, when: bool) -> None:
             ([ago(r["at"])] if when else [])
             + [
                 r["workspace"],
-                r["entry"] or r.get("session") or ("checklist" if r["decision"] == "run" else ""),
+                ledger_name(r),
                 r["reason"],
                 r["outcome"] or "",
                 *_counts(r),

@@ -80,8 +80,10 @@ def environment() -> Any:
     env.filters["when"] = when
     env.filters["money"] = money
     from vikingbot.dashboard.explain import explain
+    from vikingbot.heartbeat.planner import ledger_name
 
     env.globals["explain"] = explain
+    env.globals["run_name"] = ledger_name
     return env
 
 

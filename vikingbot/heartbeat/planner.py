@@ -10,9 +10,10 @@ time cannot be computed is an ``invalid`` skip naming the problem).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from vikingbot.config.schema import HeartbeatConfig
@@ -45,6 +46,7 @@ __all__ = [
     "in_progress",
     "is_parked",
     "keeps_workspace_visited",
+    "ledger_name",
     "plan_workspace",
     "session_skip",
     "stands",
@@ -95,6 +97,16 @@ def subject(d: Decision) -> str:
         return d.session or d.entry or ""
     checklist = d.unit is not None and d.unit.kind == CHECKLIST
     return CHECKLIST if checklist or d.detail == CHECKLIST else ""
+
+
+def ledger_name(row: Mapping[str, Any]) -> str:
+    """What listings call a ledger row (the CLI's and the dashboard's runs): its entry,
+    its session, the workspace's ``checklist`` for a run of neither, else "" (a skip of
+    the workspace as a whole)."""
+    named = row.get("entry") or row.get("session")
+    if named:
+        return str(named)
+    return CHECKLIST if row.get("decision") == "run" else ""
 
 
 def session_skip(meta: SessionMeta, now: datetime, stale_after_s: float) -> Reason | None:
