@@ -6,7 +6,9 @@ model ``gpt-bench``) with its key and the fake OpenAI server's base URL: the
 first thing a new user runs. ``--live`` makes one real call through the
 built-in agent loop and the ``openai`` SDK to that server (answering at once).
 Beside them, in the same run: ``vikingbot --version`` (the CLI's start alone)
-and ``vikingbot status`` on the same kind of home. Median and minimum of
+and ``vikingbot status`` on the same kind of home. Last, ``doctor --live`` with a
+gateway running for one such home: the call goes through the gateway (its agent
+is warm; the CLI imports no model SDK). Median and minimum of
 ``--runs`` (default 5) runs each; byte-code cached and warmed by one unmeasured
 run, as an installed package has it.
 
@@ -45,7 +47,7 @@ def fresh_home(root: Path, n: int, base_url: str) -> Path:
     return home
 
 
-def run_once(args: list[str], home: Path, pycache: Path) -> float:
+def run_once(args: list[str], home: Path, pycache: Path, expect: str = "✓ agent") -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
     env.update(VIKINGBOT_HOME=str(home), PYTHONPYCACHEPREFIX=str(pycache))
     started = time.perf_counter()
@@ -58,7 +60,7 @@ def run_once(args: list[str], home: Path, pycache: Path) -> float:
         check=False,
     )
     took = time.perf_counter() - started
-    if args[:1] == ["doctor"] and "✓ agent" not in proc.stdout:
+    if args[:1] == ["doctor"] and expect not in proc.stdout:
         raise SystemExit(f"{' '.join(args)} did not pass the agent check:\n{proc.stdout}")
     return took
 
@@ -89,6 +91,24 @@ def main() -> None:
                 f"{name:<26} median {statistics.median(times):.3f} s"
                 f"  min {min(times):.3f} s{target}"
             )
+        n += 1
+        live = through_gateway(fresh_home(root, n, fake.base_url), pycache, opts.runs)
+        print(
+            f"{'doctor --live, gateway':<26} median {statistics.median(live):.3f} s"
+            f"  min {min(live):.3f} s  (the call through the running gateway)"
+        )
+
+
+def through_gateway(home: Path, pycache: Path, runs: int) -> list[float]:
+    """``doctor --live`` ``runs`` times while a gateway runs for ``home``."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+    from tests.support.gateway_proc import GatewayProcess
+
+    env = {"PYTHONPYCACHEPREFIX": str(pycache)}
+    with GatewayProcess(home, env=env, fork=False):
+        via = "live call through the running gateway"
+        run_once(["doctor", "--live"], home, pycache, via)  # the gateway's first turn
+        return [run_once(["doctor", "--live"], home, pycache, via) for _ in range(runs)]
 
 
 if __name__ == "__main__":
