@@ -402,7 +402,7 @@ def test_the_chat_shows_its_newest_message_on_load_and_after_a_send(
     at_end += " && l.scrollTop + l.clientHeight >= l.scrollHeight - 2; })()"
     page.goto(gw.base_url + "/ui/chat/long")
     expect(page.locator("#chat-log")).to_contain_text("Result number 39.")
-    assert page.evaluate(at_end) is True  # scrolled, and to its end
+    page.wait_for_function(at_end)  # scrolled, and to its end (once the page's script ran)
     home.llm.script([reply("The answer to the last question.")])
     page.fill("textarea[name=text]", "and now?")
     page.click(".chat-form button")
