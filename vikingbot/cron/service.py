@@ -352,10 +352,10 @@ class CronService:
             )
             try:
                 # the loop ends the turn itself at timeout_s; this is the backstop
-                result: TurnResult = await asyncio.wait_for(
-                    self.agent.run_turn(cron_prompt(job), key, metadata, deliver=deliver),
-                    timeout + min(TIMEOUT_GRACE_S, timeout / 10),
-                )
+                async with asyncio.timeout(timeout + min(TIMEOUT_GRACE_S, timeout / 10)):
+                    result: TurnResult = await self.agent.run_turn(
+                        cron_prompt(job), key, metadata, deliver=deliver
+                    )
             except TimeoutError:
                 outcome, error = "timeout", f"the run took longer than {timeout:g}s"
             else:

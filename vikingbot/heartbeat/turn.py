@@ -207,10 +207,8 @@ class Turns:
         timeout = self.settings().bot.heartbeat.task_timeout_s
         t0 = time.monotonic()
         try:
-            result = await asyncio.wait_for(
-                self.agent.run_turn(prompt, hb_key, metadata, deliver=deliver),
-                timeout=timeout,
-            )
+            async with asyncio.timeout(timeout):  # not wait_for (3.11 can lose a cancel)
+                result = await self.agent.run_turn(prompt, hb_key, metadata, deliver=deliver)
         except TimeoutError:
             log.warning("heartbeat turn timed out after {}s; session reset", timeout)
             await asyncio.to_thread(self.reset, hb_key)

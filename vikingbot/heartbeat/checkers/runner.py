@@ -126,7 +126,8 @@ async def run_check(
     checker: Checker | None = None
     try:
         checker = build_checker(name, config, state_dir=state_dir, environ=environ)
-        result = await asyncio.wait_for(checker.check(scope), timeout=config.timeout_s)
+        async with asyncio.timeout(config.timeout_s):  # not wait_for (3.11 can lose a cancel)
+            result = await checker.check(scope)
         if result.error:
             raise CheckerError(result.error)
     except TimeoutError:
