@@ -123,12 +123,15 @@ def test_mime_shaped_garbage_gives_a_mail_and_no_exception(bits: list[bytes]) ->
 def test_the_parser_is_linear_in_the_input() -> None:
     def took(n: int) -> float:
         raw = plain("> q\nOn x\n" * n + "<" * n)
-        start = time.perf_counter()
-        read_mail(raw)
-        return time.perf_counter() - start
+        best = float("inf")
+        for _ in range(5):  # the fastest of five: a busy machine's pauses are not the parser's
+            start = time.perf_counter()
+            read_mail(raw)
+            best = min(best, time.perf_counter() - start)
+        return best
 
     small, large = took(2_000), took(20_000)
-    assert large < small * 30  # quadratic would be ~100x
+    assert large < small * 30  # ten times the input; quadratic would be ~100x
 
 
 @pytest.mark.parametrize(
