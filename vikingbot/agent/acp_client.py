@@ -34,6 +34,7 @@ from vikingbot.agent.approval import READ_ONLY_KINDS, Approver, acp_action
 from vikingbot.agent.types import ApprovalCallback, ToolCallRecord, ToolObserver
 from vikingbot.agentio import read_capped
 from vikingbot.errors import ToolError
+from vikingbot.tools.fs import WriteFileTool
 from vikingbot.tools.paths import resolve_in, shown
 from vikingbot.tools.registry import tool_names
 
@@ -255,8 +256,6 @@ class AcpClient:
     async def write_text_file(self, session_id: str, path: str, content: str, **kwargs: Any) -> Any:
         from acp import RequestError
         from acp.schema import WriteTextFileResponse
-
-        from vikingbot.tools.fs import WriteFileTool
 
         turn = self._turn(session_id)
         target = self._path(turn, path)

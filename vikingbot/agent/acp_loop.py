@@ -29,13 +29,14 @@ import contextlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vikingbot import proc
 from vikingbot.agent.acp_client import AcpClient, AcpTurn
 from vikingbot.agent.acp_mcp import session_servers
 from vikingbot.agent.acp_process import NO_COMMAND, AgentProcess
 from vikingbot.agent.context import read_context_files, system_prompt
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
-from vikingbot.errors import AgentError, ProviderUnavailable, WorkspaceError
+from vikingbot.errors import AgentError, NotConfiguredError, ProviderUnavailable, WorkspaceError
 from vikingbot.session.types import SessionKey
 from vikingbot.skills.agents import link_skills, shown_path
 from vikingbot.skills.discover import catalog
@@ -79,8 +80,6 @@ class AcpLoop(AgentLoop):
     # ----------------------------------------------------------- contract
 
     def readiness(self) -> Readiness:
-        from vikingbot import proc
-
         cfg = self.config.bot.agents.acp
         if not cfg.command:
             return Readiness.missing(NO_COMMAND)
@@ -132,8 +131,6 @@ class AcpLoop(AgentLoop):
         *,
         deliver: Deliver | None = None,
     ) -> TurnResult:
-        from vikingbot.errors import NotConfiguredError
-
         key = to_key(session_key)
         meta = dict(metadata or {})
         if not self.config.bot.agents.acp.command:

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from vikingbot import proc
+from vikingbot import __version__, proc
 from vikingbot.errors import NotConfiguredError, ProviderUnavailable, SpawnError
 
 if TYPE_CHECKING:
@@ -202,8 +202,6 @@ class AgentProcess:
     async def _start(self, cwd: Path) -> ClientSideConnection:
         from acp import PROTOCOL_VERSION, connect_to_agent
         from acp.schema import ClientCapabilities, FileSystemCapabilities, Implementation
-
-        from vikingbot import __version__
 
         cfg = self.config
         if not cfg.command:

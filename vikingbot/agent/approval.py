@@ -62,6 +62,7 @@ from loguru import logger
 from vikingbot.errors import StoreError
 from vikingbot.mcp.naming import sanitise, tool_name
 from vikingbot.mcp.pins import same
+from vikingbot.mcp.types import McpAction
 from vikingbot.redact import mask_text
 from vikingbot.tools.base import is_unattended
 
@@ -228,7 +229,6 @@ def mcp_action(
     command line or URL as configured, ``pinned`` the fingerprint its approvals were
     given for (``None``: none recorded yet).
     """
-    from vikingbot.mcp.types import McpAction
 
     return Action(tool_name(server, tool), read_only, mcp=McpAction(server, tool, identity, pinned))
 

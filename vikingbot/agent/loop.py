@@ -32,10 +32,12 @@ from vikingbot.errors import (
 )
 from vikingbot.mcp.tool import McpTool
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
+from vikingbot.providers.factory import create_provider
 from vikingbot.session.types import SessionKey
 from vikingbot.skills.discover import catalog
 from vikingbot.skills.prompt import listing
 from vikingbot.tools.base import Deliver, Tool, ToolContext, is_unattended
+from vikingbot.tools.registry import load_tools
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
@@ -77,8 +79,6 @@ class BuiltinLoop(AgentLoop):
     def provider(self) -> Provider:
         """The provider, created from config on first use (``NotConfiguredError`` if none)."""
         if self._provider is None:
-            from vikingbot.providers.factory import create_provider
-
             self._provider = create_provider(self.config, environ=self.environ)
         return self._provider
 
@@ -92,7 +92,6 @@ class BuiltinLoop(AgentLoop):
         if self._provider is None:
             async with self._provider_lock:
                 if self._provider is None:
-                    from vikingbot.providers.factory import create_provider
 
                     def build() -> Provider:
                         provider = create_provider(self.config, environ=self.environ)
@@ -111,7 +110,6 @@ class BuiltinLoop(AgentLoop):
         if name not in self._others:
             async with self._provider_lock:
                 if name not in self._others:
-                    from vikingbot.providers.factory import create_provider
 
                     def build() -> Provider:
                         provider = create_provider(self.config, environ=self.environ, name=name)
@@ -124,8 +122,6 @@ class BuiltinLoop(AgentLoop):
     @property
     def tools(self) -> dict[str, Tool]:
         if self._tools is None:
-            from vikingbot.tools.registry import load_tools
-
             self._tools = load_tools()
         return self._tools
 
@@ -153,8 +149,6 @@ class BuiltinLoop(AgentLoop):
 
     def readiness(self) -> Readiness:
         """Ready when the configured provider has what it needs (SDK, key or base URL, model)."""
-        from vikingbot.errors import NotConfiguredError
-        from vikingbot.providers.factory import create_provider
 
         agents = self.config.bot.agents
         try:

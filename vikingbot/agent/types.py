@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from vikingbot.clock import SystemClock
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver
 
@@ -142,8 +143,6 @@ class AgentLoop(ABC):
         user_skills: Path | None = None,
         mcp: McpHub | None = None,
     ) -> None:
-        from vikingbot.clock import SystemClock
-
         self.config = config
         self.sessions = sessions
         self.store = store

@@ -24,10 +24,11 @@ gateway that died before it got to the row costs nothing.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from sqlalchemy import and_, delete, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 
 from vikingbot.bus import InboundMessage
 from vikingbot.clock import Clock, SystemClock
@@ -165,7 +166,6 @@ class InboundStore:
 
     def counts(self, channel: str | None = None) -> dict[str, int]:
         """How many rows are in each status (for tests, status and the dashboard)."""
-        from sqlalchemy import func
 
         table = inbound_messages
         query = select(table.c.status, func.count()).group_by(table.c.status)
@@ -176,8 +176,6 @@ class InboundStore:
 
 
 def _with_id(msg: InboundMessage, row_id: int) -> InboundMessage:
-    from dataclasses import replace
-
     return replace(msg, metadata={**msg.metadata, INBOUND_ID: row_id, "run_id": run_id(row_id)})
 
 

@@ -20,6 +20,14 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from loguru import logger
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential,
+    wait_random,
+)
 
 from vikingbot import registry
 from vikingbot.bus import InboundMessage, MessageBus
@@ -39,6 +47,7 @@ from vikingbot.errors import (
     StoreError,
     VikingbotError,
 )
+from vikingbot.store.leases import Leases
 
 if TYPE_CHECKING:
     from starlette.routing import Mount
@@ -141,7 +150,6 @@ class ChannelManager:
 
     async def _lead(self, name: str, channel: Channel) -> None:
         """Receive on ``channel`` only while this gateway holds its lease (leadership.py)."""
-        from vikingbot.store.leases import Leases
 
         leader = Leadership(
             Leases(self.store, self.clock),
@@ -444,14 +452,6 @@ class ChannelManager:
         :class:`ChannelBusy` waits what the platform asked; a :class:`ChannelRejected`
         is not retried.
         """
-        from tenacity import (
-            AsyncRetrying,
-            RetryCallState,
-            retry_if_exception,
-            stop_after_attempt,
-            wait_exponential,
-            wait_random,
-        )
 
         tries = 1 + self._retries
         backoff = wait_exponential(multiplier=self.retry_delay_s, max=MAX_BACKOFF_S) + wait_random(

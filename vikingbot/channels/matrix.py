@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import html
 import json
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
@@ -155,8 +156,6 @@ def to_matrix_html(markdown: str) -> str:
 
 
 def _image_as_link(self: Any, tokens: Any, idx: int, options: Any, env: Any) -> str:
-    import html
-
     token = tokens[idx]
     src = html.escape(str(token.attrs.get("src", "")), quote=True)
     alt = html.escape(token.content or str(token.attrs.get("src", "")), quote=False)

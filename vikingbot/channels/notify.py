@@ -80,7 +80,7 @@ class NotifySettings(ChannelBase):
 
 
 def _apprise() -> ModuleType:
-    """The apprise module (imported on first use: ~1 s)."""
+    """The apprise module (imported on first use: it is slow to import, see bench/README.md)."""
     with _quiet():
         import apprise
     return apprise

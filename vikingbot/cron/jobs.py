@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from vikingbot.clock import Clock, SystemClock
 from vikingbot.cron import schedule
 from vikingbot.cron.types import CronJob
-from vikingbot.errors import CronError
+from vikingbot.errors import CronError, DeliveryError
 
 if TYPE_CHECKING:
     from vikingbot.store.db import StateStore
@@ -114,7 +114,6 @@ class CronJobs:
             target = None
         if target is not None:
             from vikingbot.delivery.targets import parse_target
-            from vikingbot.errors import DeliveryError
 
             try:
                 parse_target(target)

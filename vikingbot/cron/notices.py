@@ -14,6 +14,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from sqlalchemy import and_, delete, or_
+
+from vikingbot.heartbeat.notices import digest_of
+from vikingbot.store.tables import notices
+
 if TYPE_CHECKING:
     from sqlalchemy import Connection
 
@@ -33,10 +38,6 @@ def invalid_key(job_name: str, reason: str) -> str:
 def forget_job(conn: Connection, job_name: str, reason: str | None) -> int:
     """Delete every notice of ``job_name`` (and its legacy row for ``reason``) on ``conn``;
     how many rows went."""
-    from sqlalchemy import and_, delete, or_
-
-    from vikingbot.heartbeat.notices import digest_of
-    from vikingbot.store.tables import notices
 
     mine = notices.c.workspace == scope(job_name)
     if reason is not None:

@@ -42,6 +42,7 @@ from vikingbot.errors import CronError, VikingbotError
 from vikingbot.heartbeat.notices import Notifier
 from vikingbot.replies import is_noop, strip_tokens
 from vikingbot.session.types import SessionKey
+from vikingbot.store.leases import Claim, Leases
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import TurnResult, TurnRunner
@@ -202,7 +203,6 @@ class CronService:
 
     async def _claim_slot(self, job: CronJob) -> Claim | None:
         """This gateway's claim on the job's due slot; None when another gateway has it."""
-        from vikingbot.store.leases import Claim, Leases
 
         ttl = (job.timeout_s or self.config.bot.heartbeat.task_timeout_s) + 2 * TIMEOUT_GRACE_S
         found = await asyncio.to_thread(
@@ -214,8 +214,6 @@ class CronService:
         return None
 
     async def _fire(self, job: CronJob, lease: Claim) -> CronRun:
-        from vikingbot.store.leases import Leases
-
         try:
             return await self._run(job, manual=False)
         finally:
@@ -257,7 +255,6 @@ class CronService:
         """A job left ``running`` by a bot that died mid-run is marked ``interrupted``."""
         if job.last_outcome != "running":
             return job
-        from vikingbot.store.leases import Leases
 
         live = await asyncio.to_thread(Leases(self.store, self.clock).holders, f"cron:{job.name}:")
         if live:  # another gateway on this database is running it right now

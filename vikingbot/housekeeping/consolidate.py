@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.errors import SessionError, VikingbotError
+from vikingbot.fsutil import atomic_write_bytes
 from vikingbot.session.types import Message, SessionKey
 
 if TYPE_CHECKING:
@@ -89,7 +90,6 @@ def append_section(path: Path, section: str, mark: str) -> bool:
 
     Returns ``False`` when ``mark`` is already in the file (written before).
     """
-    from vikingbot.fsutil import atomic_write_bytes
 
     target = path.resolve() if path.is_symlink() else path
     for _ in range(_ATTEMPTS):

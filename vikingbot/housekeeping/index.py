@@ -20,7 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
 from loguru import logger
+from sqlalchemy.exc import SQLAlchemyError
+
+from vikingbot.store.tables import history_cursor, history_docs
 
 if TYPE_CHECKING:
     from sqlalchemy import Connection
@@ -114,9 +118,6 @@ def session_files(sessions_dir: Path) -> list[Path]:
 
 def forget_session(conn: Connection, session_key: str) -> None:
     """Drop a session's index rows and cursor (it is indexed again from the start)."""
-    import sqlalchemy as sa
-
-    from vikingbot.store.tables import history_cursor, history_docs
 
     conn.execute(sa.delete(history_docs).where(history_docs.c.session_key == session_key))
     conn.execute(sa.delete(history_cursor).where(history_cursor.c.session_key == session_key))
@@ -124,9 +125,6 @@ def forget_session(conn: Connection, session_key: str) -> None:
 
 def _cursor_ok(conn: Connection, key: str, lines: list[bytes], indexed: int) -> bool:
     """Does the file still hold, at the same place, the last line we indexed?"""
-    import sqlalchemy as sa
-
-    from vikingbot.store.tables import history_docs
 
     if indexed > len(lines):
         return False
@@ -146,10 +144,6 @@ def _cursor_ok(conn: Connection, key: str, lines: list[bytes], indexed: int) -> 
 
 
 def _cursor_mtimes(store: StateStore) -> dict[str, float | None]:
-    import sqlalchemy as sa
-
-    from vikingbot.store.tables import history_cursor
-
     with store.engine.connect() as conn:
         rows = conn.execute(sa.select(history_cursor.c.session_key, history_cursor.c.mtime))
         return {r[0]: r[1] for r in rows}
@@ -158,10 +152,6 @@ def _cursor_mtimes(store: StateStore) -> dict[str, float | None]:
 def _index_file(
     store: StateStore, path: Path, stats: IndexStats, seen_mtimes: dict[str, float | None]
 ) -> None:
-    import sqlalchemy as sa
-
-    from vikingbot.store.tables import history_cursor, history_docs
-
     try:
         mtime = path.stat().st_mtime  # before reading: a later change is seen next time
         with path.open("rb") as fh:
@@ -238,7 +228,6 @@ def index_sessions(store: StateStore, sessions_dir: Path) -> IndexStats:
 
     A file that cannot be indexed is reported in ``errors`` and the others go on.
     """
-    from sqlalchemy.exc import SQLAlchemyError
 
     stats = IndexStats()
     seen_mtimes = _cursor_mtimes(store)

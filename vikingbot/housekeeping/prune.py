@@ -20,9 +20,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
 from loguru import logger
+from sqlalchemy.exc import SQLAlchemyError
 
 from vikingbot.errors import SessionError
+from vikingbot.fsutil import atomic_write_bytes
+from vikingbot.housekeeping.index import forget_session, session_files, session_key_of
+from vikingbot.store.tables import audit_events, heartbeat_runs, history_docs
 
 if TYPE_CHECKING:
     from vikingbot.session.store import SessionStore
@@ -86,7 +91,6 @@ def prune_session_file(sessions: SessionStore, path: Path, cutoff: datetime) -> 
 
     Holds the session store's lock for the file (``SessionStore.locked``).
     """
-    from vikingbot.fsutil import atomic_write_bytes
 
     with sessions.locked(path):
         try:
@@ -115,9 +119,6 @@ def prune_session_file(sessions: SessionStore, path: Path, cutoff: datetime) -> 
 
 def prune_rows(store: StateStore, cutoff: datetime) -> dict[str, int]:
     """Delete heartbeat ledger, audit and history-index rows older than ``cutoff``."""
-    import sqlalchemy as sa
-
-    from vikingbot.store.tables import audit_events, heartbeat_runs, history_docs
 
     counts: dict[str, int] = {}
     with store.engine.begin() as conn:
@@ -135,9 +136,6 @@ def prune(
     A failing step (the database, one file) is logged and collected in
     ``errors``; the other steps still run.
     """
-    from sqlalchemy.exc import SQLAlchemyError
-
-    from vikingbot.housekeeping.index import forget_session, session_files, session_key_of
 
     stats = stats or PruneStats()
     stats.cutoff = cutoff

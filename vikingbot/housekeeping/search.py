@@ -9,6 +9,7 @@ first, newest first among equals.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -155,8 +156,6 @@ class SearchHistoryTool(Tool):
     read_only: ClassVar[bool] = True
 
     async def run(self, args: dict[str, Any], ctx: ToolContext) -> str:
-        import asyncio
-
         args = self.check_args(args)
         query = str(args["query"]).strip()
         if not query:

@@ -18,6 +18,7 @@ prune also drops leases that ran out more than ``LEASE_KEEP`` ago.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -26,9 +27,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from loguru import logger
 
 from vikingbot.clock import Clock, SystemClock, nap
+from vikingbot.errors import VikingbotError
 from vikingbot.housekeeping.consolidate import ConsolidateStats, consolidate_idle
 from vikingbot.housekeeping.index import IndexStats, index_sessions
 from vikingbot.housekeeping.prune import PruneStats, prune
+from vikingbot.store.leases import Claim, Leases
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
@@ -55,8 +58,6 @@ class HousekeepingService:
         sessions_dir: Path | None = None,
         owner: str | None = None,
     ) -> None:
-        import uuid
-
         self.owner = owner or f"housekeeping:{uuid.uuid4().hex[:12]}"  # in leases
         self.config = config
         self.store = store
@@ -154,8 +155,6 @@ class HousekeepingService:
 
     async def _claim(self, job: str) -> bool:
         """Whether this gateway runs ``job`` this interval (another may have it)."""
-        from vikingbot.errors import VikingbotError
-        from vikingbot.store.leases import Claim, Leases
 
         leases = Leases(self.store, self.clock)
         every = self._intervals()[job].total_seconds()

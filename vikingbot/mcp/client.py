@@ -27,6 +27,7 @@ from vikingbot.errors import ConfigError, McpError
 from vikingbot.mcp.results import render
 from vikingbot.mcp.stdio import inherited, stdio_transport
 from vikingbot.mcp.types import Listed, State
+from vikingbot.redact import mask_text
 
 if TYPE_CHECKING:
     from vikingbot.config.mcp import McpServerConfig
@@ -212,8 +213,6 @@ class Connection:
         return f"bot.tools.mcp_servers.{self.name}.{key}"
 
     def _shown(self) -> str:
-        from vikingbot.redact import mask_text
-
         return mask_text(self.config.identity)[:200]
 
     async def stop(self) -> None:
@@ -322,6 +321,5 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, FileNotFoundError):
         return f"command not found ({exc.filename or exc})"
     text = str(exc) or type(exc).__name__
-    from vikingbot.redact import mask_text
 
     return mask_text(text)[:500]

@@ -11,6 +11,7 @@ as empty for reading and is never written over by a guess.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from loguru import logger
 
 from vikingbot.fsutil import atomic_write_text
+from vikingbot.redact import mask_text
 
 
 class Pins:
@@ -72,9 +74,6 @@ class Pins:
 
 def fingerprint(identity: str) -> str:
     """What is recorded of an identity: a digest (compared) and the masked text (shown)."""
-    import hashlib
-
-    from vikingbot.redact import mask_text
 
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return f"{digest} {mask_text(identity)[:200]}"

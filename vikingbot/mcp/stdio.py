@@ -2,8 +2,7 @@
 
 Why not the SDK's ``stdio_client``: it joins each new chunk of stdout onto the
 unfinished line with ``buffer + chunk`` and splits it again, which is quadratic in
-a line's length (a 8 MB tool result took 6 s of CPU, 50 MB minutes, all on the
-gateway's event loop). Here lines are read by asyncio's ``StreamReader`` (linear),
+a line's length, all on the gateway's event loop (figures in bench/README.md). Here lines are read by asyncio's ``StreamReader`` (linear),
 up to ``MAX_LINE`` bytes; a longer line is read through and dropped, and the
 session is handed an error in its place. Everything else follows the SDK's
 transport: a small inherited environment (``INHERITED``, the SDK's list and what

@@ -11,6 +11,7 @@ SDK type.
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import os
 from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
@@ -150,7 +151,6 @@ class BaseProvider:
         Ready means: its SDK is installed, there is a key (or a custom ``api_base``
         that may need none) and, for kinds that need one, a model.
         """
-        import importlib.util
 
         missing: list[str] = []
         if self.sdk and importlib.util.find_spec(self.sdk) is None:

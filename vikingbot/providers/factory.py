@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from vikingbot import registry
+from vikingbot.config.schema import ProviderConfig
 from vikingbot.errors import NotConfiguredError
 
 if TYPE_CHECKING:
@@ -28,7 +29,6 @@ def create_provider(
 ) -> Provider:
     """Construct the provider ``name`` names (default ``bot.agents.provider``: a section of
     ``bot.providers`` or a kind); ``NotConfiguredError`` if none."""
-    from vikingbot.config.schema import ProviderConfig
 
     name = name or config.bot.agents.provider
     if not name:

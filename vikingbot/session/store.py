@@ -22,8 +22,10 @@ byte for byte.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -159,7 +161,6 @@ class SessionStore:
 
     def turn_lock(self, key: KeyLike) -> asyncio.Lock:
         """The one lock a turn on this session holds, so two turns never interleave."""
-        import asyncio
 
         k = codec.as_key(key)
         lock = self._turn_locks.get(k)
@@ -278,7 +279,6 @@ class SessionStore:
 
     def _write(self, path: Path, head: bytes, body_from: Path | None, tail: bytes) -> None:
         """Atomically replace ``path`` with ``head`` + old message lines + ``tail``."""
-        import tempfile
 
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,9 @@ import tempfile
 from pathlib import Path
 
 from vikingbot.errors import VikingbotError
-from vikingbot.skills.discover import SKILL_FILE, check
+from vikingbot.skills.discover import SKILL_FILE, check, read_text
+from vikingbot.skills.frontmatter import split
+from vikingbot.skills.names import name_problem
 from vikingbot.skills.types import Skill, SkillProblem, Source
 
 MAX_FILES = 1000
@@ -60,8 +62,6 @@ def add(source: Path, skills_dir: Path, where: Source) -> tuple[Skill, SkillProb
 
 def _front_name(folder: Path) -> str | None:
     """The name the skill's front matter gives (the copy is made under it)."""
-    from vikingbot.skills.discover import read_text
-    from vikingbot.skills.frontmatter import split
 
     text, _, _ = read_text(folder / SKILL_FILE)
     return split(text).fields.get("name", "").strip() or None if text else None
@@ -93,7 +93,6 @@ def _files(source: Path) -> list[Path]:
 
 def remove(name: str, skills_dir: Path) -> Path:
     """Delete the skill folder ``skills_dir/name`` (a link: only the link); its path."""
-    from vikingbot.skills.names import name_problem
 
     why = name_problem(name)
     if why:

@@ -23,6 +23,7 @@ from typing import Any
 
 from loguru import logger
 from sqlalchemy import Connection, Engine, create_engine, event, select
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.pool import StaticPool
@@ -54,7 +55,6 @@ def upsert_insert(dialect: str, table: Any) -> Any:
         from sqlalchemy.dialects import postgresql
 
         return postgresql.insert(table)
-    from sqlalchemy.dialects import sqlite
 
     return sqlite.insert(table)
 
@@ -297,7 +297,7 @@ def _open_lock(url: URL, where: str) -> Iterator[None]:
     if path is None:
         yield
         return
-    from filelock import FileLock, Timeout
+    from filelock import FileLock, Timeout  # lazy: heavy to import; only an opening store needs it
 
     try:
         with FileLock(f"{path}.lock", timeout=BUSY_TIMEOUT_MS / 1000):

@@ -10,8 +10,15 @@ them) all ask this module, so they never disagree about who is alive.
 
 from __future__ import annotations
 
+import os
+import socket
+import uuid
 from datetime import datetime, timedelta
 from typing import Any, Literal
+
+from sqlalchemy import exists, select
+
+from vikingbot.store.tables import gateways
 
 DEAD_AFTER_S = 30.0  # a gateway not seen for this long is taken to be dead
 GatewayState = Literal["running", "stopped", "dead"]
@@ -19,18 +26,12 @@ GatewayState = Literal["running", "stopped", "dead"]
 
 def process_id() -> str:
     """An id unique to this process and start: ``host:pid:random``."""
-    import os
-    import socket
-    import uuid
 
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 def alive_gateway(holder: Any, now: datetime, dead_after_s: float = DEAD_AFTER_S) -> Any:
     """SQL: ``holder`` (a column naming a gateway) is a live gateway at ``now``."""
-    from sqlalchemy import exists, select
-
-    from vikingbot.store.tables import gateways
 
     fresh = now - timedelta(seconds=dead_after_s)
     return exists(
