@@ -30,12 +30,18 @@ One home: 10,000 sessions in per-session mode, each with its own workspace;
    0.05 s). 100 user sessions are written between cycles; the tasks are
    scheduled ``every: 7d`` (not due), so no model is needed and the figure is
    the heartbeat's own.
-4. ``vikingbot heartbeat plan`` and ``plan --json`` wall time (target under
-   1 s), and ``vikingbot status`` cold start (target under 300 ms), in fresh
-   processes on the same home.
+4. ``vikingbot heartbeat plan`` and ``plan --json`` without a gateway (target under
+   1 s), in fresh processes on the same home, alternating run by run with the same
+   commands of ``--baseline REV`` (its ``vikingbot`` package unpacked with ``git
+   archive``, default the commit before issue 32's work on plan), with the paired CPU
+   ratio; then where a plan's CPU goes, for both: the start (Python, imports, config,
+   opening the store, building the service) and ``gateway/ops.heartbeat_plan`` itself,
+   in a fresh process without Typer. Then ``vikingbot status`` cold start (target
+   under 300 ms).
 
     uv run --dev python bench/heartbeat_cycle.py [--sessions 10000] [--cycles 7]
         [--gateway-interval 10] [--gateway-cycles 12] [--drop-caches]
+        [--parts cycles,first,gateway,cli] [--baseline REV] [--plan-runs 5]
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -462,29 +469,121 @@ def idle_cpu_per_s(home: Path, enabled: bool, seconds: float = 60.0) -> float:
 # ---------------------------------------------------------------- CLI
 
 
-def cli_times(home: Path, args: list[str], runs: int) -> tuple[list[float], list[float]]:
-    """(wall s, CPU s of the child) per fresh ``python -m vikingbot <args>``."""
+def cli_times(
+    home: Path, args: list[str], runs: int, src: Path | None = None
+) -> tuple[list[float], list[float]]:
+    """(wall s, CPU s of the child) per fresh ``python -m vikingbot <args>`` (``src``: a
+    folder holding another checkout's ``vikingbot`` package, run instead of this one)."""
+    out = [cli_once(home, args, src) for _ in range(runs + 1)][
+        1:
+    ]  # the first fills the byte-code cache
+    return [w for w, _ in out], [c for _, c in out]
+
+
+def child_env(home: Path, src: Path | None) -> dict[str, str]:
+    """A CLI child's environment: ``home``, a warm byte-code cache, ``src``'s package."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIKINGBOT_")}
     env["VIKINGBOT_HOME"] = str(home)
     env["PYTHONPYCACHEPREFIX"] = str(home.parent / "pycache")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    walls, cpus = [], []
-    for i in range(runs + 1):
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "vikingbot", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+    if src is not None:
+        env["PYTHONPATH"] = str(src)
+    return env
+
+
+def cli_once(home: Path, args: list[str], src: Path | None = None) -> tuple[float, float]:
+    env = child_env(home, src)
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "vikingbot", *args],
+        env=env,
+        cwd=home.parent,  # not the repository: ``-m`` puts the working folder first on sys.path
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"vikingbot {' '.join(args)} exited {proc.returncode}")
+    return time.perf_counter() - t0, usage.ru_utime + usage.ru_stime
+
+
+def show(what: str, walls: list[float], cpus: list[float], target_ms: int = 1000) -> None:
+    print(
+        f"vikingbot {what}: median {statistics.median(walls) * 1000:.0f} ms, "
+        f"min {min(walls) * 1000:.0f} ms, CPU median {statistics.median(cpus) * 1000:.0f} ms "
+        f"(target < {target_ms} ms)"
+    )
+
+
+def plan_beside_baseline(home: Path, runs: int, base: Path, rev: str) -> None:
+    """``heartbeat plan`` with no gateway, this checkout and ``rev``'s alternating run by
+    run on the same home (each warmed once first)."""
+    for cmd in (["heartbeat", "plan"], ["heartbeat", "plan", "--json"]):
+        cli_once(home, cmd)
+        cli_once(home, cmd, base)
+        now, before = [], []
+        for _ in range(runs):
+            now.append(cli_once(home, cmd))
+            before.append(cli_once(home, cmd, base))
+        for label, got in (("", now), (f", baseline {rev}", before)):
+            show(f"{' '.join(cmd)} (no gateway{label})", [w for w, _ in got], [c for _, c in got])
+        ratio = statistics.median(a[1] / b[1] for a, b in zip(now, before, strict=True))
+        print(f"  CPU, this checkout / {rev}, paired: {ratio:.2f}x")
+    for label, src in (("this checkout", None), (rev, base)):
+        splits = [plan_split(home, src) for _ in range(runs)]
+        start = statistics.median(x["start"] for x in splits) * 1000
+        plan = statistics.median(x["plan"] for x in splits) * 1000
+        print(
+            f"  where a plan's CPU goes ({label}, in a fresh process without Typer, medians): "
+            f"start (Python, imports, config, opening the store, the service) {start:.0f} ms, "
+            f"the plan itself (sessions, HEARTBEAT.md files, state rows, planning) {plan:.0f} ms"
         )
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            raise SystemExit(f"vikingbot {' '.join(args)} exited {proc.returncode}")
-        if i:  # the first run fills the byte-code cache
-            walls.append(time.perf_counter() - t0)
-            cpus.append(usage.ru_utime + usage.ru_stime)
-    return walls, cpus
+
+
+PLAN_SPLIT = """
+import json, time
+from vikingbot.config.loader import load_config
+from vikingbot.gateway.ops import heartbeat_plan
+from vikingbot.logs import quiet
+from vikingbot.runtime import Runtime
+quiet()
+config, paths = load_config()
+svc = Runtime(config, paths).heartbeat()
+c0 = time.process_time()
+heartbeat_plan(svc, None)
+print(json.dumps({"start": c0, "plan": time.process_time() - c0}))
+"""
+
+
+def plan_split(home: Path, src: Path | None) -> dict[str, float]:
+    """CPU seconds before and of ``heartbeat_plan`` in a fresh process (``src``: that
+    checkout's package)."""
+    env = child_env(home, src)
+    out = subprocess.run(
+        [sys.executable, "-c", PLAN_SPLIT],
+        env=env,
+        cwd=home.parent,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def unpack(rev: str, into: Path) -> Path:
+    """``rev``'s ``vikingbot`` package unpacked under ``into`` (for ``PYTHONPATH``)."""
+    root = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(
+        ["git", "-C", str(root), "archive", rev, "vikingbot"], capture_output=True, check=True
+    ).stdout
+    into.mkdir(parents=True, exist_ok=True)
+    tar = into / "base.tar"
+    tar.write_bytes(archive)
+    with tarfile.open(tar) as t:
+        t.extractall(into, filter="data")
+    return into
 
 
 def main() -> None:
@@ -493,6 +592,13 @@ def main() -> None:
     ap.add_argument("--cycles", type=int, default=7)
     ap.add_argument("--gateway-interval", type=float, default=10.0)
     ap.add_argument("--gateway-cycles", type=int, default=12)
+    ap.add_argument(
+        "--baseline",
+        default="2a237cc",
+        help="git revision whose `heartbeat plan` (no gateway) runs beside this checkout's, "
+        "alternating (empty: none)",
+    )
+    ap.add_argument("--plan-runs", type=int, default=5, help="runs of each plan command")
     ap.add_argument("--first-cycle-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument("--bare-read-child", type=Path, help=argparse.SUPPRESS)
     ap.add_argument(
@@ -578,11 +684,9 @@ def main() -> None:
 
         def plan_via_gateway() -> None:
             for cmd in (["heartbeat", "plan"], ["heartbeat", "plan", "--json"]):
-                ts, cs = cli_times(home, cmd, 3)
-                print(
-                    f"vikingbot {' '.join(cmd)} (a gateway runs: it plans from its index): "
-                    f"median {statistics.median(ts) * 1000:.0f} ms, min {min(ts) * 1000:.0f} ms, "
-                    f"CPU median {statistics.median(cs) * 1000:.0f} ms (target < 1000 ms)"
+                show(
+                    f"{' '.join(cmd)} (a gateway runs: it plans from its index)",
+                    *cli_times(home, cmd, 3),
                 )
 
         if "gateway" in parts:
@@ -615,17 +719,14 @@ def main() -> None:
                 f"(target < 0.05 s)"
             )
 
-        for cmd in (["heartbeat", "plan"], ["heartbeat", "plan", "--json"], ["status"]) * (
-            "cli" in parts
-        ):
-            ts, cs = cli_times(home, cmd, 3 if cmd[0] == "heartbeat" else 10)
-            target = "1000" if cmd[0] == "heartbeat" else "300"
-            print(
-                f"vikingbot {' '.join(cmd)}{' (no gateway)' if cmd[0] == 'heartbeat' else ''}: "
-                f"median {statistics.median(ts) * 1000:.0f} ms, "
-                f"min {min(ts) * 1000:.0f} ms, CPU median {statistics.median(cs) * 1000:.0f} ms "
-                f"(target < {target} ms)"
-            )
+        if "cli" in parts:
+            base = unpack(args.baseline, Path(tmp) / "baseline") if args.baseline else None
+            if base is None:
+                for cmd in (["heartbeat", "plan"], ["heartbeat", "plan", "--json"]):
+                    show(f"{' '.join(cmd)} (no gateway)", *cli_times(home, cmd, 3))
+            else:
+                plan_beside_baseline(home, args.plan_runs, base, args.baseline)
+            show("status", *cli_times(home, ["status"], 10), target_ms=300)
 
 
 if __name__ == "__main__":

@@ -153,6 +153,23 @@ def test_an_old_doctor_session_is_no_longer_listed_as_a_chat(home: Home) -> None
     assert not old.exists() and (store.system_dir / old.name).exists()
 
 
+def test_an_old_heartbeat_session_found_by_a_cycle_is_moved_and_not_planned(home: Home) -> None:
+    home.talk(1)
+    home.write(1, TASK)
+    before = home.memo_cycle()
+    # an older version (another process on this home) writes its heartbeat session among
+    # the user's: the next cycle's listing moves it to .system/ and plans the same
+    store = home.rt.sessions
+    old_path = store.sessions_dir / "heartbeat+hb+ws2.jsonl"
+    old_path.write_bytes(SessionStore_like_line(SessionKey("heartbeat", "hb", "ws2")))
+    home.clock.advance(seconds=600)
+    after = home.memo_cycle()
+    assert not old_path.exists()
+    assert (store.system_dir / old_path.name).is_file()
+    assert [r[:3] for r in after] == [r[:3] for r in before]
+    assert after == home.rescan()
+
+
 def test_moving_never_overwrites_a_session_already_in_the_new_place(home: Home) -> None:
     store = home.rt.sessions
     key = SessionKey("cron", "job", "daily")

@@ -48,7 +48,7 @@ from vikingbot.heartbeat.parser import read_heartbeat_text
 from vikingbot.heartbeat.planner import keeps_workspace_visited, stands
 from vikingbot.heartbeat.types import ParseResult
 from vikingbot.session import codec
-from vikingbot.session.store import OLD_SYSTEM_FILES, SYSTEM_TYPES, SessionStore
+from vikingbot.session.store import SYSTEM_TYPES, SessionStore, is_system_file
 from vikingbot.session.types import SessionMeta
 from vikingbot.watch import Watcher
 from vikingbot.workspace.manager import SHARED_NAME, checked_name
@@ -59,7 +59,6 @@ SAFETY_PASS_S = 3600.0
 # read whatever its sessions' age, since its scheduled entries run on their schedule
 ALWAYS = datetime.max.replace(tzinfo=UTC)
 RENEW_AFTER = 64  # polled workspace folders before the watch is renewed to cover them
-_SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 
 
 class FileId(NamedTuple):
@@ -73,7 +72,7 @@ class FileId(NamedTuple):
 
 def file_id(st: os.stat_result) -> FileId | None:
     """The identity of a stat, or ``None`` while it is in the racy window."""
-    if not settled(st.st_mtime_ns) or not settled(st.st_ctime_ns):
+    if not settled(max(st.st_mtime_ns, st.st_ctime_ns)):
         return None
     return FileId(st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
 
@@ -106,6 +105,9 @@ class HeartbeatIndex:
         self.store = sessions
         self.sessions_dir = Path(sessions.sessions_dir)
         self.root = Path(workspace_root)
+        # paths joined as plain strings: a pass builds 20,000 of them
+        self._dir = f"{self.sessions_dir}{os.sep}"
+        self._root = f"{self.root}{os.sep}"
         self.safety_pass_s = safety_pass_s
         self.files: dict[str, _Session] = {}  # session file name -> what it holds
         self.members: dict[str, dict[str, SessionMeta]] = {}  # workspace -> file -> meta
@@ -125,12 +127,13 @@ class HeartbeatIndex:
     def sessions_of(self, workspace: str) -> list[SessionMeta]:
         """The workspace's sessions, most recently updated first (then by key)."""
         metas = list(self.members.get(workspace, {}).values())
-        metas.sort(key=lambda m: (m.key.type, m.key.channel_id, m.key.chat_id))
-        metas.sort(key=lambda m: m.updated_at, reverse=True)
+        if len(metas) > 1:
+            metas.sort(key=lambda m: (m.key.type, m.key.channel_id, m.key.chat_id))
+            metas.sort(key=lambda m: m.updated_at, reverse=True)
         return metas
 
     def heartbeat_path(self, workspace: str) -> str:
-        return os.path.join(self.root, workspace, HEARTBEAT_FILE)
+        return f"{self._root}{workspace}{os.sep}{HEARTBEAT_FILE}"
 
     def parsed_for(self, workspace: str) -> ParseResult:
         """The workspace's HEARTBEAT.md as last read (read now if it never was)."""
@@ -185,7 +188,6 @@ class HeartbeatIndex:
         return self._poll(now, full=False)
 
     def _load_all(self, now: datetime) -> None:
-        self.store.move_system_sessions()
         for table in (self.files, self.members, self.until, self._hb):
             table.clear()
         self._stale.clear()
@@ -219,7 +221,9 @@ class HeartbeatIndex:
         folder = None if st is None else (st.st_ino, st.st_mtime_ns)
         if not relist and folder is not None and folder == self._listed:
             return self._reload_all(list(self.files))
-        names = _session_files(self.sessions_dir)
+        names, strays = _session_files(self.sessions_dir)
+        if strays:  # system sessions where an older version kept them
+            self.store.move_system_sessions()
         changed = self._reload_all(names)
         listed = set(names)
         for name in [n for n in self.files if n not in listed]:
@@ -250,14 +254,17 @@ class HeartbeatIndex:
             seen = st if isinstance(st, int) else file_id(st)
             if old is not None and old.seen is not None and old.seen == seen:
                 continue
-            fresh, parsed = self._look_at(ws, st)
+            fresh, parsed = self._look_at(ws, st, seen)
             if old is None or fresh or parsed != old.parsed:
                 changed.add(ws)
         return changed
 
-    def _look_at(self, ws: str, st: os.stat_result | int | None) -> tuple[bool, ParseResult]:
+    def _look_at(
+        self, ws: str, st: os.stat_result | int | None, seen: FileId | int | None = None
+    ) -> tuple[bool, ParseResult]:
         """Read and parse the workspace's file (``st``: its ``lstat`` of a moment ago,
-        or the errno it failed with); (whether it was unknown, what it says)."""
+        or the errno it failed with, and ``seen`` its identity); (whether it was unknown,
+        what it says)."""
         assert self._settings is not None
         path = self.heartbeat_path(ws)
         if st is None:
@@ -265,12 +272,11 @@ class HeartbeatIndex:
                 st = os.lstat(path)
             except OSError as exc:
                 st = exc.errno or -1
+            seen = st if isinstance(st, int) else file_id(st)
         if isinstance(st, int):
             parsed, _ = read_heartbeat_text(path, max_bytes=self._settings.max_bytes)
-            seen: FileId | int | None = st
         else:
             parsed, _ = read_heartbeat_text(path, max_bytes=self._settings.max_bytes, lstat=st)
-            seen = file_id(st)
         fresh = ws not in self._hb
         self._hb[ws] = _File(seen, parsed)
         return fresh, parsed
@@ -304,7 +310,7 @@ class HeartbeatIndex:
 
     def _reload(self, name: str) -> set[str]:
         """Stat one session file; read its metadata line again when it changed."""
-        path = os.path.join(self.sessions_dir, name)
+        path = self._dir + name
         try:
             st = os.stat(path)
         except OSError:
@@ -426,18 +432,17 @@ class HeartbeatIndex:
             self.watcher = None
 
 
-def _session_files(folder: Path) -> list[str]:
+def _session_files(folder: Path) -> tuple[list[str], bool]:
+    """The user session files in ``folder``, and whether it holds system sessions
+    (which belong in ``.system/``)."""
     try:
         with os.scandir(folder) as it:
-            return [e.name for e in it if _is_session_file(e.name)]
+            names = [e.name for e in it]
     except OSError:
-        return []
+        return [], False
+    strays = any(is_system_file(n) for n in names)
+    return [n for n in names if _is_session_file(n)], strays
 
 
 def _is_session_file(name: str) -> bool:
-    return (
-        not name.startswith(".")
-        and name.endswith(codec.SUFFIX)
-        and not name.startswith(_SYSTEM_PREFIXES)
-        and name not in OLD_SYSTEM_FILES
-    )
+    return not name.startswith(".") and name.endswith(codec.SUFFIX) and not is_system_file(name)

@@ -43,6 +43,7 @@ from vikingbot.session.types import DOCTOR, Message, SessionKey, SessionMeta
 SYSTEM_TYPES = frozenset({"heartbeat", "cron", DOCTOR})
 # `doctor --live`'s session before it had a type of its own (cli:doctor:doctor): moved too
 OLD_SYSTEM_FILES = frozenset({"cli+doctor+doctor.jsonl"})
+_SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)
 SYSTEM_DIR = ".system"
 
 if TYPE_CHECKING:
@@ -92,14 +93,8 @@ class SessionStore:
         Returns how many files were moved.
         """
         self._system_moved = True
-        prefixes = tuple(f"{t}+" for t in SYSTEM_TYPES)
         try:
-            names = [
-                e.name
-                for e in os.scandir(self.sessions_dir)
-                if (e.name.startswith(prefixes) and e.name.endswith(codec.SUFFIX))
-                or e.name in OLD_SYSTEM_FILES
-            ]
+            names = [e.name for e in os.scandir(self.sessions_dir) if is_system_file(e.name)]
         except FileNotFoundError:
             return 0
         moved = 0
@@ -393,6 +388,14 @@ class SessionStore:
         return meta
 
 
+def is_system_file(name: str) -> bool:
+    """Whether a file name in the sessions folder is a system session's (heartbeat, cron,
+    doctor), which belongs in :data:`SYSTEM_DIR`."""
+    return (name.startswith(_SYSTEM_PREFIXES) and name.endswith(codec.SUFFIX)) or (
+        name in OLD_SYSTEM_FILES
+    )
+
+
 def _first_line(path: str) -> bytes | None:
     """The file's first line (with its newline), or ``None`` if the file is missing."""
     try:
@@ -401,12 +404,14 @@ def _first_line(path: str) -> bytes | None:
         return None
     try:
         chunks: list[bytes] = []
-        while chunk := os.read(fd, 1 << 16):
+        want = 4096  # a metadata line is short: read little of a long history
+        while chunk := os.read(fd, want):
             end = chunk.find(b"\n")
             if end >= 0:
                 chunks.append(chunk[: end + 1])
                 break
             chunks.append(chunk)
+            want = 1 << 16
         return b"".join(chunks)
     finally:
         os.close(fd)

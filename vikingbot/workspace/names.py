@@ -17,6 +17,7 @@ import re
 MAX_NAME = 100
 _HASH_LEN = 10
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_UPPER = re.compile(r"[A-Z]")
 _HASHED = re.compile(rf"-[0-9a-f]{{{_HASH_LEN}}}$")
 _RESERVED = frozenset(
     {"con", "prn", "aux", "nul", "conin$", "conout$"}
@@ -44,7 +45,7 @@ def safe_name(text: str) -> str:
         and not cleaned.startswith("-")
         and len(cleaned) <= MAX_NAME
         and not is_reserved(cleaned)
-        and not re.search(r"[A-Z]", cleaned)
+        and not _UPPER.search(cleaned)
         and not _HASHED.search(cleaned)
     )
     if exact:
