@@ -544,12 +544,12 @@ def plan_beside_baseline(home: Path, runs: int, base: Path, rev: str) -> None:
 PLAN_SPLIT = """
 import json, time
 from vikingbot.config.loader import load_config
+from vikingbot.gateway import compose
 from vikingbot.gateway.ops import heartbeat_plan
 from vikingbot.logs import quiet
-from vikingbot.runtime import Runtime
 quiet()
 config, paths = load_config()
-svc = Runtime(config, paths).heartbeat()
+svc = compose.heartbeat(compose.build_home(config, paths))
 c0 = time.process_time()
 heartbeat_plan(svc, None)
 print(json.dumps({"start": c0, "plan": time.process_time() - c0}))
@@ -594,7 +594,7 @@ def main() -> None:
     ap.add_argument("--gateway-cycles", type=int, default=12)
     ap.add_argument(
         "--baseline",
-        default="2a237cc",
+        default="dcd8fa9",
         help="git revision whose `heartbeat plan` (no gateway) runs beside this checkout's, "
         "alternating (empty: none)",
     )
