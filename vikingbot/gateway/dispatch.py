@@ -152,7 +152,7 @@ class Dispatcher:
         result = await self.agent().run_turn(text, key, {"sender": "cli"}, deliver=deliver)
         return {**turn_json(key, result), "messages": messages}
 
-    async def dashboard_prompts(self, stop: asyncio.Event, poll_s: float = 5.0) -> None:
+    async def dashboard_prompts(self, stop: asyncio.Event, poll_s: float = 30.0) -> None:
         """`prompt:dashboard:<slot>` results become a turn in that slot's chat.
 
         Each prompt is taken once (marked read first); the agent's reply lands in the
