@@ -54,7 +54,6 @@ import random
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -64,6 +63,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
 
+from _baseline import unpack
 from _heartbeat_setup import BENCH_CONFIG, WritingAgent, build_home, make_runtime
 from loguru import logger
 
@@ -570,20 +570,6 @@ def plan_split(home: Path, src: Path | None) -> dict[str, float]:
         timeout=120,
     )
     return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def unpack(rev: str, into: Path) -> Path:
-    """``rev``'s ``vikingbot`` package unpacked under ``into`` (for ``PYTHONPATH``)."""
-    root = Path(__file__).resolve().parents[1]
-    archive = subprocess.run(
-        ["git", "-C", str(root), "archive", rev, "vikingbot"], capture_output=True, check=True
-    ).stdout
-    into.mkdir(parents=True, exist_ok=True)
-    tar = into / "base.tar"
-    tar.write_bytes(archive)
-    with tarfile.open(tar) as t:
-        t.extractall(into, filter="data")
-    return into
 
 
 def main() -> None:

@@ -19,10 +19,12 @@ import argparse
 import json
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _baseline import unpack
 
 ROOT = Path(__file__).resolve().parents[1]
 MI_TARGET = 10.0
@@ -71,17 +73,6 @@ def measure(tree: Path, kit: set[str]) -> Size:
     mi = maintainability(files, tree)
     ranked = sorted((v, k) for k, v in mi.items())
     return Size(lines(files), lines(hb), ranked[0], [r for r in ranked if r[0] < MI_TARGET])
-
-
-def unpack(rev: str, into: Path) -> Path:
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", rev, "vikingbot"], capture_output=True, check=True
-    ).stdout
-    tar = into / "base.tar"
-    tar.write_bytes(archive)
-    with tarfile.open(tar) as t:
-        t.extractall(into, filter="data")
-    return into
 
 
 def show(label: str, size: Size) -> None:
