@@ -263,9 +263,7 @@ class DiscordChannel(Channel):
         )
         try:
             with params:
-                await asyncio.wait_for(
-                    self._client.http.send_message(int(msg.chat_id), params=params),
-                    timeout=self.discord.send_timeout_s,
-                )
+                async with asyncio.timeout(self.discord.send_timeout_s):  # not wait_for (3.11)
+                    await self._client.http.send_message(int(msg.chat_id), params=params)
         except _sdk_errors() as exc:
             raise _convert(exc, f"send to {msg.chat_id}") from exc

@@ -428,15 +428,13 @@ class MatrixChannel(Channel):
 
         assert self._api is not None
         try:
-            await asyncio.wait_for(
-                self._api.send_message_event(
+            async with asyncio.timeout(self.matrix.send_timeout_s):  # not wait_for (3.11)
+                await self._api.send_message_event(
                     room,  # type: ignore[arg-type]
                     EventType.ROOM_MESSAGE,
                     content,  # type: ignore[arg-type]
                     txn_id=txn,
-                ),
-                timeout=self.matrix.send_timeout_s,
-            )
+                )
         except _sdk_errors() as exc:
             raise _convert(exc, f"send to {room}") from exc
 

@@ -254,10 +254,8 @@ class Connection:
         listed: list[Listed] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
-            page = await asyncio.wait_for(
-                self._client.list_tools(cursor=cursor, cache_mode="refresh"),
-                self.config.tool_timeout_s,
-            )
+            async with asyncio.timeout(self.config.tool_timeout_s):  # not wait_for (3.11)
+                page = await self._client.list_tools(cursor=cursor, cache_mode="refresh")
             for tool in page.tools:
                 schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
                 listed.append(Listed(tool.name, (tool.description or "")[:2000], schema))
