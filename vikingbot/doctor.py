@@ -52,7 +52,7 @@ def run(
     environ: Mapping[str, str] | None = None,
 ) -> list[Check]:
     """Every check, in the order shown."""
-    from vikingbot.config.loader import dotenv_values_for, load_config
+    from vikingbot.config.loader import home_environ, load_config
     from vikingbot.config.paths import config_path, home_dir
 
     env = dict(os.environ if environ is None else environ)
@@ -74,7 +74,7 @@ def run(
     except VikingbotError as exc:
         checks.append(Check("config", "fail", str(exc)))
     if config is not None and paths is not None:
-        full_env = {**dotenv_values_for(paths.home), **env}
+        full_env = home_environ(paths.home, env)
         gateway, health, client = _gateway(paths)
         if live and client is not None and health is not None:
             running = _live_via_gateway(client, health, gateway)

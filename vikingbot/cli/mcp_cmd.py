@@ -27,15 +27,13 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON to stdout.")]
 
 
 def _hub(config: Config, paths: Paths) -> McpHub:
-    import os
-
-    from vikingbot.config.loader import dotenv_values_for
+    from vikingbot.config.loader import home_environ
     from vikingbot.mcp.client import START_TIMEOUT_S
     from vikingbot.mcp.hub import McpHub
 
     return McpHub(
         config,
-        environ={**dotenv_values_for(paths.home), **os.environ},
+        environ=home_environ(paths.home),
         logs=paths.logs_dir,
         pins=paths.data_dir / "mcp" / "approved.json",
         turn_wait_s=START_TIMEOUT_S,  # these commands exist to connect: wait for the start

@@ -164,12 +164,12 @@ def _plain_view() -> View:
 
 
 def _view(config: Config, paths: Paths) -> View:
-    from vikingbot.config.loader import dotenv_values_for
+    from vikingbot.config.loader import home_environ
     from vikingbot.config.status_cache import Reads
     from vikingbot.gateway.compose import build_home
 
     # the loop's own answer (docs/agents.md), in the environment a home would have
-    environ = Reads({**dotenv_values_for(paths.home), **os.environ})
+    environ = Reads(home_environ(paths.home))
     ready = build_home(config, paths, environ=environ).readiness()
     hb = config.bot.heartbeat
     view = {

@@ -306,14 +306,25 @@ def describe_validation_error(exc: ValidationError, source: str) -> str:
 # ---------------------------------------------------------------- public
 
 
+def dotenv_files(home: Path) -> tuple[Path, Path]:
+    """The ``.env`` files a home reads, the latter winning: ``<home>/.env``, ``./.env``."""
+    return home / ".env", Path.cwd() / ".env"
+
+
 def dotenv_values_for(home: Path) -> dict[str, str]:
     """Values from ``<home>/.env`` and ``./.env`` (the latter wins)."""
     return _dotenv(home)
 
 
+def home_environ(home: Path, process: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment a home's parts see: its ``.env`` values under the real
+    variables (``process``, default ``os.environ``), which win."""
+    return {**_dotenv(home), **(os.environ if process is None else process)}
+
+
 def _dotenv(home: Path) -> dict[str, str]:
     merged: dict[str, str] = {}
-    for path in (home / ".env", Path.cwd() / ".env"):
+    for path in dotenv_files(home):
         if path.is_file():
             merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
     return merged

@@ -24,7 +24,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.clock import Clock, SystemClock
-from vikingbot.config.loader import Paths, dotenv_values_for
+from vikingbot.config.loader import Paths, home_environ
 from vikingbot.config.schema import Config
 from vikingbot.skills.discover import user_dir
 
@@ -88,7 +88,7 @@ class Home:
         own = self._own
         if own is None or self._process is None:
             return False
-        new = {**dotenv_values_for(self.paths.home), **self._process}
+        new = home_environ(self.paths.home, self._process)
         if new == own:
             return False
         for gone in own.keys() - new.keys():
@@ -232,8 +232,9 @@ def build_home(
     if environ is not None:
         return Home(config, paths, clock=clock, environ=environ)
     process = dict(os.environ)  # .env values (a provider key, GITHUB_TOKEN), real variables win
-    environ = {**dotenv_values_for(paths.home), **process}
-    return Home(config, paths, clock=clock, environ=environ, process=process)
+    return Home(
+        config, paths, clock=clock, environ=home_environ(paths.home, process), process=process
+    )
 
 
 class LazyAgent:

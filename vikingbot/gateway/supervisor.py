@@ -16,13 +16,12 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
 from vikingbot import __version__, agentio
-from vikingbot.config.loader import load_config
+from vikingbot.config.loader import dotenv_files, load_config
 from vikingbot.errors import ConfigError, VikingbotError
 from vikingbot.fsutil import disk_problem
 from vikingbot.gateway import compose
@@ -75,7 +74,7 @@ class Gateway:
             home.paths.config_file,
             load=self._load_config,
             apply=self._apply_config,
-            also=(home.paths.home / ".env", Path.cwd() / ".env"),  # as the loader reads
+            also=dotenv_files(home.paths.home),
             poll_s=config_poll_s,
         )
         self._dispatch: Dispatcher | None = None
