@@ -432,8 +432,7 @@ class Outbox:
             .order_by(c.id.desc())
             .limit(1000)
         )
-        with db_errors("read the outbox"), self._store.engine.connect() as conn:
-            return [str(t) for t in conn.scalars(query)]
+        return self._texts(query)
 
     def texts_of_run(self, run_id: str) -> list[str]:
         """The texts written under a run's keys (``<run_id>:...``), oldest first."""
@@ -447,6 +446,9 @@ class Outbox:
             .where(c.dedupe_key.startswith(run_id + ":", autoescape=True))
             .order_by(c.id)
         )
+        return self._texts(query)
+
+    def _texts(self, query: Any) -> list[str]:
         with db_errors("read the outbox"), self._store.engine.connect() as conn:
             return [str(t) for t in conn.scalars(query)]
 

@@ -211,7 +211,7 @@ class Turns:
                 result = await self.agent.run_turn(prompt, hb_key, metadata, deliver=deliver)
         except TimeoutError:
             log.warning("heartbeat turn timed out after {}s; session reset", timeout)
-            await asyncio.to_thread(self.reset, hb_key)
+            await self.reset_session(workspace)
             return TurnFacts(
                 "timeout", error=f"timed out after {timeout:g}s", duration_s=time.monotonic() - t0
             )
