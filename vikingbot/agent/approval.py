@@ -229,7 +229,6 @@ def mcp_action(
     command line or URL as configured, ``pinned`` the fingerprint its approvals were
     given for (``None``: none recorded yet).
     """
-
     return Action(tool_name(server, tool), read_only, mcp=McpAction(server, tool, identity, pinned))
 
 

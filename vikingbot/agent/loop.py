@@ -149,7 +149,6 @@ class BuiltinLoop(AgentLoop):
 
     def readiness(self) -> Readiness:
         """Ready when the configured provider has what it needs (SDK, key or base URL, model)."""
-
         agents = self.config.bot.agents
         try:
             provider = self._provider or create_provider(self.config, environ=self.environ)

@@ -166,7 +166,6 @@ class InboundStore:
 
     def counts(self, channel: str | None = None) -> dict[str, int]:
         """How many rows are in each status (for tests, status and the dashboard)."""
-
         table = inbound_messages
         query = select(table.c.status, func.count()).group_by(table.c.status)
         if channel is not None:

@@ -150,7 +150,6 @@ class ChannelManager:
 
     async def _lead(self, name: str, channel: Channel) -> None:
         """Receive on ``channel`` only while this gateway holds its lease (leadership.py)."""
-
         leader = Leadership(
             Leases(self.store, self.clock),
             self.outbox.sender,
@@ -452,7 +451,6 @@ class ChannelManager:
         :class:`ChannelBusy` waits what the platform asked; a :class:`ChannelRejected`
         is not retried.
         """
-
         tries = 1 + self._retries
         backoff = wait_exponential(multiplier=self.retry_delay_s, max=MAX_BACKOFF_S) + wait_random(
             0, self.retry_delay_s

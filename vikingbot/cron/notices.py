@@ -38,7 +38,6 @@ def invalid_key(job_name: str, reason: str) -> str:
 def forget_job(conn: Connection, job_name: str, reason: str | None) -> int:
     """Delete every notice of ``job_name`` (and its legacy row for ``reason``) on ``conn``;
     how many rows went."""
-
     mine = notices.c.workspace == scope(job_name)
     if reason is not None:
         legacy = and_(

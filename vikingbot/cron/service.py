@@ -203,7 +203,6 @@ class CronService:
 
     async def _claim_slot(self, job: CronJob) -> Claim | None:
         """This gateway's claim on the job's due slot; None when another gateway has it."""
-
         ttl = (job.timeout_s or self.config.bot.heartbeat.task_timeout_s) + 2 * TIMEOUT_GRACE_S
         found = await asyncio.to_thread(
             Leases(self.store, self.clock).claim, self._slot_key(job), self.owner, ttl

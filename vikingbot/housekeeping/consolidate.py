@@ -90,7 +90,6 @@ def append_section(path: Path, section: str, mark: str) -> bool:
 
     Returns ``False`` when ``mark`` is already in the file (written before).
     """
-
     target = path.resolve() if path.is_symlink() else path
     for _ in range(_ATTEMPTS):
         try:

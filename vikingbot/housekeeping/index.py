@@ -118,14 +118,12 @@ def session_files(sessions_dir: Path) -> list[Path]:
 
 def forget_session(conn: Connection, session_key: str) -> None:
     """Drop a session's index rows and cursor (it is indexed again from the start)."""
-
     conn.execute(sa.delete(history_docs).where(history_docs.c.session_key == session_key))
     conn.execute(sa.delete(history_cursor).where(history_cursor.c.session_key == session_key))
 
 
 def _cursor_ok(conn: Connection, key: str, lines: list[bytes], indexed: int) -> bool:
     """Does the file still hold, at the same place, the last line we indexed?"""
-
     if indexed > len(lines):
         return False
     row = conn.execute(
@@ -228,7 +226,6 @@ def index_sessions(store: StateStore, sessions_dir: Path) -> IndexStats:
 
     A file that cannot be indexed is reported in ``errors`` and the others go on.
     """
-
     stats = IndexStats()
     seen_mtimes = _cursor_mtimes(store)
     for path in session_files(Path(sessions_dir)):

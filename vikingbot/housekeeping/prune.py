@@ -91,7 +91,6 @@ def prune_session_file(sessions: SessionStore, path: Path, cutoff: datetime) -> 
 
     Holds the session store's lock for the file (``SessionStore.locked``).
     """
-
     with sessions.locked(path):
         try:
             data = path.read_bytes()
@@ -119,7 +118,6 @@ def prune_session_file(sessions: SessionStore, path: Path, cutoff: datetime) -> 
 
 def prune_rows(store: StateStore, cutoff: datetime) -> dict[str, int]:
     """Delete heartbeat ledger, audit and history-index rows older than ``cutoff``."""
-
     counts: dict[str, int] = {}
     with store.engine.begin() as conn:
         for table in (heartbeat_runs, audit_events, history_docs):
@@ -136,7 +134,6 @@ def prune(
     A failing step (the database, one file) is logged and collected in
     ``errors``; the other steps still run.
     """
-
     stats = stats or PruneStats()
     stats.cutoff = cutoff
     try:

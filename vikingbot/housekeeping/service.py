@@ -155,7 +155,6 @@ class HousekeepingService:
 
     async def _claim(self, job: str) -> bool:
         """Whether this gateway runs ``job`` this interval (another may have it)."""
-
         leases = Leases(self.store, self.clock)
         every = self._intervals()[job].total_seconds()
         try:

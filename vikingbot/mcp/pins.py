@@ -74,7 +74,6 @@ class Pins:
 
 def fingerprint(identity: str) -> str:
     """What is recorded of an identity: a digest (compared) and the masked text (shown)."""
-
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
     return f"{digest} {mask_text(identity)[:200]}"
 

@@ -151,7 +151,6 @@ class BaseProvider:
         Ready means: its SDK is installed, there is a key (or a custom ``api_base``
         that may need none) and, for kinds that need one, a model.
         """
-
         missing: list[str] = []
         if self.sdk and importlib.util.find_spec(self.sdk) is None:
             missing.append(f"the {self.sdk!r} package (pip install {self.sdk})")

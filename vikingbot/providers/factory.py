@@ -29,7 +29,6 @@ def create_provider(
 ) -> Provider:
     """Construct the provider ``name`` names (default ``bot.agents.provider``: a section of
     ``bot.providers`` or a kind); ``NotConfiguredError`` if none."""
-
     name = name or config.bot.agents.provider
     if not name:
         raise NotConfiguredError(NO_PROVIDER)

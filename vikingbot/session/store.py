@@ -156,7 +156,6 @@ class SessionStore:
 
     def turn_lock(self, key: KeyLike) -> asyncio.Lock:
         """The one lock a turn on this session holds, so two turns never interleave."""
-
         k = codec.as_key(key)
         lock = self._turn_locks.get(k)
         if lock is None:
@@ -274,7 +273,6 @@ class SessionStore:
 
     def _write(self, path: Path, head: bytes, body_from: Path | None, tail: bytes) -> None:
         """Atomically replace ``path`` with ``head`` + old message lines + ``tail``."""
-
         folder = path.parent
         folder.mkdir(parents=True, exist_ok=True)
         fd, tmp_name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")

@@ -62,7 +62,6 @@ def add(source: Path, skills_dir: Path, where: Source) -> tuple[Skill, SkillProb
 
 def _front_name(folder: Path) -> str | None:
     """The name the skill's front matter gives (the copy is made under it)."""
-
     text, _, _ = read_text(folder / SKILL_FILE)
     return split(text).fields.get("name", "").strip() or None if text else None
 
@@ -93,7 +92,6 @@ def _files(source: Path) -> list[Path]:
 
 def remove(name: str, skills_dir: Path) -> Path:
     """Delete the skill folder ``skills_dir/name`` (a link: only the link); its path."""
-
     why = name_problem(name)
     if why:
         raise SkillError(why)

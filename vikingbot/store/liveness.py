@@ -26,13 +26,11 @@ GatewayState = Literal["running", "stopped", "dead"]
 
 def process_id() -> str:
     """An id unique to this process and start: ``host:pid:random``."""
-
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 def alive_gateway(holder: Any, now: datetime, dead_after_s: float = DEAD_AFTER_S) -> Any:
     """SQL: ``holder`` (a column naming a gateway) is a live gateway at ``now``."""
-
     fresh = now - timedelta(seconds=dead_after_s)
     return exists(
         select(gateways.c.id).where(
