@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import forkserver
-from tests.support.gateway_proc import GatewayProcess, free_port
+from tests.support.gateway_proc import GatewayProcess
+from tests.support.ports import free_port
 
 
 def test_fresh_machine_starts_and_exits_cleanly_on_sigterm(tmp_path: Path) -> None:

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 from email.message import Message
 from pathlib import Path
 
+from tests.support.ports import free_ports
+
 DOVECOT = shutil.which("dovecot") or "/usr/sbin/dovecot"
 PASSWORD = "pass-word-1"
 START_TIMEOUT_S = 30.0  # a loaded CI machine starts it slowly
@@ -45,12 +47,6 @@ def available() -> str | None:
         if not Path(f"/usr/lib/dovecot/{part}").exists():
             return f"dovecot's {part} service is not installed"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _config(root: Path, imap_port: int, lmtp_port: int, idle: bool) -> str:
@@ -139,7 +135,7 @@ class Dovecot:
         # its own folder in the system's temporary folder: run as root, Dovecot's
         # processes run as `dovecot`, which cannot enter pytest's 0700 folders
         root = Path(tempfile.mkdtemp(prefix="vikingbot-dovecot-"))
-        rig = cls(root, list(users), free_port(), free_port(), idle)
+        rig = cls(root, list(users), *free_ports(2), idle)
         try:
             rig._lay_out()
             rig.start()

@@ -20,6 +20,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.ports import free_port
+
 MCP_DIR = Path.home() / ".cache" / "vikingbot" / "mcp-servers"
 TIME = MCP_DIR / "time" / "bin" / "mcp-server-time"
 EVERYTHING = MCP_DIR / "npm" / "node_modules" / ".bin" / "mcp-server-everything"
@@ -49,12 +51,6 @@ def everything(**extra: Any) -> dict[str, Any]:
 def faults(env: dict[str, str] | None = None, **extra: Any) -> dict[str, Any]:
     """The misbehaving SDK server of ``mcp_faults.py`` over stdio."""
     return {"command": sys.executable, "args": [str(FAULTS)], "env": env or {}, **extra}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @contextmanager

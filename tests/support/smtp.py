@@ -20,7 +20,8 @@ from typing import Any
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
-from tests.support.dovecot import Dovecot, free_port
+from tests.support.dovecot import Dovecot
+from tests.support.ports import free_port
 
 
 class _LoopbackController(Controller):

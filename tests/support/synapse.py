@@ -15,7 +15,6 @@ import hashlib
 import hmac
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,8 @@ from typing import Any
 from urllib.parse import quote
 
 import httpx
+
+from tests.support.ports import free_port
 
 VENV_PYTHON = Path.home() / ".cache" / "vikingbot" / "synapse-venv" / "bin" / "python"
 START_TIMEOUT_S = 90.0
@@ -112,12 +113,6 @@ class User:
     user_id: str
     token: str
     device_id: str
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Synapse:
@@ -215,7 +210,7 @@ def start(root: Path) -> Synapse:
     python = synapse_python()
     root.mkdir(parents=True, exist_ok=True)
     (root / "media").mkdir(exist_ok=True)
-    port, secret = _free_port(), secrets.token_hex(16)
+    port, secret = free_port(), secrets.token_hex(16)
     config = root / "homeserver.yaml"
     fields = {"server_name": SERVER_NAME, "root": root, "port": port, "secret": secret}
     config.write_text(CONFIG.format(**fields))
