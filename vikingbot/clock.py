@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
@@ -45,6 +46,18 @@ SLEEP_JUMP_S = 30.0
 machine was suspended (a laptop's lid), or the clock was set forward."""
 
 
+async def wait_event(event: asyncio.Event, seconds: float) -> bool:
+    """Wait up to ``seconds`` for ``event``; whether it is set.
+
+    ``asyncio.timeout`` rather than ``wait_for``: no task per wait (an idle gateway
+    waits like this several times a minute), and a cancel is never lost (Python 3.11,
+    docs/architecture.md section 10)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    return event.is_set()
+
+
 async def nap(
     wake: asyncio.Event, seconds: float, clock: Clock, *, check_s: float = NAP_CHECK_S
 ) -> float:
@@ -58,11 +71,8 @@ async def nap(
     end = time.monotonic() + seconds
     while (left := end - time.monotonic()) > 0:
         wall, mono = clock.now(), time.monotonic()
-        try:
-            await asyncio.wait_for(wake.wait(), timeout=min(left, check_s))
+        if await wait_event(wake, min(left, check_s)):
             return 0.0
-        except TimeoutError:
-            pass
         jump = (clock.now() - wall).total_seconds() - (time.monotonic() - mono)
         if jump > SLEEP_JUMP_S:
             return jump

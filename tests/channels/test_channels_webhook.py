@@ -269,11 +269,14 @@ async def test_behind_the_gateway_token_the_channel_route_checks_its_own(
 ) -> None:
     from vikingbot.gateway.server import build_app
 
+    async def health() -> dict[str, Any]:
+        return {}
+
     manager = await started(make_config(webhook=webhook([], allowFrom=["ci-bot"])), bus, store)
     try:
         routes = manager.routes()
         app = build_app(
-            health=dict,
+            health=health,
             metrics=bytes,
             token="gateway-token",
             extra_routes=routes,

@@ -141,7 +141,9 @@ class CronService:
                     await self._start_due()
                 except Exception:
                     logger.exception("cron: tick failed; will try again")
-                await nap(stop_event, self.poll_s, self.clock)  # early after a suspend
+                # its own tick notices a suspend soon enough: a wait of poll_s started
+                # before the lid closed ends within poll_s after it opens
+                await nap(stop_event, self.poll_s, self.clock, check_s=self.poll_s)
         finally:
             await self._drain(self.config.bot.gateway.shutdown_grace_s)
             logger.info("cron: stopped")

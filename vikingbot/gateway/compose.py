@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -511,7 +511,7 @@ def http_app(
     channel_routes: list[Any],
     ops: ControlOps,
     dashboard: list[Any],
-    health: Callable[[], dict[str, Any]],
+    health: Callable[[], Awaitable[dict[str, Any]]],
     metrics: Metrics,
     secret: str,
     audit: Callable[[str, str, str], None],

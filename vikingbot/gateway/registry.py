@@ -26,7 +26,7 @@ from loguru import logger
 from sqlalchemy import delete, insert, select, update
 
 from vikingbot import __version__
-from vikingbot.clock import Clock
+from vikingbot.clock import Clock, wait_event
 from vikingbot.errors import VikingbotError
 from vikingbot.store.db import StateStore
 from vikingbot.store.leases import Leases, default_time_source, store_now
@@ -175,8 +175,8 @@ class GatewayRegistry:
 
 class Membership:
     """A running gateway's place in the registry: joined at start, a beat every
-    ``beat_s`` with the channels it ``holds`` (the beat also refreshes ``peers``,
-    the list ``/health`` shows), left on a clean stop. ``store_error`` is the last
+    ``beat_s`` with the channels it ``holds``, left on a clean stop; ``read_peers``
+    reads everyone's rows for ``/health`` (``peers``: the last ones read). ``store_error`` is the last
     beat's database failure (``/health`` says ``degraded``), None once one works."""
 
     def __init__(
@@ -201,18 +201,22 @@ class Membership:
     async def beat(self) -> None:
         try:
             await asyncio.to_thread(self.registry.beat, {"channels": self.holds()})
-            peers = await asyncio.to_thread(self.registry.list)
         except VikingbotError as exc:
             self.store_error = str(exc)
             raise
         self.store_error = None
-        self.peers = [p.as_dict() for p in peers]
+
+    async def read_peers(self) -> list[dict[str, Any]]:
+        """The registry's rows, read now (``/health`` asks; a beat only writes: an idle
+        gateway reads nobody's rows). The last rows read when the database fails."""
+        with contextlib.suppress(VikingbotError):
+            self.peers = [p.as_dict() for p in await asyncio.to_thread(self.registry.list)]
+        return self.peers
 
     async def run(self, stop: asyncio.Event) -> None:
         """Beat until ``stop``; a failed beat is logged (and shown in /health), not fatal."""
         while not stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=self.beat_s)
+            await wait_event(stop, self.beat_s)
             try:
                 await self.beat()
             except VikingbotError as exc:

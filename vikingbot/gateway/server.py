@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
+
+from vikingbot.clock import wait_event
 
 TICK_S = 5.0  # how often the idle HTTP server wakes (uvicorn's own: 0.1 s)
 
@@ -20,7 +22,7 @@ OPEN_PATHS = {"/health", "/"}  # "/" only redirects to the dashboard (/ui/, own 
 
 def build_app(
     *,
-    health: Callable[[], dict[str, Any]],
+    health: Callable[[], Awaitable[dict[str, Any]]],
     metrics: Callable[[], bytes],
     token: str | None,
     extra_routes: Sequence[BaseRoute] = (),
@@ -33,7 +35,7 @@ def build_app(
     """
 
     async def health_ep(request: Request) -> Response:
-        return JSONResponse(health())
+        return JSONResponse(await health())
 
     async def metrics_ep(request: Request) -> Response:
         return PlainTextResponse(metrics(), media_type="text/plain; version=0.0.4")
@@ -88,8 +90,7 @@ class QuietServer:
                 should_exit = await self.on_tick(counter)
                 while not should_exit:
                     counter = (counter + round(TICK_S * 10)) % 864000
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self.wake.wait(), TICK_S)
+                    await wait_event(self.wake, TICK_S)
                     should_exit = await self.on_tick(counter)
 
         return Server(config)

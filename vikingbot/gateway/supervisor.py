@@ -430,6 +430,13 @@ class Gateway:
             "gateways": self.membership.peers if self.membership is not None else [],
         }
 
+    async def health_now(self) -> dict[str, Any]:
+        """``/health``: :meth:`health` with the gateways' rows read now."""
+        found = self.health()
+        if self.membership is not None:
+            found["gateways"] = await self.membership.read_peers()
+        return found
+
     def _publish(self) -> None:
         """Write run/gateway.json (pid, address) once the port is bound and before it
         is served: a client finding the address refused while our pid lives knows the
@@ -482,7 +489,7 @@ class Gateway:
             channel_routes=list(self.channels.routes()) if self.channels is not None else [],
             ops=ops,
             dashboard=dashboard,
-            health=self.health,
+            health=self.health_now,
             metrics=self.metrics,
             secret=self.home_lock.secret,
             audit=self._audit_control,

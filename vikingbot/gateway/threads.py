@@ -10,8 +10,9 @@ their own (``vikingbot.agentio``), so a misbehaving agent cannot cause this.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
+
+from vikingbot.clock import wait_event
 
 
 def _nothing() -> None:
@@ -31,8 +32,7 @@ class ThreadProbe:
             self.waiting_since = time.monotonic()
             await asyncio.to_thread(_nothing)
             self.waiting_since = None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), self.every_s)
+            await wait_event(stop, self.every_s)
 
     def problems(self) -> list[str]:
         since = self.waiting_since

@@ -188,5 +188,7 @@ class HousekeepingService:
                 if await self._claim(job):
                     await runners[job]()
             wait = max(1.0, self._seconds_to_next(self.clock.now()))
-            await nap(stop_event, wait, self.clock)  # early after a suspend
+            # at most MAX_WAIT_S: a suspend is noticed within a minute of waking, soon
+            # enough for an index and a prune, and the wait needs no slices of its own
+            await nap(stop_event, wait, self.clock, check_s=MAX_WAIT_S)
         logger.info("housekeeping: stopped")
