@@ -159,6 +159,35 @@ def test_run_now_result_arrives_in_the_inbox_and_the_bell_rises_without_reload(
     expect(page.locator("#bell-count")).to_have_text("0")
 
 
+def test_run_now_pressed_twice_runs_the_checklist_once(
+    home: Home, gw: GatewayProcess, page: Any
+) -> None:
+    """Issue 31: the button pressed again while the first run is in its model call
+    finds that run's claim: the second is a `busy` skip in the ledger, and the model
+    is asked once."""
+    home.add_user_session()
+    home.write_heartbeat(with_tasks("- Check the printer's toner"))
+    # the reply is held until the second press is settled (release() ends the hold,
+    # and any later one of this module's model: none uses a delay)
+    home.llm.script([reply("The toner is at 5 %.", delay_s=120.0)])
+    asked = len(home.llm.requests)
+    before = max((r["id"] for r in home.ledger()), default=0)
+    page.goto(gw.base_url + "/ui/w/shared")
+    page.click("#run-now")
+    poll(lambda: len(home.llm.requests) > asked, "the first run's model call")
+    page.goto(gw.base_url + "/ui/w/shared")
+    page.click("#run-now")
+
+    def rows(decision: str) -> list[dict[str, Any]]:
+        return [r for r in home.ledger() if r["id"] > before and r["decision"] == decision]
+
+    busy = poll(lambda: [r for r in rows("skip") if r["reason"] == "busy"], "a busy skip")
+    assert [(r["trigger"], r["workspace"]) for r in busy] == [("manual", "shared")]
+    home.llm.release()
+    ran = poll(lambda: [r for r in rows("run") if r["outcome"]], "the first run's outcome")
+    assert len(ran) == 1 and len(home.llm.requests) == asked + 1
+
+
 def test_a_run_of_the_checklist_is_named_checklist_as_in_the_cli(
     home: Home, gw: GatewayProcess, page: Any
 ) -> None:
