@@ -10,8 +10,10 @@ code 10003.
 
 Gateway: HELLO, IDENTIFY → READY, heartbeats acknowledged, frames compressed as
 ``zlib-stream`` like the real one, and ``MESSAGE_CREATE`` dispatches scripted by
-:meth:`FakeDiscord.push_message`. Messages in a guild without the MESSAGE_CONTENT
-intent arrive with empty content unless they mention the bot, as on Discord.
+:meth:`FakeDiscord.push_message`, sent to every open session as Discord does to a
+bot connected twice (``sessions``: open now, ``most_sessions``: most at once).
+Messages in a guild without the MESSAGE_CONTENT intent arrive with empty content
+unless they mention the bot, as on Discord.
 
 The server runs in another thread; every method here is thread-safe.
 """
@@ -57,6 +59,7 @@ class FakeDiscord:
         self.sent: list[dict[str, Any]] = []  # messages created by the bot
         self.posts = 0  # create-message requests, whatever their answer
         self.identified: list[dict[str, Any]] = []
+        self.most_sessions = 0  # the most gateway sessions open (identified) at one moment
         self.channels: set[str] = set()  # known channel ids (others: 404)
         self._by_nonce: dict[tuple[str, str], dict[str, Any]] = {}
         self._limits: list[float] = []  # scripted 429s: retry_after of each
@@ -126,6 +129,12 @@ class FakeDiscord:
         await asyncio.to_thread(self._wait, lambda: len(self.sent) >= n, timeout)
         with self._cond:
             return list(self.sent)
+
+    @property
+    def sessions(self) -> int:
+        """Gateway sessions open now (identified, not yet closed): each gets every event."""
+        with self._cond:
+            return len(self._sinks)
 
     async def wait_ready(self, timeout: float = WAIT_TIMEOUT_S) -> None:
         """Until a gateway session has identified and is listening."""
@@ -294,6 +303,7 @@ class FakeDiscord:
                     with self._cond:
                         self.identified.append(identify)
                         self._sinks.append(sink)
+                        self.most_sessions = max(self.most_sessions, len(self._sinks))
                         self._cond.notify_all()
                     pump = asyncio.create_task(forward())
         except WebSocketDisconnect:
