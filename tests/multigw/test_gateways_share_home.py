@@ -11,15 +11,13 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.support.fake_telegram import FakeTelegram
-from tests.support.gateway_proc import GatewayProcess
+from tests.support.gateway_proc import both_started
 from vikingbot.store import StateStore
 
 
@@ -50,21 +48,6 @@ def pg_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram, s
         yield home, fake, schema
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-
-
-@contextmanager
-def both_started(home: Path) -> Iterator[tuple[GatewayProcess, GatewayProcess]]:
-    """Two gateways on ``home``, started at once (one after the other cost twice the
-    start, seconds on a busy machine); each still running at the end is stopped."""
-    a, b = (GatewayProcess(home, start_timeout_s=120, log=home / f"gw-{n}.out") for n in "ab")
-    try:
-        with ThreadPoolExecutor(2) as pool:
-            list(pool.map(GatewayProcess.start, (a, b)))
-        yield a, b
-    finally:
-        for gw in (a, b):
-            if gw.proc is not None and gw.proc.poll() is None:
-                gw.stop()
 
 
 def _until(check: Any, timeout: float = 60.0) -> Any:

@@ -3,6 +3,9 @@
 with GatewayProcess(home) as gw:      # waits until /health answers
     gw.get("/health")
 gw.returncode                          # after a clean SIGTERM: 0
+
+with both_started(home) as (a, b):    # two gateways on one (PostgreSQL) home
+    ...
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ import signal
 import subprocess
 import time
 import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +130,18 @@ class GatewayProcess:
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.stop()
+
+
+@contextmanager
+def both_started(home: Path) -> Iterator[tuple[GatewayProcess, GatewayProcess]]:
+    """Two gateways on ``home``, started at once (one after the other cost twice the
+    start, seconds on a busy machine); each still running at the end is stopped."""
+    a, b = (GatewayProcess(home, start_timeout_s=120, log=home / f"gw-{n}.out") for n in "ab")
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            list(pool.map(GatewayProcess.start, (a, b)))
+        yield a, b
+    finally:
+        for gw in (a, b):
+            if gw.proc is not None and gw.proc.poll() is None:
+                gw.stop()
