@@ -8,7 +8,6 @@ and checked there; the final reply of a chat turn goes back to its own chat.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
@@ -18,6 +17,7 @@ from loguru import logger
 
 from vikingbot.agent.dispatch import run_turn_text, turn_json
 from vikingbot.channels.inbound import apology, gave_up
+from vikingbot.clock import wait_event
 from vikingbot.delivery.adapter import TurnDelivery
 from vikingbot.delivery.inbox import Inbox
 from vikingbot.errors import StoreError
@@ -160,9 +160,7 @@ class Dispatcher:
         policy. A failure is written to the slot too, never dropped.
         """
         while not stop.is_set():
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=poll_s)
-            if stop.is_set():
+            if await wait_event(stop, poll_s):
                 return
             try:
                 items = await asyncio.to_thread(self.inbox.items, kind="prompt", limit=20)

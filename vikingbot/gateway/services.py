@@ -17,7 +17,6 @@ done, or the gateway is stopping).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -31,6 +30,8 @@ from tenacity import (
     wait_exponential,
     wait_random,
 )
+
+from vikingbot.clock import wait_event
 
 State = Literal["running", "restarting", "stopped"]
 Tell = Callable[[str, str], Awaitable[Any]]
@@ -202,8 +203,7 @@ class Services:
 
     async def _pause(self, seconds: float) -> None:
         """Tenacity's sleep: ends early when the gateway stops."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self.stop.wait(), timeout=seconds)
+        await wait_event(self.stop, seconds)
 
     @staticmethod
     async def _quietly(call: Awaitable[Any]) -> None:

@@ -10,7 +10,6 @@ persisted state, so restarts neither starve nor double the heartbeat.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 from sqlalchemy.exc import SQLAlchemyError
 
-from vikingbot.clock import NAP_CHECK_S, Clock, nap
+from vikingbot.clock import NAP_CHECK_S, Clock, nap, wait_event
 from vikingbot.config.schema import Config, HeartbeatConfig
 from vikingbot.errors import StoreError
 from vikingbot.fsutil import disk_problem
@@ -585,8 +584,7 @@ class HeartbeatService:
             self.store_down_since = self.now()
             logger.warning("heartbeat: state database unreachable, waiting for it: {}", exc)
         self._wake.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=STORE_RETRY_S)
+        await wait_event(self._wake, STORE_RETRY_S)
 
     def _store_back(self) -> None:
         if self.store_down_since is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot.clock import wait_event
 from vikingbot.config.loader import expand_vars
 from vikingbot.errors import ConfigError, McpError
 from vikingbot.mcp.results import render
@@ -162,8 +163,7 @@ class Connection:
                 logger.info("MCP server {} idle for {:.0f} s: stopped", self.name, idle_for)
                 return
             left = max(0.05, self.idle_s - idle_for)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), left)
+            await wait_event(self._stop, left)
 
     async def _transport(self, stack: contextlib.AsyncExitStack) -> Any:
         cfg = self.config

@@ -27,6 +27,7 @@ from loguru import logger
 
 from vikingbot.channels.mail.body import Mail, read_mail
 from vikingbot.channels.mail.settings import EmailSettings
+from vikingbot.clock import wait_event
 from vikingbot.errors import ChannelError, ChannelRejected
 
 if TYPE_CHECKING:
@@ -151,8 +152,7 @@ class ImapWatch:
                 if use_idle:
                     await self._idle(imap)
                 else:
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._lost.wait(), self.settings.poll_s)
+                    await wait_event(self._lost, self.settings.poll_s)
             raise ChannelError(f"IMAP {self.settings.imap_host}: the server closed the connection")
         finally:
             self.connected.clear()
