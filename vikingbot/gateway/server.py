@@ -15,7 +15,7 @@ from starlette.routing import BaseRoute, Route
 
 from vikingbot.clock import wait_event
 
-TICK_S = 5.0  # how often the idle HTTP server wakes (uvicorn's own: 0.1 s)
+TICK_S = 30.0  # how often the idle HTTP server wakes (uvicorn's own: 0.1 s)
 
 OPEN_PATHS = {"/health", "/"}  # "/" only redirects to the dashboard (/ui/, own login)
 

@@ -265,7 +265,7 @@ class Gateway:
         home, stop, spawn = self.home, self.stop_event, self.services.spawn
         # join the gateways registry (several gateways may share a PostgreSQL store)
         self.registry = registry = compose.registry(home, f"{self.host}:{self.port}")
-        beat_s = home.config.bot.gateway.lease_s / 3  # several gateways: scaling.md
+        beat_s = home.config.bot.gateway.lease_s / 2  # several gateways: scaling.md
         self.membership = member = Membership(registry, self._held, beat_s=beat_s)
         await member.join()
         spawn("registry", lambda: member.run(stop), f"gateway id {registry.id}")

@@ -22,7 +22,7 @@ def _nothing() -> None:
 class ThreadProbe:
     """A supervised loop that times how long a thread of the default pool takes to come."""
 
-    def __init__(self, *, every_s: float = 10.0, late_s: float = 5.0) -> None:
+    def __init__(self, *, every_s: float = 30.0, late_s: float = 5.0) -> None:
         self.every_s = every_s
         self.late_s = late_s
         self.waiting_since: float | None = None
