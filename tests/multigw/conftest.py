@@ -16,3 +16,12 @@ from tests.support.databases import shared_db as make_shared_db
 def shared_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SharedDb]:
     pg_url = request.getfixturevalue("pg_url") if request.param == "postgresql" else None
     yield from make_shared_db(request.param, tmp_path, pg_url)
+
+
+@pytest.fixture
+def pg_schema(pg_url: str, tmp_path: Path) -> Iterator[SharedDb]:
+    """A new PostgreSQL schema, created and migrated, dropped afterwards: what several
+    gateway processes on one home share (``SharedDb.config_url`` for their config)."""
+    for db in make_shared_db("postgresql", tmp_path, pg_url):
+        db.open().close()
+        yield db

@@ -9,17 +9,16 @@ holder stops the other gateway opens the session and answers the next message on
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.databases import SharedDb
 from tests.support.fake_discord import FakeDiscord
 from tests.support.gateway_proc import GatewayProcess, both_started
 from tests.support.home import poll
-from vikingbot.store import StateStore
 from vikingbot.testing.fake_openai import FakeOpenAI
 
 ALICE, DM = "111111111111111111", "333333333333333333"
@@ -27,11 +26,9 @@ KEY = "discord:default"  # the channel's lease as /health lists it
 
 
 @pytest.fixture
-def discord_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeDiscord, FakeOpenAI]]:
-    import psycopg
-
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    StateStore.open(pg_url, schema=schema).close()
+def discord_home(
+    pg_schema: SharedDb, tmp_path: Path
+) -> Iterator[tuple[Path, FakeDiscord, FakeOpenAI]]:
     discord = FakeDiscord()
     with FakeOpenAI.start() as llm, discord.serve() as api:
         home = tmp_path / "home"
@@ -57,12 +54,10 @@ def discord_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeDiscor
                 # a 3 s lease: the standby tries to claim the channel every second
                 "gateway": {"shutdown_grace_s": 2, "lease_s": 3},
             },
-            "storage": {"database_url": pg_url + f"?options=-csearch_path%3D{schema}"},
+            "storage": {"database_url": pg_schema.config_url},
         }
         (home / "config.json").write_text(json.dumps(config))
         yield home, discord, llm
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def holders(gw: GatewayProcess) -> list[str] | None:

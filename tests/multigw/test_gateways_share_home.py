@@ -9,24 +9,19 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.support.databases import SharedDb
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import both_started
-from vikingbot.store import StateStore
 
 
 @pytest.fixture
-def pg_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram, str]]:
-    import psycopg
-
-    schema = f"test_{uuid.uuid4().hex[:16]}"
-    StateStore.open(pg_url, schema=schema).close()
+def pg_home(pg_schema: SharedDb, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram]]:
     fake = FakeTelegram(max_poll_s=0.3)
     with fake.serve() as api:
         home = tmp_path / "home"
@@ -42,12 +37,10 @@ def pg_home(pg_url: str, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram, s
                 # not every 5 s (15 s, the default, / 3): the test waits for it twice
                 "gateway": {"shutdown_grace_s": 2, "lease_s": 3},
             },
-            "storage": {"database_url": pg_url + f"?options=-csearch_path%3D{schema}"},
+            "storage": {"database_url": pg_schema.config_url},
         }
         (home / "config.json").write_text(json.dumps(config))
-        yield home, fake, schema
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        yield home, fake
 
 
 def _until(check: Any, timeout: float = 60.0) -> Any:
@@ -59,9 +52,9 @@ def _until(check: Any, timeout: float = 60.0) -> Any:
 
 
 def test_two_gateways_share_a_home_and_one_polls(
-    pg_home: tuple[Path, FakeTelegram, str],
+    pg_home: tuple[Path, FakeTelegram],
 ) -> None:
-    home, fake, _ = pg_home
+    home, fake = pg_home
     with both_started(home) as (a, b):
 
         def both_listed() -> list[dict[str, Any]] | None:

@@ -58,7 +58,7 @@ def _home(home: Path, names: list[str]) -> None:
 def _gateway(
     home: Path, db: SharedDb, name: str, agent: Agent, sent: list[str]
 ) -> tuple[Home, HeartbeatService]:
-    url = db.url if db.schema is None else f"{db.url}?options=-csearch_path%3D{db.schema}"
+    url = db.config_url
     paths = Paths(home=home, config_file=home / "config.json", data_dir=home, database_url=url)
     config = Config.model_validate(
         {

@@ -79,7 +79,7 @@ def _home(home: Path) -> str:
 
 
 def _gateway(home: Path, db: SharedDb, owner: str, agent: Agent) -> tuple[Home, HeartbeatService]:
-    url = db.url if db.schema is None else f"{db.url}?options=-csearch_path%3D{db.schema}"
+    url = db.config_url
     paths = Paths(home=home, config_file=home / "config.json", data_dir=home, database_url=url)
     config = Config.model_validate(
         {

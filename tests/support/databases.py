@@ -27,6 +27,14 @@ class SharedDb:
     def open(self, **kwargs: Any) -> StateStore:
         return StateStore.open(self.url, schema=self.schema, **kwargs)
 
+    @property
+    def config_url(self) -> str:
+        """What a gateway's ``storage.database_url`` says to use this database (the
+        schema as the connection's search path); the schema must exist (``open()``)."""
+        if self.schema is None:
+            return self.url
+        return f"{self.url}?options=-csearch_path%3D{self.schema}"
+
 
 def shared_db(backend: str, tmp_path: Path, pg_url: str | None = None) -> Iterator[SharedDb]:
     """A fresh database: a file under ``tmp_path``, or a new schema on ``pg_url``."""
