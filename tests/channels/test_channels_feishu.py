@@ -150,3 +150,46 @@ async def test_a_bad_secret_is_a_clear_error_at_start_and_in_doctor(
     assert check.status == "fail" and "sign-in" in check.message
     (good,) = await asyncio.to_thread(_channels, config(feishu, domain), True)
     assert good.status == "ok" and "vikingbot" in good.message
+
+
+async def test_an_event_answered_before_a_restart_is_not_answered_again(
+    fake: tuple[FakeFeishu, str], store: StateStore, bus: MessageBus, echo: Any
+) -> None:
+    feishu, domain = fake
+    cfg = config(feishu, domain, allowFrom=[ALICE])
+    hello = feishu.event(chat_id=DM, open_id=ALICE, text="hello")
+    async with running(cfg, store, bus=bus, retry_delay_s=0.05) as manager:
+        echo.manager = manager
+        async with serving(Starlette(routes=manager.routes())) as gateway:
+            await feishu.push(f"{gateway}/feishu/events", hello)
+            await feishu.wait_sent(1)
+    # a new gateway process on the same database: it never saw the event itself
+    async with running(cfg, store, bus=bus, retry_delay_s=0.05) as manager:
+        echo.manager = manager
+        async with serving(Starlette(routes=manager.routes())) as gateway:
+            url = f"{gateway}/feishu/events"
+            assert (await feishu.push(url, hello)).status_code == 200  # Feishu's redelivery
+            await feishu.push(url, feishu.event(chat_id=DM, open_id=ALICE, text="again"))
+            await feishu.wait_sent(2)
+    # the agent takes messages in order: a second "hello" would have come before "again"
+    assert [m.text for m in echo.seen] == ["hello", "again"]
+    assert len(feishu.sent) == 2
+
+
+async def test_an_event_is_answered_when_the_database_cannot_say_whether_it_was(
+    fake: tuple[FakeFeishu, str], store: StateStore, bus: MessageBus, echo: Any
+) -> None:
+    feishu, domain = fake
+    with store.engine.begin() as conn:  # every claim now fails, as on a database that is down
+        conn.exec_driver_sql("DROP TABLE leases")
+    cfg = config(feishu, domain, allowFrom=[ALICE])
+    async with running(cfg, store, bus=bus, retry_delay_s=0.05) as manager:
+        echo.manager = manager
+        async with serving(Starlette(routes=manager.routes())) as gateway:
+            url = f"{gateway}/feishu/events"
+            hello = feishu.event(chat_id=DM, open_id=ALICE, text="hello")
+            await feishu.push(url, hello)
+            await feishu.push(url, hello)  # a repeat to the same process: still dropped
+            await feishu.push(url, feishu.event(chat_id=DM, open_id=ALICE, text="again"))
+            await feishu.wait_sent(2)
+    assert [m.text for m in echo.seen] == ["hello", "again"]

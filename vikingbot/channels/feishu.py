@@ -8,8 +8,16 @@ of the app's event subscription). lark-oapi's event dispatcher answers the URL c
 checks the verification token (and decrypts, with an encrypt key); a message event
 passes the allow-list (the sender's open_id or the chat id). In a group only a
 message that mentions the bot is taken unless ``group_messages`` is ``all``; a p2p
-chat always. Feishu delivers an event again when it was not acknowledged in time:
-an event id seen in the last hour is dropped.
+chat always.
+
+Feishu delivers an event again when it was not acknowledged within 3 s (after 15 s,
+5 min, 1 h and 6 h), and a redelivery may reach another gateway on the same database
+(docs/scaling.md) or this one after a restart. So an event is answered only by the
+gateway that first claims its id in the state database (the lease
+``feishu:event:<event_id>``, held for ``EVENT_KEEP_S`` and never released); a
+process's own repeats are dropped without asking the database. When the database
+cannot say (down, or no answer within ``CLAIM_WAIT_S``) the event is answered
+anyway: at least once, never lost, and a warning is logged.
 
 Outbound: a ``post`` message whose one paragraph is an ``md`` element (Feishu renders
 the Markdown). The ``uuid`` is derived from the piece's outbox key: Feishu sends
@@ -32,7 +40,15 @@ from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
-from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
+from vikingbot.errors import (
+    ChannelBusy,
+    ChannelError,
+    ChannelRejected,
+    NotConfiguredError,
+    StoreError,
+)
+from vikingbot.store.leases import Claim, Leases
+from vikingbot.store.liveness import process_id
 
 if TYPE_CHECKING:
     import lark_oapi as lark
@@ -44,7 +60,9 @@ FEISHU = "https://open.feishu.cn"
 RATE_LIMITED = 99991400
 BAD_TOKEN = frozenset({99991661, 99991663, 99991664, 99991671, 10003, 10014})
 MAX_CHAT_ID = 128
-SEEN_EVENTS = 10_000
+SEEN_EVENTS = 10_000  # event ids this process remembers (the fast path)
+EVENT_KEEP_S = 8 * 3600.0  # Feishu's last redelivery comes about 7.1 h after the first
+CLAIM_WAIT_S = 2.0  # Feishu wants an answer to the callback within 3 s
 
 
 class FeishuSettings(ChannelBase):
@@ -179,6 +197,7 @@ class FeishuChannel(Channel):
         self._client: lark.Client | None = None
         self.bot_open_id = ""
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._leases = Leases(self._store, self._clock) if self._store is not None else None
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
@@ -251,6 +270,25 @@ class FeishuChannel(Channel):
             self._seen.popitem(last=False)
         return True
 
+    async def _first_delivery(self, event_id: str) -> bool:
+        """Whether this gateway claimed ``event_id`` first of all gateways on the
+        database (True without a store or an id, and when the database cannot say)."""
+        if self._leases is None or not event_id:
+            return True
+        key, owner = f"feishu:event:{event_id}", self.gateway or process_id()
+        try:
+            async with asyncio.timeout(CLAIM_WAIT_S):
+                claim = await asyncio.to_thread(self._leases.claim, key, owner, EVENT_KEEP_S)
+        except (StoreError, TimeoutError) as exc:
+            logger.warning(
+                "feishu: cannot tell whether event {} was answered before ({}); answering "
+                "it (at least once: a redelivery may be answered twice)",
+                event_id,
+                str(exc) or f"no answer from the database in {CLAIM_WAIT_S:g} s",
+            )
+            return True
+        return isinstance(claim, Claim)
+
     async def _take(self, data: Any) -> None:
         """One ``im.message.receive_v1`` event: a turn if a person addressed the bot."""
         header, event = getattr(data, "header", None), getattr(data, "event", None)
@@ -278,6 +316,9 @@ class FeishuChannel(Channel):
             return
         p2p = getattr(message, "chat_type", "") == "p2p"
         if not (p2p or mine or self.feishu.group_messages == "all"):
+            return
+        if not await self._first_delivery(event_id):
+            logger.info("feishu: event {} was taken before (another gateway, a restart)", event_id)
             return
         await self.accept(
             InboundMessage(
