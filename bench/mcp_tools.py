@@ -1,6 +1,6 @@
 """MCP servers as tools (issue 33): what they cost a turn, a start, a heartbeat.
 
-Parts (``--parts overhead,cold,children,chars``), all against real servers we did
+Parts (``--parts overhead,cold,children,gateway,chars``), all against real servers we did
 not write, installed by ``.ci/run`` (``~/.cache/vikingbot/mcp-servers``):
 
 - ``overhead``: server-everything's ``echo`` over stdio called through the built-in
@@ -15,6 +15,10 @@ not write, installed by ``.ci/run`` (``~/.cache/vikingbot/mcp-servers``):
 - ``children``: the processes under this process after 1 and after 1,000 heartbeat
   turns (unattended, each calling ``mcp_time_get_current_time``) through one loop
   and hub, as a gateway holds them (target: the same count), and the server starts.
+- ``gateway``: the same count for a real ``vikingbot gateway`` process (the fake
+  OpenAI server on loopback, the model calling ``mcp_time_get_current_time`` in every
+  turn): processes under the gateway after 1 and after ``--cycles`` chat turns through
+  its control API (target: the same count), and the server starts ``/health`` reports.
 - ``chars``: input characters (messages and tool schemas as JSON) of a heartbeat
   turn that needs no MCP tool: no servers; three servers whose tools are safe for
   unattended turns; the same three with ``bot.heartbeat.mcp_servers: []`` (target:
@@ -265,6 +269,53 @@ async def children(root: Path, cycles: int) -> None:
     print(f"  server starts: {status.starts}; after the hub stopped: {after} processes")
 
 
+def gateway_children(root: Path, turns: int) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.support
+    from tests.support.gateway_proc import GatewayProcess
+    from vikingbot.gateway.client import GatewayClient
+    from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
+
+    def answer(request: Any) -> Any:
+        last = request.messages[-1] if request.messages else {}
+        if last.get("role") == "tool":
+            return reply("It is noon.")
+        return tool_call("mcp_time_get_current_time", {"timezone": "UTC"})
+
+    home = root / "gw-home"
+    with FakeOpenAI.start() as fake:
+        fake.responder = answer
+        bot = {
+            "agents": {"provider": "openai", "model": "fake-model"},
+            "providers": {"openai": {"api_base": fake.base_url, "api_key": "sk-bench"}},
+            "tools": {
+                "mcpServers": {"time": {"command": str(TIME)}},
+                "autoApprove": ["mcp_time_*"],
+            },
+            "heartbeat": {"enabled": False},
+        }
+        home.mkdir()
+        (home / "config.json").write_text(json.dumps({"bot": bot}))
+        with GatewayProcess(home, fork=False) as gw:
+            assert gw.proc is not None
+            client = GatewayClient.find(home)
+            assert client is not None
+            counts, t0 = {}, time.perf_counter()
+            for i in range(1, turns + 1):
+                out = client.post("/api/v1/chat", {"text": f"time? {i}"}, timeout=60)
+                assert out.get("reply") == "It is noon.", out
+                if i in (1, turns):
+                    counts[i] = len(descendants(gw.proc.pid))
+            took = time.perf_counter() - t0
+            (status,) = gw.get("/health")["mcp"]
+    same = "met" if counts[1] == counts[turns] else "MISSED"
+    print("gateway: chat turns through a real gateway, each calling mcp_time_get_current_time")
+    print(
+        f"  processes under the gateway after 1 turn: {counts[1]}, after {turns}: {counts[turns]} "
+        f"(target: the same: {same}); server starts: {status['starts']}; "
+        f"{turns} turns in {took:.1f} s; model requests {len(fake.requests)}"
+    )
+
+
 async def chars(root: Path) -> None:
     three = {
         "time": {"command": str(TIME)},
@@ -315,7 +366,7 @@ async def main() -> None:
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--cycles", type=int, default=1000)
     parser.add_argument("--cold-runs", type=int, default=3)
-    parser.add_argument("--parts", default="overhead,cold,children,chars")
+    parser.add_argument("--parts", default="overhead,cold,children,gateway,chars")
     args = parser.parse_args()
     for need in (EVERYTHING, TIME):
         if not need.exists():
@@ -332,6 +383,8 @@ async def main() -> None:
             await cold(root, args.cold_runs)
         if "children" in parts:
             await children(root, args.cycles)
+        if "gateway" in parts:
+            gateway_children(root, args.cycles)
         if "chars" in parts:
             await chars(root)
 
