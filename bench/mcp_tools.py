@@ -275,9 +275,12 @@ def gateway_children(root: Path, turns: int) -> None:
     from vikingbot.gateway.client import GatewayClient
     from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
 
+    timed = []  # tool results that hold the server's answer (a refused call would not)
+
     def answer(request: Any) -> Any:
         last = request.messages[-1] if request.messages else {}
         if last.get("role") == "tool":
+            timed.append('"datetime"' in str(last.get("content")))
             return reply("It is noon.")
         return tool_call("mcp_time_get_current_time", {"timezone": "UTC"})
 
@@ -312,7 +315,8 @@ def gateway_children(root: Path, turns: int) -> None:
     print(
         f"  processes under the gateway after 1 turn: {counts[1]}, after {turns}: {counts[turns]} "
         f"(target: the same: {same}); server starts: {status['starts']}; "
-        f"{turns} turns in {took:.1f} s; model requests {len(fake.requests)}"
+        f"{turns} turns in {took:.1f} s; model requests {len(fake.requests)}; "
+        f"tool results with the server's time: {sum(timed)} of {len(timed)}"
     )
 
 
