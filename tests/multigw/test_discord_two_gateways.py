@@ -8,7 +8,6 @@ holder stops the other gateway opens the session and answers the next message on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 
 from tests.support.databases import SharedDb
 from tests.support.fake_discord import FakeDiscord
-from tests.support.gateway_proc import GatewayProcess, both_started
+from tests.support.gateway_proc import GatewayProcess, both_started, write_shared_home
 from tests.support.home import poll
 from vikingbot.testing.fake_openai import FakeOpenAI
 
@@ -31,32 +30,23 @@ def discord_home(
 ) -> Iterator[tuple[Path, FakeDiscord, FakeOpenAI]]:
     discord = FakeDiscord()
     with FakeOpenAI.start() as llm, discord.serve() as api:
-        home = tmp_path / "home"
-        home.mkdir()
-        config = {
-            "bot": {
-                "owner": f"discord:{DM}",
-                "agents": {"provider": "openai", "model": "fake-model"},
-                "providers": {
-                    "openai": {"api_base": llm.base_url, "api_key": "sk-t", "max_retries": 0}
-                },
-                "channels": {
-                    "cli": {"enabled": False},
-                    "discord": {
-                        "enabled": True,
-                        "token": discord.token,
-                        "api_base": api,
-                        "allow_from": [ALICE],
-                    },
-                },
-                # only chat turns reach the model here
-                "heartbeat": {"enabled": False},
-                # a 3 s lease: the standby tries to claim the channel every second
-                "gateway": {"shutdown_grace_s": 2, "lease_s": 3},
+        home = write_shared_home(
+            tmp_path / "home",
+            pg_schema.config_url,
+            llm_url=llm.base_url,
+            owner=f"discord:{DM}",
+            channels={
+                "discord": {
+                    "enabled": True,
+                    "token": discord.token,
+                    "api_base": api,
+                    "allow_from": [ALICE],
+                }
             },
-            "storage": {"database_url": pg_schema.config_url},
-        }
-        (home / "config.json").write_text(json.dumps(config))
+            heartbeat={"enabled": False},  # only chat turns reach the model here
+            # a 3 s lease: the standby tries to claim the channel every second
+            gateway={"shutdown_grace_s": 2, "lease_s": 3},
+        )
         yield home, discord, llm
 
 

@@ -18,7 +18,7 @@ import pytest
 
 from tests.support.databases import SharedDb
 from tests.support.fake_feishu import FakeFeishu
-from tests.support.gateway_proc import GatewayProcess, both_started
+from tests.support.gateway_proc import GatewayProcess, both_started, write_shared_home
 from tests.support.home import poll
 from vikingbot.testing.fake_openai import FakeOpenAI
 
@@ -31,31 +31,22 @@ def feishu_home(
 ) -> Iterator[tuple[Path, FakeFeishu, FakeOpenAI]]:
     feishu = FakeFeishu()
     with FakeOpenAI.start() as llm, feishu.serve() as domain:
-        home = tmp_path / "home"
-        home.mkdir()
-        config = {
-            "bot": {
-                "agents": {"provider": "openai", "model": "fake-model"},
-                "providers": {
-                    "openai": {"api_base": llm.base_url, "api_key": "sk-t", "max_retries": 0}
-                },
-                "channels": {
-                    "cli": {"enabled": False},
-                    "feishu": {
-                        "enabled": True,
-                        "appId": feishu.app_id,
-                        "appSecret": feishu.app_secret,
-                        "verificationToken": feishu.verification_token,
-                        "domain": domain,
-                        "allowFrom": [ALICE],
-                    },
-                },
-                "heartbeat": {"enabled": False},  # only chat turns reach the model here
-                "gateway": {"shutdown_grace_s": 2},
+        home = write_shared_home(
+            tmp_path / "home",
+            pg_schema.config_url,
+            llm_url=llm.base_url,
+            channels={
+                "feishu": {
+                    "enabled": True,
+                    "appId": feishu.app_id,
+                    "appSecret": feishu.app_secret,
+                    "verificationToken": feishu.verification_token,
+                    "domain": domain,
+                    "allowFrom": [ALICE],
+                }
             },
-            "storage": {"database_url": pg_schema.config_url},
-        }
-        (home / "config.json").write_text(json.dumps(config))
+            heartbeat={"enabled": False},  # only chat turns reach the model here
+        )
         yield home, feishu, llm
 
 

@@ -7,7 +7,6 @@ other takes the channel over.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,29 +16,22 @@ import pytest
 
 from tests.support.databases import SharedDb
 from tests.support.fake_telegram import FakeTelegram
-from tests.support.gateway_proc import both_started
+from tests.support.gateway_proc import both_started, write_shared_home
 
 
 @pytest.fixture
 def pg_home(pg_schema: SharedDb, tmp_path: Path) -> Iterator[tuple[Path, FakeTelegram]]:
     fake = FakeTelegram(max_poll_s=0.3)
     with fake.serve() as api:
-        home = tmp_path / "home"
-        home.mkdir()
-        config = {
-            "bot": {
-                "owner": "telegram:42",
-                "channels": {
-                    "cli": {"enabled": False},
-                    "telegram": {"enabled": True, "token": fake.token, "api_base": api},
-                },
-                # a 3 s lease: the standby looks for a free channel every second,
-                # not every 5 s (15 s, the default, / 3): the test waits for it twice
-                "gateway": {"shutdown_grace_s": 2, "lease_s": 3},
-            },
-            "storage": {"database_url": pg_schema.config_url},
-        }
-        (home / "config.json").write_text(json.dumps(config))
+        home = write_shared_home(
+            tmp_path / "home",
+            pg_schema.config_url,
+            owner="telegram:42",
+            channels={"telegram": {"enabled": True, "token": fake.token, "api_base": api}},
+            # a 3 s lease: the standby looks for a free channel every second,
+            # not every 5 s (15 s, the default, / 3): the test waits for it twice
+            gateway={"shutdown_grace_s": 2, "lease_s": 3},
+        )
         yield home, fake
 
 

@@ -132,6 +132,33 @@ class GatewayProcess:
             self.stop()
 
 
+def write_shared_home(
+    home: Path,
+    database_url: str,
+    *,
+    channels: dict[str, Any],
+    llm_url: str | None = None,
+    **bot: Any,
+) -> Path:
+    """Write the config of a home several gateways share through ``database_url``:
+    ``channels`` (the terminal channel off), the fake OpenAI server at ``llm_url``
+    when given, a 2 s shutdown grace, and ``bot``'s sections over these."""
+    section: dict[str, Any] = {
+        "channels": {"cli": {"enabled": False}, **channels},
+        "gateway": {"shutdown_grace_s": 2},
+    }
+    if llm_url is not None:
+        section["agents"] = {"provider": "openai", "model": "fake-model"}
+        section["providers"] = {
+            "openai": {"api_base": llm_url, "api_key": "sk-t", "max_retries": 0}
+        }
+    section.update(bot)
+    home.mkdir(parents=True, exist_ok=True)
+    config = {"bot": section, "storage": {"database_url": database_url}}
+    (home / "config.json").write_text(json.dumps(config))
+    return home
+
+
 @contextmanager
 def both_started(home: Path) -> Iterator[tuple[GatewayProcess, GatewayProcess]]:
     """Two gateways on ``home``, started at once (one after the other cost twice the
