@@ -19,11 +19,14 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vikingbot.agent import compact
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
-from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
+from vikingbot.agent.compactor import Compactor, TurnContext
+from vikingbot.agent.context import read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
+    ContextTooLongError,
     NotConfiguredError,
     ProviderUnavailable,
     ToolError,
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
     from vikingbot.session.store import SessionStore
 
 MAX_RESULT_CHARS = 100_000
+MEMORY_PREFIX = "memory/"  # context files that are the agent's memory (a part of their own)
+LONG_RETRIES = 2  # "too long" answers met by compacting again within one model call
 LIMIT_NOTE = (
     "You have reached the tool-call limit for this turn ({n} rounds). Do not call any more "
     "tools: answer now with what you have, and say what is left undone."
@@ -118,6 +123,11 @@ class BuiltinLoop(AgentLoop):
 
                     self._others[name] = await asyncio.to_thread(build)
         return self._others[name]
+
+    @property
+    def compactor(self) -> Compactor:
+        """Keeps requests within budget (``agent.compact``); built with the current config."""
+        return Compactor(self.config, self.sessions, self.clock)
 
     @property
     def tools(self) -> dict[str, Tool]:
@@ -269,9 +279,10 @@ class BuiltinLoop(AgentLoop):
         if not light and any(s.name == "skill" for s in schemas):  # only where loadable
             found = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
             skills = listing(found)
+        memory = [(n, t) for n, t in files if n.startswith(MEMORY_PREFIX)]
         system = system_prompt(
             ctx.workspace,
-            files,
+            [(n, t) for n, t in files if not n.startswith(MEMORY_PREFIX)],
             now=now,
             timezone=self.config.bot.heartbeat.timezone,
             session_key=turn.key,
@@ -279,23 +290,36 @@ class BuiltinLoop(AgentLoop):
             skills=skills,
             light=light,
         )
-        history = (
-            self.sessions.read_messages(turn.key, limit=agents.history_window)
-            if agents.history_window and not light
-            else []
-        )
+        if agents.history_window and not light:
+            split, seen = await ctx.io.run(self.compactor.load, turn.key)
+        else:
+            split, seen = compact.Split(None, []), 0
         user = ChatMessage("user", prompt)
-        messages = [ChatMessage("system", system), *history_messages(history), user]
+        tctx = TurnContext(
+            system=system,
+            memory="".join(f"\n\n## {n}\n\n{t}" for n, t in memory),
+            summary=split.summary,
+            recent=split.recent,
+            tools=schemas,
+            seen=seen,
+            turn=[user],
+        )
         turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
+        await self.compactor.fit(tctx, turn.key, provider, model, turn.result)
         request = ChatRequest(
             model=model,
-            messages=messages,
+            messages=tctx.messages(),
             tools=schemas,
             max_tokens=agents.max_tokens,
             temperature=agents.temperature,
         )
+        turn.result.request_chars = tctx.breakdown()
+
+        async def call(req: ChatRequest, *tail: ChatMessage) -> ProviderResponse | None:
+            return await self._fitted(turn, tctx, provider, model, req, tail)
+
         for _ in range(agents.max_tool_iterations):
-            resp = await self._complete(turn, provider, request)
+            resp = await call(request)
             if resp is None:
                 return
             if not resp.tool_calls:
@@ -303,7 +327,8 @@ class BuiltinLoop(AgentLoop):
                 return
             assistant = ChatMessage("assistant", resp.text, tool_calls=list(resp.tool_calls))
             results = [await self._tool(turn, ctx, call, tools) for call in resp.tool_calls]
-            request.messages += [assistant, *results]
+            tctx.turn += [assistant, *results]
+            request.messages = tctx.messages()
             usage = {"input": resp.tokens_in, "output": resp.tokens_out}
             when = self.clock.now()
             meta = turn.message_meta()
@@ -312,27 +337,64 @@ class BuiltinLoop(AgentLoop):
         note = ChatMessage("user", LIMIT_NOTE.format(n=agents.max_tool_iterations))
         last = ChatRequest(
             model=model,
-            messages=[*request.messages, note],
+            messages=[],
             tools=schemas,
             tool_choice="none",
             max_tokens=agents.max_tokens,
             temperature=agents.temperature,
         )
-        resp = await self._complete(turn, provider, last)
+        resp = await call(last, note)
         if resp is not None:
             turn.result.ended = "turn-limit"
             self._reply(turn, resp.text, resp)
             turn.log.warning("turn {} hit the tool-call limit", turn.turn_id)
 
-    async def _complete(
-        self, turn: TurnLog, provider: Provider, request: ChatRequest
+    async def _fitted(
+        self,
+        turn: TurnLog,
+        tctx: TurnContext,
+        provider: Provider,
+        model: str,
+        request: ChatRequest,
+        tail: tuple[ChatMessage, ...],
     ) -> ProviderResponse | None:
+        """One model call with the request kept within budget: compacted before it is
+        sent when it would pass the budget, and again on a "too long" answer."""
+        compactor = self.compactor
+        for attempt in range(LONG_RETRIES + 1):
+            if attempt or tctx.size() > compactor.budget:
+                await compactor.fit(tctx, turn.key, provider, model, turn.result, force=attempt > 0)
+                if attempt:
+                    tctx.cut_turn()  # this turn's older tool results too
+            request.messages = [*tctx.messages(), *tail]
+            turn.result.request_chars = tctx.breakdown()
+            try:
+                return await self._complete(
+                    turn, provider, request, too_long=attempt < LONG_RETRIES
+                )
+            except ContextTooLongError as exc:
+                turn.log.warning("turn {}: {}; compacting and trying again", turn.turn_id, exc)
+        return None  # not reached: the last attempt returns (an error ends the turn)
+
+    async def _complete(
+        self, turn: TurnLog, provider: Provider, request: ChatRequest, *, too_long: bool = False
+    ) -> ProviderResponse | None:
+        """The call; a provider error ends the turn (``too_long``: a "too long" answer
+        is raised for the caller to compact and retry)."""
         result = turn.result
         result.model_calls += 1
         try:
             resp = await provider.complete(request)
         except NotConfiguredError:
             raise
+        except ContextTooLongError:
+            if too_long:
+                raise
+            result.ended = "error"
+            result.error = "the conversation is too long even after compaction"
+            result.text = None
+            turn.log.error("turn {}: too long after compaction", turn.turn_id)
+            return None
         except VikingbotError as exc:
             result.ended = "error"
             result.error = str(exc)

@@ -64,6 +64,8 @@ class TurnResult:
     cost_usd: float = 0.0
     error: str | None = None
     provider_down: bool = False  # ended by a ProviderUnavailable (an outage, not a failure)
+    # the last request's size in characters by part (system, memory, summary, recent, tools)
+    request_chars: dict[str, int] = field(default_factory=dict)
 
     @property
     def tools_run(self) -> list[str]:

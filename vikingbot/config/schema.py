@@ -235,7 +235,10 @@ class AgentsConfig(Model):
     max_tokens: int = Field(default=4096, ge=1)
     temperature: float | None = Field(default=None, ge=0, le=2)
     context_window: int = Field(default=128_000, ge=1024)
-    history_window: int = Field(default=40, ge=0)
+    history_window: int = Field(default=120, ge=0)  # messages sent verbatim; older are folded
+    compact_at: float = Field(default=0.6, gt=0.05, le=0.95)  # budget: share of context_window
+    compact_keep: float = Field(default=0.3, gt=0.0, le=0.8)  # of the budget, kept verbatim
+    compact_model: str | None = None  # the model that writes summaries (default: model)
     turn_timeout_s: float = Field(default=600, ge=0)  # 0: no bound (not advised)
     max_reply_chars: int = Field(default=100_000, ge=1000)
     acp: AcpConfig = Field(default_factory=AcpConfig)

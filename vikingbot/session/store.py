@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -346,6 +346,18 @@ class SessionStore:
             head = codec.dumps_line(codec.meta_to_obj(meta, base))
             self._write(path, head, path if found is not None else None, tail)
         return meta
+
+    def append_counted(
+        self, key: KeyLike, seen: int, make: Callable[[int], Message]
+    ) -> SessionMeta:
+        """Append ``make(extra)`` (a compaction summary entry, ``agent.compact``) where
+        ``extra`` is how many messages were appended since the caller counted ``seen``,
+        all under the session's lock, so an entry never covers messages its writer did
+        not read."""
+        path = self.path_for(key)
+        with self._locked(path):  # filelock locks are reentrant: append takes it again
+            count = self.message_count(key)
+            return self.append(key, make(max(0, count - seen)))
 
     def update_metadata(self, key: KeyLike, **changes: Any) -> SessionMeta:
         """Merge ``changes`` into the ``metadata`` dict (a ``None`` value removes a key).
