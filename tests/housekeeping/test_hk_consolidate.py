@@ -1,73 +1,124 @@
-"""Consolidation into memory/MEMORY.md: once per idle period, never losing the user's text."""
+"""The memory pass: a model decides what to keep; every change is a snapshot that can be undone."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from typing import TYPE_CHECKING
+from pathlib import Path
 
-from vikingbot.housekeeping.consolidate import append_section
+import pytest
+from conftest import Housekeeping
+
+from tests.support.summariser import kind, summariser
+from vikingbot.config.schema import Config
+from vikingbot.housekeeping.memory_tool import add_line
+from vikingbot.memory import versions
+from vikingbot.memory.consolidate import parse_reply
+from vikingbot.memory.model import provider_call
 from vikingbot.session.types import SessionKey
-
-if TYPE_CHECKING:
-    from pathlib import Path
-
-    from conftest import Housekeeping
+from vikingbot.testing.fake_openai import FakeOpenAI
 
 TG = "telegram:default:42"
-USER_TEXT = "# My memory\n\nI prefer tea over coffee.\nCaf\xe9 notes: \xff\xfe raw bytes".encode(
-    "latin-1"
-)
 
 
-def _memory(hk: Housekeeping) -> Path:
-    return hk.workspaces.workspace_for(SessionKey.parse(TG)) / "memory" / "MEMORY.md"
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI.start() as server:
+        server.responder = summariser()
+        yield server
 
 
-async def test_idle_session_is_summarised_once_and_user_text_is_kept(hk: Housekeeping) -> None:
-    memory = _memory(hk)
-    memory.parent.mkdir(parents=True, exist_ok=True)
-    memory.write_bytes(USER_TEXT)  # not even valid UTF-8, and no final newline
+@pytest.fixture
+def with_model(hk: Housekeeping, fake: FakeOpenAI) -> Housekeeping:
+    """The rig's housekeeping with its memory pass asking the fake model (the real SDK)."""
+    config = Config.model_validate(
+        {
+            "bot": {
+                "agents": {"provider": "openai", "model": "gpt-test"},
+                "providers": {"openai": {"apiBase": fake.base_url, "apiKey": "sk-test"}},
+                "memory": {"consolidateAfterIdle": "6h"},
+            }
+        }
+    )
+    hk.service.config = config
+    hk.service.complete = provider_call(lambda: config, {})
+    return hk
+
+
+def _ws(hk: Housekeeping) -> Path:
+    return hk.workspaces.workspace_for(SessionKey.parse(TG))
+
+
+async def test_pass_rewrites_memory_as_a_snapshot_that_undo_restores(
+    with_model: Housekeeping, fake: FakeOpenAI
+) -> None:
+    hk = with_model
+    ws = _ws(hk)
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / "memory" / "MEMORY.md").write_text("# Memory\n\n- written by hand\n")
     hk.clock.set(hk.now - timedelta(hours=8))
-    hk.sessions.append(TG, hk.msg("user", "Book the flight to Oslo\nsecond line not shown", 0.34))
-    hk.sessions.append(TG, hk.msg("assistant", "Booked.", 0.34))
-    hk.sessions.append(TG, hk.msg("user", "hb", 0.33, metadata={"heartbeat": True}))
+    hk.sessions.append(TG, hk.msg("user", "My locker code is MARK-7", 0.34))
+    hk.sessions.append(TG, hk.msg("assistant", "Noted.", 0.34))
+    hk.sessions.append(TG, hk.msg("user", "hb MARK-9", 0.33, metadata={"heartbeat": True}))
     hk.clock.set(hk.now)
 
     stats = await hk.service.consolidate_now()
-    assert stats is not None and stats.consolidated == [TG]
-    data = memory.read_bytes()
-    assert data.startswith(USER_TEXT)
-    added = data[len(USER_TEXT) :].decode("utf-8")
-    assert "## 2026-03-01 · telegram:default:42" in added
-    assert "Book the flight to Oslo" in added and "second line" not in added
-    assert "1 message(s) from the user" in added  # heartbeat prompts are not the user's words
+    assert stats is not None and (stats.model_calls, stats.consolidated) == (1, [TG])
+    assert [kind(r) for r in fake.requests] == ["memory"]
+    assert "written by hand" in fake.requests[0].text  # the model saw the file to merge into
+    memory = (ws / "memory" / "MEMORY.md").read_text()
+    assert "remembered MARK-7" in memory and "MARK-9" not in memory  # the heartbeat's own words
+    [v] = versions.log(ws)
+    assert v.id == stats.versions[0]
+    assert "+- remembered MARK-7" in v.diff() and "-- written by hand" in v.diff()
 
-    assert (await hk.service.consolidate_now()).consolidated == []  # type: ignore[union-attr]
-    assert memory.read_bytes() == data  # nothing new: nothing written
-
-    memory.write_bytes(data + b"\n- user added this by hand\n")
-    hk.sessions.append(TG, hk.msg("user", "Also rent a car in Bergen", 0))
-    hk.clock.advance(hours=7)
-    assert (await hk.service.consolidate_now()).consolidated == [TG]  # type: ignore[union-attr]
-    final = memory.read_bytes()
-    assert final.startswith(data + b"\n- user added this by hand\n")
-    assert b"Bergen" in final and final.count(b"Oslo") == 1
+    back = versions.undo(ws, v.id[:10])
+    assert (ws / "memory" / "MEMORY.md").read_text() == "# Memory\n\n- written by hand\n"
+    assert [x.id for x in versions.log(ws)] == [back.id, v.id]
 
 
-async def test_active_and_background_sessions_are_left_alone(hk: Housekeeping) -> None:
-    hk.sessions.append(TG, hk.msg("user", "still chatting", 0))  # updated just now
+async def test_a_day_without_new_messages_costs_no_model_call(
+    with_model: Housekeeping, fake: FakeOpenAI
+) -> None:
+    hk = with_model
+    hk.clock.set(hk.now - timedelta(days=2))
+    for i in range(50):
+        hk.sessions.append(TG, hk.msg("user", f"fact MARK-{i}", 2))
     hk.clock.set(hk.now - timedelta(days=1))
+    first = await hk.service.consolidate_now()
+    assert first is not None and first.model_calls == 1
+    fake.reset()
+    hk.clock.set(hk.now)  # a day later, nothing said
+    quiet = await hk.service.consolidate_now()
+    assert quiet is not None and (quiet.model_calls, quiet.sessions_seen) == (0, 0)
+    assert fake.requests == []
     hk.sessions.append("cron:default:digest", hk.msg("user", "cron prompt", 1))
-    hk.sessions.append("heartbeat:default:shared", hk.msg("user", "hb prompt", 1))
-    hk.clock.set(hk.now)
-    stats = await hk.service.consolidate_now()
-    assert stats is not None and stats.consolidated == []
-    assert not _memory(hk).exists() or b"prompt" not in _memory(hk).read_bytes()
+    hk.clock.advance(hours=7)
+    assert (await hk.service.consolidate_now()).model_calls == 0  # type: ignore[union-attr]
+    assert fake.requests == []
 
 
-def test_a_section_already_written_is_not_written_twice(tmp_path: Path) -> None:
-    path = tmp_path / "MEMORY.md"
-    path.write_text("mine\n")
-    assert append_section(path, "## s\n<!-- m -->\n", "<!-- m -->")
-    assert not append_section(path, "## s\n<!-- m -->\n", "<!-- m -->")
-    assert path.read_text() == "mine\n\n## s\n<!-- m -->\n"
+def test_concurrent_remembers_in_one_workspace_lose_nothing(tmp_path: Path) -> None:
+    def remember(n: int) -> None:
+        versions.change(tmp_path, {"MEMORY.md": lambda t: add_line(t, f"fact {n}", 50_000)}, "t")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(remember, range(40)))
+    lines = (tmp_path / "memory" / "MEMORY.md").read_text().splitlines()
+    assert sorted(lines) == sorted(f"- fact {n}" for n in range(40))
+    assert len(versions.log(tmp_path)) == 40
+
+
+@pytest.mark.parametrize(
+    ("answer", "want"),
+    [
+        ("NO_CHANGE", {}),
+        ("no idea", {}),
+        ("=== MEMORY.md\n- a\n=== USER.md\n- b\n", {"MEMORY.md": "- a\n", "USER.md": "- b\n"}),
+        ("=== USER.md\n" + "- x\n" * 400, {"USER.md": ("- x\n" * 166).rstrip() + "\n"}),
+        ("=== SOUL.md\nnope", {}),
+    ],
+)
+def test_parse_reply(answer: str, want: dict[str, str]) -> None:
+    assert parse_reply(answer, 666) == want

@@ -2,8 +2,8 @@
 
 The system prompt is a short preamble (who and where the agent is, the time,
 whether anyone is present), then each workspace file that exists, in order:
-``SOUL.md``, ``USER.md``, ``AGENTS.md``, ``TOOLS.md``, ``memory/MEMORY.md``
-(each capped at ``MAX_FILE_CHARS``), then the skills' names and descriptions. History comes from the session: the last
+``SOUL.md``, ``USER.md``, ``AGENTS.md``, ``TOOLS.md``, ``memory/MEMORY.md``,
+``memory/USER.md`` (each capped at ``MAX_FILE_CHARS``), then the skills' names and descriptions. History comes from the session: the last
 ``bot.agents.history_window`` messages, repaired so a provider accepts them
 (it starts at a user message; every tool call has a result; no orphan results).
 Everything here is pure except ``read_context_files``.
@@ -23,7 +23,14 @@ from vikingbot.providers.base import ChatMessage, ToolCall
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.tools.base import is_unattended
 
-CONTEXT_FILES = ("SOUL.md", "USER.md", "AGENTS.md", "TOOLS.md", "memory/MEMORY.md")
+CONTEXT_FILES = (
+    "SOUL.md",
+    "USER.md",
+    "AGENTS.md",
+    "TOOLS.md",
+    "memory/MEMORY.md",
+    "memory/USER.md",
+)
 MAX_FILE_CHARS = 32_000
 MISSING_RESULT = "(no result was recorded for this tool call)"
 
@@ -81,8 +88,9 @@ def system_prompt(
         return "\n".join(lines)
     lines.append(
         "The files below say who you are (SOUL.md), who your user is (USER.md), how to work "
-        "(AGENTS.md), notes on tools (TOOLS.md) and what you remember (memory/MEMORY.md). "
-        "Update them with the file tools when you learn something that should last."
+        "(AGENTS.md), notes on tools (TOOLS.md) and what you remember (memory/MEMORY.md, "
+        "memory/USER.md). Keep what should last with the memory tool (remember/forget); "
+        "the recall tool searches memory and past conversations."
     )
     parts = ["\n".join(lines)]
     for name, text in files:

@@ -69,6 +69,7 @@ def _register() -> None:
         heartbeat_cmd,
         inbox_cmd,
         mcp_cmd,
+        memory_cmd,
         onboard_cmd,
         service_cmd,
         sessions_cmd,
@@ -93,6 +94,7 @@ def _register() -> None:
     app.add_typer(
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )
+    app.add_typer(memory_cmd.app, name="memory", help="What the bot remembers, and undo.")
 
 
 _register()

@@ -448,6 +448,8 @@ class MemoryConfig(Model):
     history_max_days: int = Field(default=30, ge=1)
     index_interval_s: float = Field(default=900, ge=10)
     consolidate_after_idle: Duration = Field(default=6 * 3600, gt=0)
+    max_chars: int = Field(default=8000, ge=500)  # per memory file (MEMORY.md, USER.md)
+    model: str | None = None  # the memory pass's model (default: compact_model, then model)
 
 
 class BotConfig(Model):

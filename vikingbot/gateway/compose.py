@@ -359,6 +359,7 @@ def cron(home: Home, owner: str | None) -> CronService:
 
 def housekeeping(home: Home, owner: str | None) -> HousekeepingService:
     from vikingbot.housekeeping.service import HousekeepingService
+    from vikingbot.memory.model import provider_call
 
     return HousekeepingService(
         home.config,
@@ -367,6 +368,7 @@ def housekeeping(home: Home, owner: str | None) -> HousekeepingService:
         workspaces=home.workspaces,
         clock=home.clock,
         owner=owner,
+        complete=provider_call(home.settings, home.environ),
     )
 
 

@@ -164,11 +164,11 @@ class SearchHistoryTool(Tool):
         if ctx.store is None:
             raise ToolError("search_history: no state database in this context")
         sessions_dir = getattr(ctx.sessions, "sessions_dir", None)
-        hits = await asyncio.to_thread(_fresh_search, ctx.store, sessions_dir, query, limit)
+        hits = await asyncio.to_thread(fresh_search, ctx.store, sessions_dir, query, limit)
         return format_hits(hits)
 
 
-def _fresh_search(store: StateStore, sessions_dir: Any, query: str, limit: int) -> list[SearchHit]:
+def fresh_search(store: StateStore, sessions_dir: Any, query: str, limit: int) -> list[SearchHit]:
     """Index what is new (cheap: unchanged files are not read), then search."""
     if sessions_dir is not None:
         from vikingbot.housekeeping.index import index_sessions

@@ -1,7 +1,8 @@
 """The housekeeping service: index, prune and consolidate, on a schedule, off the event loop.
 
 - index: about every ``bot.memory.index_interval_s`` (default 900 s);
-- consolidate: on the same cadence (cheap: it reads metadata lines first);
+- consolidate: on the same cadence, the memory pass (``memory.consolidate``: one model
+  call per workspace with new messages, none otherwise);
 - prune: once at start, then daily, removing what is older than
   ``bot.memory.history_max_days``.
 
@@ -28,9 +29,9 @@ from loguru import logger
 
 from vikingbot.clock import Clock, SystemClock, nap
 from vikingbot.errors import VikingbotError
-from vikingbot.housekeeping.consolidate import ConsolidateStats, consolidate_idle
 from vikingbot.housekeeping.index import IndexStats, index_sessions
 from vikingbot.housekeeping.prune import PruneStats, prune
+from vikingbot.memory.consolidate import Complete, ConsolidateStats, consolidate_idle
 from vikingbot.store.leases import Claim, Leases
 
 if TYPE_CHECKING:
@@ -57,7 +58,9 @@ class HousekeepingService:
         clock: Clock | None = None,
         sessions_dir: Path | None = None,
         owner: str | None = None,
+        complete: Complete | None = None,
     ) -> None:
+        self.complete = complete  # the memory pass's model call (None: no pass)
         self.owner = owner or f"housekeeping:{uuid.uuid4().hex[:12]}"  # in leases
         self.config = config
         self.store = store
@@ -77,6 +80,7 @@ class HousekeepingService:
             "consolidate_runs_total": 0,
             "consolidate_failures_total": 0,
             "consolidated_sessions_total": 0,
+            "memory_pass_model_calls_total": 0,
         }
         # When each job last finished without failing (for status displays).
         self.last_ok: dict[str, datetime] = {}
@@ -108,15 +112,33 @@ class HousekeepingService:
         return stats
 
     async def consolidate_now(self) -> ConsolidateStats | None:
-        """Consolidate idle sessions into their workspace memory now."""
-        idle = timedelta(seconds=self.config.bot.memory.consolidate_after_idle)
-        stats = await self._guard(
-            "consolidate", consolidate_idle, self.sessions, self.workspaces, self.clock.now(), idle
-        )
-        if stats is not None:
-            self.metrics["consolidated_sessions_total"] += len(stats.consolidated)
-            if stats.errors:
-                self.metrics["consolidate_failures_total"] += 1
+        """The memory pass over idle sessions now (``memory.consolidate``)."""
+        memory = self.config.bot.memory
+        self.metrics["consolidate_runs_total"] += 1
+        self._last["consolidate"] = self.clock.now()
+
+        async def run(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+            return await asyncio.to_thread(fn, *args, **kwargs)
+
+        try:
+            stats = await consolidate_idle(
+                self.sessions,
+                self.workspaces.workspace_for,
+                self.complete,
+                now=self.clock.now(),
+                idle_after=timedelta(seconds=memory.consolidate_after_idle),
+                cap=memory.max_chars,
+                run=run,
+            )
+        except Exception:
+            self.metrics["consolidate_failures_total"] += 1
+            logger.exception("housekeeping: consolidate failed; will try again next time")
+            return None
+        self.last_ok["consolidate"] = self.clock.now()
+        self.metrics["consolidated_sessions_total"] += len(stats.consolidated)
+        self.metrics["memory_pass_model_calls_total"] += stats.model_calls
+        if stats.errors:
+            self.metrics["consolidate_failures_total"] += 1
         return stats
 
     async def _guard(self, job: str, fn: Callable[..., T], *args: Any) -> T | None:
