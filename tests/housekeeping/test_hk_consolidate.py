@@ -6,9 +6,9 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from conftest import Housekeeping
 
 from tests.support.summariser import kind, summariser
 from vikingbot.config.schema import Config
@@ -18,6 +18,9 @@ from vikingbot.memory.consolidate import parse_reply
 from vikingbot.memory.model import provider_call
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI
+
+if TYPE_CHECKING:
+    from conftest import Housekeeping
 
 TG = "telegram:default:42"
 

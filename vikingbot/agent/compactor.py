@@ -196,3 +196,22 @@ class Compactor:
         ctx.recent = ctx.recent[cut:]
         ctx.cut_before = max(0, ctx.cut_before - cut)
         log.info("compacted {}: {} messages folded into a summary, {} kept", key, cut, kept)
+
+
+async def compact_session(
+    compactor: Compactor, key: SessionKey, provider: Provider, model: str
+) -> str:
+    """Fold a session by hand (``/compact``, ``vikingbot sessions compact``): everything but
+    the newest turn goes into the summary. Returns what happened, for the user."""
+    split, seen = compactor.load(key)
+    cut = compact.last_user(split.recent)
+    if cut <= 0 or cut >= len(split.recent):
+        return f"nothing to compact in {key}: {len(split.recent)} message(s) after the summary"
+    ctx = TurnContext("", "", split.summary, split.recent, [], seen)
+    await compactor.fold(ctx, key, provider, model, cut)
+    if ctx.summary == split.summary:
+        return f"compaction of {key} failed (see the log); nothing was changed"
+    return (
+        f"compacted {key}: {cut} message(s) folded into a summary of "
+        f"{len(ctx.summary or '')} characters; {len(ctx.recent)} kept as they are"
+    )

@@ -91,4 +91,6 @@ def turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
         "tokens_in": r.tokens_in,
         "tokens_out": r.tokens_out,
         "cost_usd": round(r.cost_usd, 6),
+        # the last request's size in characters: system, memory, summary, recent, tools
+        "request_chars": dict(r.request_chars),
     }

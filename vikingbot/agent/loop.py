@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vikingbot.agent import compact
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
-from vikingbot.agent.compactor import Compactor, TurnContext
+from vikingbot.agent.compactor import Compactor, TurnContext, compact_session
 from vikingbot.agent.context import read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
@@ -242,6 +242,14 @@ class BuiltinLoop(AgentLoop):
 
         return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
 
+    async def compact(self, session_key: SessionKey | str) -> str:
+        """Fold the session's older turns into its summary now (``agent.compactor``)."""
+        key = to_key(session_key)
+        provider = await self.ensure_provider()
+        model = self._model(provider, {})
+        async with self.sessions.turn_lock(key):
+            return await compact_session(self.compactor, key, provider, model)
+
     async def turn_tools(self, metadata: dict[str, Any]) -> dict[str, Tool]:
         """The tools one turn may call: the registered ones, then the MCP servers' (an
         unattended turn connects only the servers ``bot.heartbeat.mcp_servers`` allows)."""
@@ -409,6 +417,8 @@ class BuiltinLoop(AgentLoop):
 
     def _reply(self, turn: TurnLog, text: str, resp: ProviderResponse) -> None:
         turn.reply(text, usage={"input": resp.tokens_in, "output": resp.tokens_out})
+        # the request's size by part, kept with the reply for `vikingbot status`
+        turn.final[-1].metadata["request"] = dict(turn.result.request_chars)
 
     async def _tool(
         self, turn: TurnLog, ctx: ToolContext, call: ToolCall, tools: dict[str, Tool]

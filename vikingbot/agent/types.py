@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from vikingbot.clock import SystemClock
+from vikingbot.errors import AgentError
 from vikingbot.session.types import SessionKey
 from vikingbot.tools.base import Deliver
 
@@ -178,6 +179,11 @@ class AgentLoop(ABC):
     @abstractmethod
     def readiness(self) -> Readiness:
         """Ready to answer, or what is missing. Cheap: imports no SDK, starts nothing."""
+
+    async def compact(self, session_key: SessionKey | str) -> str:
+        """Fold the session's older turns into a summary now (``/compact``); a loop that
+        keeps its own context (an ACP agent) says so."""
+        raise AgentError(f"the {self.name} agent loop keeps its own context; it cannot compact")
 
     @abstractmethod
     async def run_turn(

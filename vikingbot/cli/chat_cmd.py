@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 DEFAULT_SESSION = "cli:default:local"
 HELP = (
     "/exit, Ctrl-D or Ctrl-C quits · Ctrl-C during a turn cancels it · "
-    "/reset clears this session's history · ↑/↓ history"
+    "/reset clears this session's history · /compact folds older turns into a summary · "
+    "↑/↓ history"
 )
 
 
@@ -297,6 +298,7 @@ def _interactive(rt: Home, key: SessionKey) -> None:
 
     from vikingbot.cli.chat_input import make_reader
     from vikingbot.cli.chat_loop import ChatTerminal, run_chat
+    from vikingbot.errors import VikingbotError
     from vikingbot.providers.sdk_retries import reporting
 
     console = Console()
@@ -321,11 +323,19 @@ def _interactive(rt: Home, key: SessionKey) -> None:
         rt.sessions.reset(key)
         console.print("[dim]history cleared[/]")
 
+    async def compact() -> None:  # /compact: the same fold as `vikingbot sessions compact`
+        try:
+            console.print(f"[dim]{_escape(await loop.compact(key))}[/]")
+        except VikingbotError as exc:
+            console.print(f"[red]{_escape(str(exc))}[/]")
+
     async def main() -> None:
         # import the model SDK (or start the agent process) while the user types
         warm.append(asyncio.create_task(_warm_up(loop)))
         try:
-            await run_chat(term, send, help_text=HELP, commands={"/reset": reset})
+            await run_chat(
+                term, send, help_text=HELP, commands={"/reset": reset, "/compact": compact}
+            )
         finally:
             warm[0].cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):

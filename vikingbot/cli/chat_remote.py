@@ -101,9 +101,12 @@ async def _attached(client: GatewayClient, term: ChatTerminal, session: str, aft
             _show_extras(term.console, data)
             return _reply(data)
 
+        async def compact() -> None:  # the fold runs on the session file, beside the gateway
+            term.console.print(f"[dim]run `vikingbot sessions compact {escape(session)}`[/]")
+
         follower = asyncio.create_task(_follow(http, term, after))
         try:
-            await run_chat(term, send, help_text=HELP)
+            await run_chat(term, send, help_text=HELP, commands={"/compact": compact})
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):

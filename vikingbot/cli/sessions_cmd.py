@@ -11,6 +11,7 @@ import typer
 from vikingbot.cli.common import fail, get_config, print_json
 
 if TYPE_CHECKING:
+    from vikingbot.agent.types import AgentLoop
     from vikingbot.session.store import SessionStore
     from vikingbot.session.types import SessionKey, SessionMeta
 
@@ -193,3 +194,44 @@ def search_cmd(
         notes=[h.snippet for h in hits],
         empty=f"No matches for {query!r}.",
     )
+
+
+@app.command("compact")
+def compact_cmd(
+    ctx: typer.Context,
+    key: Annotated[str, typer.Argument(help="Session key (type:channel_id:chat_id).")],
+    json: JsonOpt = False,
+) -> None:
+    """Fold a session's older turns into its summary now (one model call; the messages stay
+    on disk and in history search)."""
+    from vikingbot.errors import VikingbotError
+    from vikingbot.gateway.compose import build_home
+
+    k = _parse_key(key)
+    config, paths = get_config(ctx)
+    if _store(ctx).get_meta(k) is None:
+        fail(f"unknown session {k}; see `vikingbot sessions list`")
+    rt = build_home(config, paths)
+    try:
+        said = compact_now(rt.new_agent(), k)
+    except VikingbotError as exc:
+        fail(str(exc))
+    finally:
+        rt.close()
+    if json:
+        print_json({"session": str(k), "result": said})
+    else:
+        typer.echo(said)
+
+
+def compact_now(loop: AgentLoop, key: SessionKey) -> str:
+    """``loop.compact(key)`` run to the end, the loop closed after (also ``/compact``)."""
+    import asyncio
+
+    async def run() -> str:
+        try:
+            return await loop.compact(key)
+        finally:
+            await loop.aclose()
+
+    return asyncio.run(run())

@@ -11,6 +11,7 @@ import typer
 
 from vikingbot.cli.common import get_config, print_json, state
 from vikingbot.redact import mask_url
+from vikingbot.session.sizes import last_requests
 
 if TYPE_CHECKING:
     from vikingbot.config.loader import Paths
@@ -74,6 +75,7 @@ def _status_data(
         **view,
         "sessions": _count(data_dir / "sessions", lambda e: e.name.endswith(".jsonl")),
         "workspaces": _count(data_dir / "workspace", lambda e: e.is_dir()),
+        "last_requests": last_requests(data_dir / "sessions"),
     }
     pid, health = _gateway_health(home, path, data_dir, str(view["database"])) or (0, {})
     agent = health.get("agent")
@@ -121,6 +123,12 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
         lines.append(
             f"gateway:    {gw['id']} {gw['state']} at {gw.get('address') or '-'}, "
             f"seen {ago(gw['seen_at'])}, receives: {held}"
+        )
+    for r in data.get("last_requests") or []:
+        lines.append(
+            f"request:    {r['session']}: {r['total']:,} chars = system {r['system']:,}"
+            f" + memory {r['memory']:,} + summary {r['summary']:,} + recent {r['recent']:,}"
+            f" + tools {r['tools']:,}"
         )
     if agent["problem"]:
         lines.append(f"\n{agent['problem']}")
