@@ -99,6 +99,11 @@ class Compactor:
         self.clock = clock
 
     @property
+    def summary_limit(self) -> int:
+        """The summary's size cap in characters (``SUMMARY_SHARE`` of the budget)."""
+        return max(500, int(self.budget * SUMMARY_SHARE))
+
+    @property
     def budget(self) -> int:
         agents = self.config.bot.agents
         return compact.budget_chars(agents.context_window, agents.compact_at)
@@ -131,6 +136,9 @@ class Compactor:
             ctx.cut_before = newest
             changed = True
         fixed = ctx.size() - sum(compact.message_chars(m) for m in ctx.history())
+        # what stays verbatim leaves half the free room to grow into (no fold every turn)
+        free = budget - (fixed - len(ctx.summary or "")) - self.summary_limit
+        keep = min(int(budget * agents.compact_keep), max(0, free // 2))
         if force:
             cut = len(ctx.recent)  # everything before this turn
         else:
@@ -138,7 +146,7 @@ class Compactor:
                 compact.cut_tool_results(ctx.recent, ctx.cut_before),
                 fixed=fixed,
                 budget=budget,
-                keep=int(budget * agents.compact_keep),
+                keep=keep,
                 max_messages=agents.history_window,
             )
         if cut <= 0:
@@ -157,7 +165,7 @@ class Compactor:
     ) -> None:
         """Fold ``ctx.recent[:cut]`` into a new summary (a model call) and record it."""
         agents = self.config.bot.agents
-        limit = max(500, int(self.budget * SUMMARY_SHARE))
+        limit = self.summary_limit
         folded = compact.cut_tool_results(ctx.recent[:cut], cut)
         use = agents.compact_model or model
         request = ChatRequest(
