@@ -63,13 +63,11 @@ def prompt(n: int) -> str:
 def kind(req: RecordedRequest) -> str:
     """What a request asks of the model: chat, summary or memory (either bot's wording)."""
     system, last = req.system, req.last_user_text
-    if system.startswith("You condense a conversation") or last.startswith(
-        "Create a compact replacement checkpoint"
+    if system.startswith("You condense a conversation") or (
+        "Create a compact replacement checkpoint" in last
     ):
         return "summary"
-    if system.startswith("You keep the long-term memory") or last.startswith(
-        "You are running Dream"
-    ):
+    if system.startswith("You keep the long-term memory") or "You are running Dream" in last:
         return "memory"
     return "chat"
 
@@ -279,8 +277,10 @@ def nanobot(fake: FakeOpenAI, turns: int, context: int, python: Path) -> Figures
     last = [r for r in chat if kind(r) == "chat"][-1]
     fig.turn_chars, fig.tools_chars = request_chars(last)
     fig.in_request = [m for m in MARKED.values() if m in markers(last.text)]
-    memory = str(home / "workspace" / "memory")
-    fig.note = f"recall: nanobot has no recall tool (its memory is in {memory})"
+    fig.note = (
+        "recall: nanobot has no recall tool; its Dream edits memory files through tool "
+        "calls, which this scripted model does not make (its pass is counted, not its edits)"
+    )
 
     def between(a: str, b: str) -> int:
         return sum(1 for r in fake.requests[marks[a] : marks[b]] if kind(r) == "memory")
@@ -314,11 +314,14 @@ def show(f: Figures, turns: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--turns", type=int, default=300)
+    ap.add_argument("--quick", action="store_true", help="100 turns")
     ap.add_argument("--context", type=int, default=65536, help="model window, tokens")
     ap.add_argument("--setup", action="store_true", help="make nanobot's venv first")
     ap.add_argument("--only-ours", action="store_true")
     args = ap.parse_args()
     logger.remove()
+    if args.quick:
+        args.turns = 100
     if args.setup:
         setup()
     with FakeOpenAI.start() as fake:

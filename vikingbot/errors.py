@@ -28,6 +28,7 @@
     ├── McpError                    an MCP server cannot start, answer or be reached (vikingbot.mcp)
     ├── NoServiceManager            no user service manager here (service/manager.py)
     ├── ServiceCommandFailed        systemctl/launchctl refused a step (service/manager.py)
+    ├── MemoryRefused               a memory change or undo was refused (memory/versions.py)
     ├── GatewayRunning              another gateway holds this home (gateway/lock.py)
     ├── GatewayUnavailable          the CLI cannot reach the gateway (gateway/client.py)
     ├── GatewayRefused              the gateway answered with an error (gateway/client.py)
