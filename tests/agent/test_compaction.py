@@ -41,6 +41,8 @@ def test_split_reads_the_newest_summary_and_what_it_kept() -> None:
     assert got.summary == "S2"
     assert [m.content for m in got.recent] == ["c", "d", "e"]
     assert compact.split(history[:2]) == compact.Split(None, history[:2])
+    for n in range(len(history) + 1):  # reading from the newest end gives the same answer
+        assert compact.split_back(reversed(history[:n])) == compact.split(history[:n])
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -71,6 +72,27 @@ def split(messages: list[Message]) -> Split:
     before = [m for m in messages[:last] if not is_summary(m)]
     after = [m for m in messages[last + 1 :] if not is_summary(m)]
     return Split(entry.content, (before[-kept:] if kept else []) + after)
+
+
+def split_back(newest_first: Iterable[Message]) -> Split:
+    """``split`` of a history given newest first, read only as far as the newest summary
+    entry and the messages it keeps."""
+    after: list[Message] = []
+    it = iter(newest_first)
+    for m in it:
+        if not is_summary(m):
+            after.append(m)
+            continue
+        kept = _count(m.metadata[KEY].get("kept"))
+        before: list[Message] = []
+        if kept:
+            for old in it:
+                if not is_summary(old):
+                    before.append(old)
+                    if len(before) == kept:
+                        break
+        return Split(m.content, before[::-1] + after[::-1])
+    return Split(None, after[::-1])
 
 
 def _count(value: Any) -> int:

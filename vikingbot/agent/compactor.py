@@ -110,8 +110,8 @@ class Compactor:
 
     def load(self, key: SessionKey) -> tuple[compact.Split, int]:
         """The session's newest summary and the messages after it; and the message count."""
-        messages = self.sessions.read_messages(key)
-        return compact.split(messages), len(messages)
+        seen, newest_first = self.sessions.read_back(key)
+        return compact.split_back(newest_first), seen
 
     async def fit(
         self,
@@ -139,6 +139,16 @@ class Compactor:
         # what stays verbatim leaves half the free room to grow into (no fold every turn)
         free = budget - (fixed - len(ctx.summary or "")) - self.summary_limit
         keep = min(int(budget * agents.compact_keep), max(0, free // 2))
+        if not force and fixed - len(ctx.summary or "") + self.summary_limit >= budget:
+            # the system prompt and tools alone fill the budget: folding cannot help, and
+            # would cost a call every turn; the provider's "too long" answer still folds
+            logger.bind(session=str(key)).warning(
+                "the system prompt and tools of {} pass the budget ({} characters); "
+                "raise bot.agents.context_window or compact_at",
+                key,
+                budget,
+            )
+            return changed
         if force:
             cut = len(ctx.recent)  # everything before this turn
         else:

@@ -264,6 +264,19 @@ class SessionStore:
             out.append(codec.message_from_obj(codec.loads_line(raw, where), where))
         return out
 
+    def read_back(self, key: KeyLike) -> tuple[int, Iterator[Message]]:
+        """How many messages the session has, and its messages newest first, each parsed
+        only when asked for (a reader that needs the tail of a long history parses only it)."""
+        path = self.path_for(key)
+        numbered = [(n, raw) for n, raw in enumerate(self._read_lines(path)[1:], 2) if raw.strip()]
+
+        def newest_first() -> Iterator[Message]:
+            for n, raw in reversed(numbered):
+                where = f"{path}:{n}"
+                yield codec.message_from_obj(codec.loads_line(raw, where), where)
+
+        return len(numbered), newest_first()
+
     def message_count(self, key: KeyLike) -> int:
         """How many message lines the session has (counted, not parsed)."""
         lines = self._read_lines(self.path_for(key))
