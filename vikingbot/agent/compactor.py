@@ -11,6 +11,7 @@ the summary entry. ``compact_session`` is the same fold asked for by hand
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -208,7 +209,7 @@ class Compactor:
                 summary, kept=kept + extra, folded=cut, when=now, model=use
             )
 
-        self.sessions.append_counted(key, ctx.seen, entry)
+        await asyncio.to_thread(self.sessions.append_counted, key, ctx.seen, entry)
         ctx.seen += 1
         ctx.summary = summary
         ctx.recent = ctx.recent[cut:]

@@ -82,7 +82,7 @@ def chat(
         else:
             from vikingbot.config.paths import home_dir
 
-            interactive(client, str(key), home_dir())
+            interactive(client, str(key), home_dir(), compact=lambda: _compact_here(ctx, key))
         return
     if message is None or not as_json:
         note_local()
@@ -93,6 +93,18 @@ def chat(
         else:
             _interactive(rt, key)
     finally:
+        rt.close()
+
+
+async def _compact_here(ctx: typer.Context, key: SessionKey) -> str:
+    """``/compact`` in a chat attached to a gateway: the fold runs here, on the session
+    file (``SessionStore.append_counted`` keeps the gateway's turns meanwhile)."""
+    rt = _home(ctx, key)
+    loop = rt.new_agent()
+    try:
+        return await loop.compact(key)
+    finally:
+        await loop.aclose()
         rt.close()
 
 

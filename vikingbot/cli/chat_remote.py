@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +58,13 @@ def one_shot(client: GatewayClient, session: str, message: str, as_json: bool) -
     typer.echo(data.get("reply") or "")
 
 
-def interactive(client: GatewayClient, session: str, home: Path) -> None:
+def interactive(
+    client: GatewayClient,
+    session: str,
+    home: Path,
+    *,
+    compact: Callable[[], Awaitable[str]] | None = None,
+) -> None:
     from rich.console import Console
 
     from vikingbot.cli.chat_input import make_reader
@@ -80,14 +86,21 @@ def interactive(client: GatewayClient, session: str, home: Path) -> None:
     latest = call(client, "GET", f"/api/v1/events?after={last}&wait=0")
     term = ChatTerminal(console, make_reader(console, home))
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C at a plain (piped) prompt
-        asyncio.run(_attached(client, term, session, int(latest["last"])))
+        asyncio.run(_attached(client, term, session, int(latest["last"]), compact))
 
 
-async def _attached(client: GatewayClient, term: ChatTerminal, session: str, after: int) -> None:
+async def _attached(
+    client: GatewayClient,
+    term: ChatTerminal,
+    session: str,
+    after: int,
+    compact_here: Callable[[], Awaitable[str]] | None = None,
+) -> None:
     import httpx
     from rich.markup import escape
 
     from vikingbot.cli.chat_loop import run_chat
+    from vikingbot.errors import VikingbotError
 
     async with httpx.AsyncClient(
         base_url=client.base_url, headers=client.headers(), timeout=None
@@ -101,8 +114,14 @@ async def _attached(client: GatewayClient, term: ChatTerminal, session: str, aft
             _show_extras(term.console, data)
             return _reply(data)
 
-        async def compact() -> None:  # the fold runs on the session file, beside the gateway
-            term.console.print(f"[dim]run `vikingbot sessions compact {escape(session)}`[/]")
+        async def compact() -> None:  # the fold runs here, on the session file
+            if compact_here is None:
+                term.console.print(f"[dim]run `vikingbot sessions compact {escape(session)}`[/]")
+                return
+            try:
+                term.console.print(f"[dim]{escape(await compact_here())}[/]")
+            except VikingbotError as exc:
+                term.console.print(f"[red]{escape(str(exc))}[/]")
 
         follower = asyncio.create_task(_follow(http, term, after))
         try:
