@@ -143,3 +143,33 @@ async def test_a_too_long_answer_compacts_and_the_turn_succeeds(
     assert markers(retry.system) == ["MARK-1", "MARK-2"]  # folded into the summary
     assert [m["role"] for m in retry.messages] == ["system", "user"]
     assert sum(1 for m in sessions.read_messages(KEY) if compact.is_summary(m)) == 1
+
+
+async def test_a_full_context_heartbeat_session_is_compacted_the_same_way(
+    fake_openai: FakeOpenAI,
+    make_loop: Callable[..., BuiltinLoop],
+    sessions: SessionStore,
+    workspace: Path,
+) -> None:
+    config = Config.model_validate(
+        {
+            "bot": {
+                "agents": {"provider": "openai", "model": "m", "contextWindow": 2048},
+                "providers": {"openai": {"apiBase": fake_openai.base_url, "apiKey": "sk-test"}},
+                "heartbeat": {"context": "full"},
+            }
+        }
+    )
+    key = SessionKey("heartbeat", "default", "shared")
+    old = [
+        msg(role, f"MARK-{i} " + "x" * 300 if role == "user" else "done", heartbeat=True)
+        for i in range(20)
+        for role in ("user", "assistant")
+    ]
+    sessions.append(key, *old)
+    fake_openai.responder = summariser(lambda r: reply("HEARTBEAT_OK"))
+    loop = make_loop(config, tools={})
+    result = await loop.run_turn("check", key, {"workspace": str(workspace), "heartbeat": True})
+    assert result.ended == "final"
+    assert [kind(r) for r in fake_openai.requests] == ["summary", "chat"]
+    assert "MARK-0" in fake_openai.requests[-1].system  # folded, not dropped
