@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 
 from vikingbot.dashboard.auth import Auth, csrf_ok
 from vikingbot.dashboard.chart import calls_chart
+from vikingbot.dashboard.pages import memory_rows
 from vikingbot.dashboard.render import markdown, render
+from vikingbot.memory import versions
 
 
 def test_markdown_keeps_formatting_and_drops_anything_that_could_run() -> None:
@@ -26,6 +29,14 @@ def test_markdown_keeps_formatting_and_drops_anything_that_could_run() -> None:
 def test_templates_escape_values() -> None:
     out = render("_problems.html", problems=[type("P", (), {"line": 3, "message": "<b>x</b>"})()])
     assert "&lt;b&gt;x&lt;/b&gt;" in out and "<b>x</b>" not in out
+
+
+def test_a_workspace_page_lists_memory_changes_with_their_diff(tmp_path: Path) -> None:
+    versions.change(tmp_path, {"USER.md": lambda t: t + "- likes <b>tea</b>\n"}, "remember (x)")
+    out = render("_memory.html", memory=memory_rows(tmp_path), name="shared")
+    assert "remember (x)" in out and "+1 -0" in out
+    assert "+- likes &lt;b&gt;tea&lt;/b&gt;" in out  # the diff, as text
+    assert "No memory changes" in render("_memory.html", memory=[], name="shared")
 
 
 def test_chart_has_one_bar_per_day_and_scales_to_the_busiest() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
@@ -16,6 +17,7 @@ from vikingbot.dashboard import editor, queries
 from vikingbot.dashboard.app import Dashboard
 from vikingbot.dashboard.chart import calls_chart
 from vikingbot.errors import WorkspaceError
+from vikingbot.memory import versions
 from vikingbot.skills.discover import catalog
 
 CHAT_CHANNEL = "dashboard"
@@ -169,7 +171,23 @@ def workspace_data(dash: Dashboard, name: str) -> dict[str, Any]:
         "runs": queries.runs(dash.parts.store, {"workspace": name}, 1, svc.tz()).rows[:10],
         "skills": skills.skills,
         "skill_problems": skills.problems,
+        "memory": memory_rows(dash.parts.workspace_root / name),
     }
+
+
+def memory_rows(workspace: Path, limit: int = 10) -> list[dict[str, Any]]:
+    """The newest memory changes of a workspace (``memory.versions``), for its page."""
+    return [
+        {
+            "id": v.id,
+            "at": v.at,
+            "reason": v.reason,
+            "stat": v.stat(),
+            "files": sorted(v.files),
+            "diff": v.diff(),
+        }
+        for v in versions.log(workspace)[:limit]
+    ]
 
 
 async def workspace(dash: Dashboard, request: Request) -> Response:
