@@ -79,6 +79,14 @@ class FakeWhatsApp:
     def sign(body: bytes, secret: str = APP_SECRET) -> str:
         return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
+    def signed(
+        self, number: str, text: str, *, message_id: str | None = None, secret: str = APP_SECRET
+    ) -> tuple[bytes, dict[str, str]]:
+        """The body and headers of a signed webhook post for a text from ``number``."""
+        body = json.dumps(self.payload(number, text, message_id)).encode()
+        headers = {"Content-Type": "application/json", "X-Hub-Signature-256": self.sign(body, secret)}
+        return body, headers
+
     def post_text(
         self,
         callback: str,
