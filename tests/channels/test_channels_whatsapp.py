@@ -153,7 +153,9 @@ async def test_inside_the_window_free_text_goes_and_graph_errors_are_sorted(
         assert await send_reply(manager, OutboundMessage("whatsapp", ALICE, "two", dedupe_key="c"))
         whatsapp.fail_next(401, 190, "Error validating access token")  # refused: not retried
         whatsapp.fail_next(200, 0, "never reached")
-        assert not await send_reply(manager, OutboundMessage("whatsapp", ALICE, "3", dedupe_key="d"))
+        assert not await send_reply(
+            manager, OutboundMessage("whatsapp", ALICE, "3", dedupe_key="d")
+        )
         assert whatsapp.failures == [(200, 0, "never reached")]
         channel = manager.channel("whatsapp")
         assert isinstance(channel, WhatsAppChannel)

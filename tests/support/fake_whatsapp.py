@@ -84,7 +84,10 @@ class FakeWhatsApp:
     ) -> tuple[bytes, dict[str, str]]:
         """The body and headers of a signed webhook post for a text from ``number``."""
         body = json.dumps(self.payload(number, text, message_id)).encode()
-        headers = {"Content-Type": "application/json", "X-Hub-Signature-256": self.sign(body, secret)}
+        headers = {
+            "Content-Type": "application/json",
+            "X-Hub-Signature-256": self.sign(body, secret),
+        }
         return body, headers
 
     def post_text(
