@@ -180,7 +180,7 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(payload=JSON)
 def test_reading_an_event_never_raises(payload: Any) -> None:
     text_event(payload, BOT, BOT_UUID)
@@ -189,7 +189,7 @@ def test_reading_an_event_never_raises(payload: Any) -> None:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(raw=st.binary(max_size=400), cuts=st.lists(st.integers(0, 400), max_size=8))
 def test_the_event_stream_reads_the_same_however_it_is_cut(raw: bytes, cuts: list[int]) -> None:
     whole = SseReader().feed(raw)
@@ -215,3 +215,16 @@ def test_the_event_stream_keeps_ids_and_drops_what_passes_its_caps() -> None:
         b"data:" + b"x" * 50 + b"\n\ndata:ok\n\ndata:12345\ndata:12345\n\ndata:fine\n\n"
     )
     assert [e.data for e in out] == ["ok", "fine"] and small.dropped == 2
+
+
+async def test_doctor_live_names_the_linked_account_and_a_dead_daemon_is_an_error(
+    fake: tuple[FakeSignal, str],
+) -> None:
+    from vikingbot.channels.signal import SignalChannel, SignalSettings
+    from vikingbot.errors import ChannelError
+
+    _, url = fake
+    line = await SignalChannel.check_credentials(SignalSettings(url=url, account=BOT))
+    assert line == f"linked as {BOT} ({BOT_UUID}) at {url}"
+    with pytest.raises(ChannelError, match="unreachable"):
+        await SignalChannel.check_credentials(SignalSettings(url="http://127.0.0.1:9", account=BOT))

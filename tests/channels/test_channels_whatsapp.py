@@ -194,7 +194,7 @@ JSON = st.recursive(
 )  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(payload=JSON)
 def test_reading_a_webhook_post_never_raises(payload: Any) -> None:
     for text in texts(payload):
@@ -205,3 +205,19 @@ def test_reading_a_webhook_post_never_raises(payload: Any) -> None:
 def test_a_template_parameter_has_no_breaks_no_runs_of_spaces_and_fits(text: str) -> None:
     flat = template_text(text)
     assert "\n" not in flat and "\t" not in flat and "  " not in flat and len(flat) <= 1024
+
+
+async def test_doctor_live_names_the_number_and_a_bad_token_is_refused(
+    fake: tuple[FakeWhatsApp, str],
+) -> None:
+    from vikingbot.channels.whatsapp import WhatsAppSettings
+    from vikingbot.errors import ChannelRejected
+
+    _, api = fake
+    good = WhatsAppSettings(api_base=api, phone_number_id=PHONE_ID, access_token=TOKEN)
+    assert (
+        await WhatsAppChannel.check_credentials(good) == "sending as Viking Test (+1 555-000-1111)"
+    )
+    bad = WhatsAppSettings(api_base=api, phone_number_id=PHONE_ID, access_token="expired")
+    with pytest.raises(ChannelRejected, match="code 190"):
+        await WhatsAppChannel.check_credentials(bad)

@@ -52,6 +52,8 @@ TYPING_EVERY_S = 10.0  # Signal clients drop a typing indicator after about 15 s
 TAKE_KEEP_S = 24 * 3600.0  # how long a taken message id is remembered across gateways
 MAX_TEXT = 32_000  # longer inbound text is cut (a Signal message is far shorter)
 GROUP = "g."
+KEEPALIVE_S = 2.0
+SAFE_TO_REPEAT = frozenset({"sendTyping", "sendReceipt", "getUserStatus", "listAccounts"})
 REJECTED_RESULTS = {
     "UNREGISTERED_FAILURE": "the recipient is not on Signal",
     "IDENTITY_FAILURE": "the recipient's safety number changed; trust it with signal-cli",
@@ -254,7 +256,13 @@ class SignalChannel(Channel):
 
         if not self.signal.account:
             raise NotConfiguredError("Signal needs bot.channels.signal.account (the bot's number)")
-        self._http = httpx.AsyncClient(base_url=self.signal.url.rstrip("/"), timeout=30.0)
+        # idle connections are dropped before the daemon's own keep-alive ends (a request
+        # on a connection the server is closing fails with a bare ReadError)
+        self._http = httpx.AsyncClient(
+            base_url=self.signal.url.rstrip("/"),
+            timeout=30.0,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_S),
+        )
         try:
             response = await self._http.get("/api/v1/check")
         except httpx.HTTPError as exc:
@@ -293,11 +301,18 @@ class SignalChannel(Channel):
         if self._multi:
             params = {**params, "account": self.signal.account}
         request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": params}
-        try:
-            async with asyncio.timeout(self.signal.send_timeout_s):  # not wait_for (3.11)
-                response = await self._http.post("/api/v1/rpc", json=request)
-        except (httpx.HTTPError, TimeoutError) as exc:
-            raise ChannelError(f"Signal {what} failed: {exc!r}") from exc
+        tries = 2 if method in SAFE_TO_REPEAT else 1  # a send is retried by the outbox
+        for attempt in range(tries):
+            try:
+                async with asyncio.timeout(self.signal.send_timeout_s):  # not wait_for (3.11)
+                    response = await self._http.post("/api/v1/rpc", json=request)
+                break
+            except httpx.TransportError as exc:
+                if attempt + 1 < tries:
+                    continue
+                raise ChannelError(f"Signal {what} failed: {exc!r}") from exc
+            except (httpx.HTTPError, TimeoutError) as exc:
+                raise ChannelError(f"Signal {what} failed: {exc!r}") from exc
         if response.status_code >= 500:
             raise ChannelError(f"Signal {what} failed: HTTP {response.status_code}")
         try:

@@ -67,6 +67,7 @@ WINDOW = timedelta(hours=24)
 TAKE_KEEP_S = 7 * 24 * 3600.0  # Meta redelivers an unacknowledged webhook for up to 7 days
 TEMPLATE_PARAM_CHARS = 1000  # a template's text parameter may hold 1,024 characters
 MAX_TEXT = 32_000
+KEEPALIVE_S = 2.0  # idle connections dropped before a server's keep-alive ends
 NUMBER = re.compile(r"\+?[0-9]{6,15}")
 OUTSIDE_WINDOW = 131047  # Graph error: "Re-engagement message" (the window is closed)
 BUSY_CODES = frozenset({4, 17, 32, 613, 80007, 130429, 131048, 131056})
@@ -246,6 +247,7 @@ class WhatsAppChannel(Channel):
             base_url=self.whatsapp.api_base.rstrip("/"),
             headers={"Authorization": f"Bearer {token.get_secret_value()}"},
             timeout=self.whatsapp.send_timeout_s,
+            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_S),
         )
 
     async def start(self, bus: MessageBus) -> None:
