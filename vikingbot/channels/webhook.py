@@ -19,8 +19,6 @@ the sender should retry.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import hmac
 import json
 from collections import OrderedDict
@@ -47,7 +45,6 @@ INBOUND_PATH = "/webhook/inbound"
 MAX_BODY_BYTES = 64 * 1024
 MAX_FIELD_CHARS = {"sender_id": 200, "chat_id": 300, "thread": 300, "text": 32_000}
 TIMEOUT_S = 15.0
-SWEEP_S = 30.0  # how often a running gateway looks for a dead gateway's unanswered messages
 
 
 class WebhookSettings(ChannelBase):
@@ -65,15 +62,17 @@ class WebhookChannel(Channel):
     def __init__(self, config: WebhookSettings, **kwargs: Any) -> None:
         # the store (sqlalchemy) only when the channel runs: config validation imports
         # this module for WebhookSettings, and a cold `vikingbot status` must not pay for it
-        from vikingbot.channels.inbound import InboundStore
+        from vikingbot.channels.kept import KeptInbound
 
         super().__init__(config, **kwargs)
         self.webhook: WebhookSettings = config
         self._client: httpx.AsyncClient | None = None
         self._done: OrderedDict[tuple[str, str], None] = OrderedDict()
-        self.inbound = InboundStore(self._store, self._clock) if self._store is not None else None
-        self.sweep_s = SWEEP_S
-        self._sweeper: asyncio.Task[None] | None = None
+        self.kept = (
+            KeptInbound(self.name, self._store, self._clock, self.gateway)
+            if self._store is not None
+            else None
+        )
 
     async def start(self, bus: MessageBus) -> None:
         import httpx
@@ -82,69 +81,23 @@ class WebhookChannel(Channel):
         self._client = httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False)
         if not self.webhook.outbound_urls:
             logger.info("webhook: no outbound_urls; messages for this channel cannot be sent")
-        if self.inbound is not None and self.gateway is not None:
-            self._sweeper = asyncio.create_task(self._answer_orphans(), name="webhook-inbound")
+        if self.kept is not None:
+            self.kept.start(bus)
 
     async def stop(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        if self.kept is not None:
+            await self.kept.stop()
         if self._client is not None:
             await self._client.aclose()
             self._client = None
 
-    async def _answer_orphans(self) -> None:
-        """Now and every ``sweep_s``: queue the accepted messages nobody alive is answering
-        (a previous run's, a dead gateway's) for this gateway's agent."""
-        from vikingbot.channels.inbound import gave_up, row_id_of
-
-        assert self.inbound is not None and self.gateway is not None and self._bus is not None
-        while True:
-            try:
-                taken = await asyncio.to_thread(self.inbound.take_orphans, self.gateway, self.name)
-            except StoreError as exc:
-                logger.warning("webhook: cannot look for unanswered messages: {}", exc)
-            else:
-                for msg in taken:
-                    if gave_up(msg) is not None:
-                        logger.error(
-                            "webhook: inbound message {} was tried {} times without an answer "
-                            "(a gateway crashed on it each time); answering it with an apology",
-                            row_id_of(msg),
-                            gave_up(msg),
-                        )
-                if taken:
-                    logger.info(
-                        "webhook: answering {} accepted message(s) a previous run left",
-                        len(taken),
-                    )
-                for msg in taken:
-                    await self._bus.publish_inbound(msg)
-            await asyncio.sleep(self.sweep_s)
-
     async def answering(self, msg: InboundMessage) -> None:
-        from vikingbot.channels.inbound import row_id_of
-
-        row = row_id_of(msg)
-        if row is None or self.inbound is None:
-            return
-        try:
-            await asyncio.to_thread(self.inbound.started, row)
-        except StoreError as exc:
-            logger.warning("webhook: cannot count the turn on message {}: {}", row, exc)
+        if self.kept is not None:
+            await self.kept.answering(msg)
 
     async def answered(self, msg: InboundMessage) -> None:
-        from vikingbot.channels.inbound import row_id_of
-
-        row = row_id_of(msg)
-        if row is None or self.inbound is None:
-            return
-        try:
-            await asyncio.to_thread(self.inbound.answered, row)
-        except StoreError as exc:  # answered again after a restart; the outbox sends once
-            logger.warning("webhook: cannot mark message {} answered: {}", row, exc)
+        if self.kept is not None:
+            await self.kept.answered(msg)
 
     def _remember(self, key: str, url: str) -> None:
         self._done[(key, url)] = None
@@ -220,9 +173,9 @@ class WebhookChannel(Channel):
             text=fields["text"],
             thread=fields.get("thread"),
         )
-        if self.inbound is not None and self.allowed(msg.sender_id, msg.chat_id):
+        if self.kept is not None and self.allowed(msg.sender_id, msg.chat_id):
             # written down before the 202: a crash from here on loses nothing
-            msg = await asyncio.to_thread(self.inbound.keep, msg, self.gateway)
+            msg = await self.kept.keep(msg)
         return await self.accept(msg)
 
     @classmethod

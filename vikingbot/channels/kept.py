@@ -1,0 +1,180 @@
+"""Two guarantees a channel composes for its inbound messages: kept, and taken once.
+
+:class:`KeptInbound` writes an accepted message to the state database before the
+channel tells the platform it has it (the webhook's 202, a WhatsApp webhook's 200, a
+Signal event stream moving on), marks it answered once the reply is with delivery,
+and answers what a dead gateway (or this gateway's previous run) left pending. The
+rows and their rules are :mod:`vikingbot.channels.inbound`'s.
+
+:class:`FirstTake` answers "is this platform message new to every gateway on this
+database?": the first gateway to claim ``<channel>:msg:<id>`` (a lease, never
+released) takes it; a redelivery to another gateway, or to this one after a
+restart, is dropped. When the database cannot say within ``wait_s`` the message is
+taken anyway (at least once, never lost) and a warning is logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+from loguru import logger
+
+from vikingbot.errors import StoreError
+
+if TYPE_CHECKING:
+    from vikingbot.bus import InboundMessage, MessageBus
+    from vikingbot.channels.inbound import InboundStore
+    from vikingbot.clock import Clock
+    from vikingbot.store.db import StateStore
+
+SWEEP_S = 30.0  # how often a running gateway looks for a dead gateway's unanswered messages
+REMEMBER = 10_000  # message ids one process remembers (the fast path before the database)
+
+
+class KeptInbound:
+    """Accepted messages of channel ``name`` kept in the state database until answered."""
+
+    def __init__(
+        self,
+        name: str,
+        store: StateStore,
+        clock: Clock,
+        gateway: str | None,
+        *,
+        sweep_s: float = SWEEP_S,
+    ) -> None:
+        from vikingbot.channels.inbound import InboundStore
+
+        self.name = name
+        self.gateway = gateway
+        self.inbound: InboundStore = InboundStore(store, clock)
+        self.sweep_s = sweep_s
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def keep(self, msg: InboundMessage) -> InboundMessage:
+        """Write ``msg`` down (raises :class:`StoreError`); returns it with its row id."""
+        return await asyncio.to_thread(self.inbound.keep, msg, self.gateway)
+
+    def start(self, bus: MessageBus) -> None:
+        """Answer, now and every ``sweep_s``, what no live gateway is answering (only in
+        a gateway: a process without a gateway id leaves them to one)."""
+        if self.gateway is not None and self._sweeper is None:
+            self._sweeper = asyncio.create_task(self._sweep(bus), name=f"{self.name}-inbound")
+
+    async def stop(self) -> None:
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+    async def _sweep(self, bus: MessageBus) -> None:
+        from vikingbot.channels.inbound import gave_up, row_id_of
+
+        assert self.gateway is not None
+        while True:
+            try:
+                taken = await asyncio.to_thread(self.inbound.take_orphans, self.gateway, self.name)
+            except StoreError as exc:
+                logger.warning("{}: cannot look for unanswered messages: {}", self.name, exc)
+            else:
+                for msg in taken:
+                    tries = gave_up(msg)
+                    if tries is not None:
+                        logger.error(
+                            "{}: inbound message {} was tried {} times without an answer (a "
+                            "gateway crashed on it each time); answering it with an apology",
+                            self.name,
+                            row_id_of(msg),
+                            tries,
+                        )
+                if taken:
+                    logger.info(
+                        "{}: answering {} accepted message(s) a previous run left",
+                        self.name,
+                        len(taken),
+                    )
+                for msg in taken:
+                    await bus.publish_inbound(msg)
+            await asyncio.sleep(self.sweep_s)
+
+    async def answering(self, msg: InboundMessage) -> None:
+        """A turn on ``msg`` begins (counted against the crash-loop limit)."""
+        from vikingbot.channels.inbound import row_id_of
+
+        row = row_id_of(msg)
+        if row is None:
+            return
+        try:
+            await asyncio.to_thread(self.inbound.started, row)
+        except StoreError as exc:
+            logger.warning("{}: cannot count the turn on message {}: {}", self.name, row, exc)
+
+    async def answered(self, msg: InboundMessage) -> None:
+        """``msg``'s reply is with delivery: never answer it again."""
+        from vikingbot.channels.inbound import row_id_of
+
+        row = row_id_of(msg)
+        if row is None:
+            return
+        try:
+            await asyncio.to_thread(self.inbound.answered, row)
+        except StoreError as exc:  # answered again after a restart; the outbox sends once
+            logger.warning("{}: cannot mark message {} answered: {}", self.name, row, exc)
+
+
+class FirstTake:
+    """Whether a platform message id is taken here first of all gateways on the database."""
+
+    def __init__(
+        self,
+        name: str,
+        store: StateStore | None,
+        clock: Clock,
+        owner: str,
+        *,
+        keep_s: float,
+        wait_s: float = 2.0,
+    ) -> None:
+        from vikingbot.store.leases import Leases
+
+        self.name = name
+        self.owner = owner
+        self.keep_s = keep_s
+        self.wait_s = wait_s
+        self._leases = Leases(store, clock) if store is not None else None
+        self._seen: OrderedDict[str, None] = OrderedDict()
+
+    async def first(self, message_id: str) -> bool:
+        """True when no gateway (this process included) took ``message_id`` before; also
+        when the database cannot say in time (logged: at least once, never lost)."""
+        from vikingbot.store.leases import Claim
+
+        if message_id in self._seen:
+            return False
+        if self._leases is None:
+            self._remember(message_id)
+            return True
+        key = f"{self.name}:msg:{message_id}"
+        try:
+            async with asyncio.timeout(self.wait_s):
+                claim = await asyncio.to_thread(self._leases.claim, key, self.owner, self.keep_s)
+        except (StoreError, TimeoutError) as exc:
+            logger.warning(
+                "{}: cannot tell whether message {} was taken before ({}); taking it (at least "
+                "once: a redelivery may be answered twice)",
+                self.name,
+                message_id,
+                str(exc) or f"no answer from the database in {self.wait_s:g} s",
+            )
+            return True  # not remembered: a redelivery is asked about again
+        self._remember(message_id)
+        return isinstance(claim, Claim)
+
+    def _remember(self, message_id: str) -> None:
+        self._seen[message_id] = None
+        if len(self._seen) > REMEMBER:
+            self._seen.popitem(last=False)
