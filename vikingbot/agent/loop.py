@@ -193,8 +193,8 @@ class BuiltinLoop(AgentLoop):
     def subagents(self) -> list[dict[str, Any]]:
         return [c.summary() for c in self._subagents.running()]
 
-    def cancel_subagents(self, session: SessionKey | str) -> int:
-        return self._subagents.cancel(session)
+    def cancel_subagents(self, session: SessionKey | str, only: str | None = None) -> int:
+        return self._subagents.cancel(session, only)
 
     async def _run_child(
         self, prompt: str, key: SessionKey, meta: dict[str, Any], deliver: Deliver | None

@@ -124,10 +124,12 @@ class Subagents:
             if c.state == "running" and (want is None or c.parent == want)
         ]
 
-    def cancel(self, parent: SessionKey | str) -> int:
-        """Cancel every running sub-agent of ``parent``; how many were running."""
-        found = self.running(parent)
+    def cancel(self, parent: SessionKey | str, only: str | None = None) -> int:
+        """Cancel the running sub-agents of ``parent`` (or just the one with id ``only``);
+        how many were running."""
+        found = [c for c in self.running(parent) if only is None or c.id == only]
         for child in found:
+            child.state = "cancelled"
             if child.task is not None:
                 child.task.cancel()
         if found:
@@ -194,17 +196,17 @@ class TurnSpawner:
         task = task.strip()[:TASK_CHARS]
         if not task:
             raise ToolError("spawn: the task is empty")
-        running = len(self.hub.running(self.parent))
-        if running >= agents.max_subagents:
-            raise ToolError(
-                f"spawn: {running} sub-agents are already running for this chat "
-                f"(bot.agents.max_subagents is {agents.max_subagents}); wait for one to finish"
-            )
         wanted = set(self.allowed if tools is None else tools)
         wider = sorted(wanted - self.allowed)
         if wider:
             raise ToolError(
                 f"spawn: a sub-agent may only use tools this turn has; not: {', '.join(wider)}"
+            )
+        running = len(self.hub.running(self.parent))
+        if running >= agents.max_subagents:
+            raise ToolError(
+                f"spawn: {running} sub-agents are already running for this chat "
+                f"(bot.agents.max_subagents is {agents.max_subagents}); wait for one to finish"
             )
         key = self.hub._next_key(self.parent)
         label = " ".join((label or task).split())[:LABEL_CHARS]

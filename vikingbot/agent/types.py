@@ -180,9 +180,9 @@ class AgentLoop(ABC):
         dashboard. A loop without sub-agents has none."""
         return []
 
-    def cancel_subagents(self, session: SessionKey | str) -> int:
-        """Stop the running sub-agents of ``session`` (the hook for a stop command);
-        how many were running."""
+    def cancel_subagents(self, session: SessionKey | str, only: str | None = None) -> int:
+        """Stop the running sub-agents of ``session`` (the hook for a stop command), or
+        only the one whose id is ``only``; how many were running."""
         return 0
 
     @abstractmethod
