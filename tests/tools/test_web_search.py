@@ -224,3 +224,21 @@ def test_the_parsers_are_total(doc: Any) -> None:
             continue
         assert all(h.url and isinstance(h.title, str) for h in hits)
     json.dumps(doc)
+
+
+def test_doctor_checks_the_backend(fake: FakeSearch) -> None:
+    from vikingbot.config.schema import WebSearchConfig
+    from vikingbot.tools.search_backends import check
+
+    cfg = WebSearchConfig(provider="searxng", base_url=fake.base_url)
+    status, said = check(cfg, {}, live=True)
+    assert status == "ok" and "a test search found 3 result(s)" in said
+    fake.fail = 429
+    status, said = check(cfg, {}, live=True)
+    assert status == "fail" and "rate-limiting" in said
+    status, said = check(WebSearchConfig(provider="tavily"), {}, live=False)
+    assert (status, said) == (
+        "fail",
+        "web_search: provider tavily needs a key: set TAVILY_API_KEY or "
+        "bot.tools.web_search.api_key",
+    )

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -239,3 +240,23 @@ async def _fetch_json(cfg: WebSearchConfig, query: str, count: int, key: str) ->
     doc = parse_json(bytes(body), who)
     parse = {"brave": parse_brave, "tavily": parse_tavily, "searxng": parse_searxng}
     return parse[cfg.provider](doc)
+
+
+def check(
+    cfg: WebSearchConfig, environ: Mapping[str, str], *, live: bool
+) -> tuple[Literal["ok", "warn", "fail"], str]:
+    """``vikingbot doctor``'s line for web search: what is missing, or (``live``) one
+    search for ``vikingbot`` and what came of it."""
+    missing = problem(cfg, environ)
+    if missing:
+        return "fail", missing
+    where = f" at {cfg.base_url}" if cfg.base_url else ""
+    if not live:
+        return "ok", f"{cfg.provider}{where} (--live searches once)"
+    began = time.perf_counter()
+    try:
+        hits = asyncio.run(search(cfg, "vikingbot", 3, environ))
+    except SearchFailed as exc:
+        return "fail", f"{cfg.provider}{where}: a test search failed: {exc}"
+    took = time.perf_counter() - began
+    return "ok", f"{cfg.provider}{where}: a test search found {len(hits)} result(s) in {took:.1f} s"
