@@ -214,7 +214,7 @@ SHAPED = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(doc=JSON | SHAPED)
 def test_the_parsers_are_total(doc: Any) -> None:
     for parse in (parse_brave, parse_tavily, parse_searxng, parse_ddgs):

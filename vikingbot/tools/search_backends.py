@@ -19,7 +19,9 @@ failure, HTTP error (429 and 5xx included) and unreadable body into ``SearchFail
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -138,6 +140,15 @@ def http_failure(who: str, status: int, retry_after: str | None) -> SearchFailed
 # ------------------------------------------------------------------ requests
 
 
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """One TLS context for every search (httpx builds a new one per client otherwise:
+    tens of milliseconds reading the CA bundle, on every call)."""
+    import certifi
+
+    return ssl.create_default_context(cafile=certifi.where())
+
+
 def key_for(cfg: WebSearchConfig, environ: Mapping[str, str]) -> str | None:
     """The provider's key: ``api_key`` in the config, else its environment variable."""
     if cfg.api_key:
@@ -223,7 +234,7 @@ async def _fetch_json(cfg: WebSearchConfig, query: str, count: int, key: str) ->
         }
     try:
         async with (
-            httpx.AsyncClient(timeout=cfg.timeout_s) as client,
+            httpx.AsyncClient(timeout=cfg.timeout_s, verify=tls_context()) as client,
             client.stream(**request) as resp,
         ):
             if resp.status_code != 200:
