@@ -10,6 +10,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.agent.conftest import LoopFactory
 from tests.support.harness import Harness, build_harness, with_tasks
 from vikingbot.config.schema import Config
@@ -204,3 +206,33 @@ async def heartbeat_spawn(h: Harness) -> None:
     safe = set(h.rt.config.bot.heartbeat.safe_tools)
     assert set(tools) <= safe and "spawn" not in tools and "read_file" in tools
     assert not {"exec", "write_file", "web_fetch"} & set(tools)
+
+
+def test_status_lists_the_running_sub_agents(capsys: pytest.CaptureFixture[str]) -> None:
+    """`vikingbot status` prints what the gateway's /health says is running."""
+    from vikingbot.cli.top_cmd import _show_status
+
+    running = {
+        "id": "subagent:telegram:bot:42:1",
+        "parent": "telegram:bot:42",
+        "label": "release notes",
+        "started": "2026-12-06T20:00:00+00:00",
+        "state": "running",
+        "unattended": False,
+    }
+    agent = {"loop": "builtin", "ready": True, "problem": None, "detail": "openai / m"}
+    data = {
+        "config": "c",
+        "data_dir": "d",
+        "database": "db",
+        "heartbeat": {"enabled": True, "interval_seconds": 600, "mode": "checklist"},
+        "sessions": 1,
+        "workspaces": 1,
+        "sandbox_mode": "shared",
+        "agent": {**agent, "where": "in the running gateway", "subagents": [running]},
+    }
+    _show_status(data, as_json=False)
+    assert (
+        "sub-agent:  subagent:telegram:bot:42:1 running since 2026-12-06T20:00:00+00:00: "
+        "release notes"
+    ) in capsys.readouterr().out
