@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
-from vikingbot.agent.subagents import Subagents
+from vikingbot.agent.subagents import Subagents, TurnSpawner
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
     NotConfiguredError,
@@ -228,6 +228,8 @@ class BuiltinLoop(AgentLoop):
         model = self._model(provider, meta)
         workspace = self._workspace(key, meta)
 
+        spawners: list[TurnSpawner] = []
+
         async def body(turn: TurnLog) -> None:
             tools = narrowed(await self.turn_tools(meta), meta)
             spawner = None
@@ -242,6 +244,7 @@ class BuiltinLoop(AgentLoop):
                     deliver=deliver,
                     result=turn.result,
                 )
+                spawners.append(spawner)
             ctx = ToolContext(
                 workspace=workspace,
                 session_key=key,
@@ -267,7 +270,11 @@ class BuiltinLoop(AgentLoop):
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
-        return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+        try:
+            return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+        finally:  # a chat's sub-agents report after the turn (its reply goes first)
+            for spawner in spawners:
+                spawner.release()
 
     async def turn_tools(self, metadata: dict[str, Any]) -> dict[str, Tool]:
         """The tools one turn may call: the registered ones, then the MCP servers' (an

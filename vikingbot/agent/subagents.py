@@ -187,7 +187,7 @@ class TurnSpawner:
         self.result = result
         self.unattended = bool(metadata.get("unattended") or metadata.get("heartbeat"))
         self.mine: list[Child] = []
-        self.ended = asyncio.Event()  # the parent turn is over: chat results may go out
+        self.ended = asyncio.Event()  # the parent's run_turn returned: chat results may go out
 
     async def spawn(
         self, task: str, *, label: str | None = None, tools: list[str] | None = None
@@ -259,8 +259,8 @@ class TurnSpawner:
             logger.exception("could not report sub-agent {}", child.id)
 
     async def finish(self) -> None:
-        """The parent turn's body is done. An unattended parent waits for its children
-        and reports each result into its own run (their costs added to the run's)."""
+        """The parent turn's model work is done. An unattended parent waits here for its
+        children and reports each result into its own run (their costs added to the run's)."""
         if self.unattended:
             for child in self.mine:
                 if child.task is not None:
@@ -268,6 +268,10 @@ class TurnSpawner:
                 if child.result is not None:
                     add_cost(self.result, child.result)
                 await self._report(child)
+
+    def release(self) -> None:
+        """The parent's ``run_turn`` returned (its history written): a chat's results may
+        go out now, after the turn's own reply."""
         self.ended.set()
 
     def cancel(self) -> None:
