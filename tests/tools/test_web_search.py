@@ -242,3 +242,22 @@ def test_doctor_checks_the_backend(fake: FakeSearch) -> None:
         "web_search: provider tavily needs a key: set TAVILY_API_KEY or "
         "bot.tools.web_search.api_key",
     )
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    parts=st.lists(
+        st.tuples(st.text(max_size=300), st.text(min_size=1, max_size=300), st.text(max_size=900)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_any_result_stays_inside_one_marked_block(parts: list[tuple[str, str, str]]) -> None:
+    from vikingbot.tools.search_backends import Hit
+    from vikingbot.tools.web_search import render
+
+    text = render("q", "brave", [Hit(*p) for p in parts], 10)
+    lines = text.splitlines()
+    assert lines[2] == OPEN and lines[-1] == CLOSE and text.count(CLOSE) == 1
+    assert all(line.isprintable() for line in lines)
+    assert len(lines) <= 3 + 10 * 3 + 1
