@@ -307,7 +307,7 @@ class WebSearchConfig(Model):
     provider: Literal["duckduckgo", "brave", "tavily", "searxng"] = "duckduckgo"
     api_key: str | None = None  # brave / tavily; else BRAVE_API_KEY / TAVILY_API_KEY
     base_url: str | None = None  # searxng: the instance (required); brave/tavily: a proxy
-    max_results: int = Field(default=5, ge=1, le=20)  # when the agent names no count
+    max_results: int = Field(default=5, ge=1, le=10)  # when the agent names no count
     timeout_s: float = Field(default=10, gt=0)
     notify_after: int = Field(default=3, ge=1)  # failures in a row before the owner is told
 
