@@ -109,8 +109,8 @@ class Subagents:
     """The sub-agents of one agent loop: start, list, cancel, close."""
 
     def __init__(self, run_child: RunChild, clock: Clock, exists: Callable[[SessionKey], bool]):
-        self._run_child = run_child
-        self._clock = clock
+        self.run_child = run_child
+        self.clock = clock
         self._exists = exists
         self.children: dict[str, Child] = {}
         self._numbers: dict[str, itertools.count[int]] = {}
@@ -155,7 +155,7 @@ class Subagents:
     ) -> TurnSpawner:
         return TurnSpawner(self, config, parent, metadata, workspace, allowed, deliver, result)
 
-    def _next_key(self, parent: SessionKey) -> SessionKey:
+    def next_key(self, parent: SessionKey) -> SessionKey:
         numbers = self._numbers.setdefault(str(parent), itertools.count(1))
         while True:  # a number used before this process started keeps its session
             key = SessionKey.parse(f"subagent:{parent}:{next(numbers)}")
@@ -208,9 +208,9 @@ class TurnSpawner:
                 f"spawn: {running} sub-agents are already running for this chat "
                 f"(bot.agents.max_subagents is {agents.max_subagents}); wait for one to finish"
             )
-        key = self.hub._next_key(self.parent)
+        key = self.hub.next_key(self.parent)
         label = " ".join((label or task).split())[:LABEL_CHARS]
-        child = Child(str(key), str(self.parent), label, self.hub._clock.now(), self.unattended)
+        child = Child(str(key), str(self.parent), label, self.hub.clock.now(), self.unattended)
         meta = {k: self.metadata[k] for k in INHERITED if self.metadata.get(k)}
         meta |= {
             "subagent": str(self.parent),
@@ -228,7 +228,7 @@ class TurnSpawner:
 
     async def _run(self, child: Child, key: SessionKey, prompt: str, meta: dict[str, Any]) -> None:
         try:
-            result = await self.hub._run_child(prompt, key, meta, self.deliver)
+            result = await self.hub.run_child(prompt, key, meta, self.deliver)
         except asyncio.CancelledError:
             child.state = "cancelled"
             raise
