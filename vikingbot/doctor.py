@@ -91,6 +91,8 @@ def run(
         checks.append(_database(paths, fix))
         checks.append(gateway)
     checks += _permissions(home, path, fix)
+    if config is not None and paths is not None:  # last: earlier lines keep their places
+        checks += _web_search(config, home_environ(paths.home, env), live)
     return checks
 
 
@@ -292,6 +294,18 @@ def _channel_live(name: str, cls: Any, section: Any, notes: list[str]) -> Check:
     return Check(
         f"channel {name}", "warn" if notes else "ok", f"{said}; {notes_text}" if notes else said
     )
+
+
+def _web_search(config: Config, env: Mapping[str, str], live: bool) -> list[Check]:
+    """The web_search tool's backend: its key or URL (none to check for the keyless
+    default); with ``--live``, one search."""
+    from vikingbot.tools.search_backends import check
+
+    cfg = config.bot.tools.web_search
+    if not live and cfg.provider == "duckduckgo":
+        return []
+    status, message = check(cfg, env, live=live)
+    return [Check("web search", status, message)]
 
 
 # ---------------------------------------------------------------- workspaces

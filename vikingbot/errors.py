@@ -14,6 +14,7 @@
     │   └── ContextTooLongError     prompt exceeds the model window
     ├── NotConfiguredError          a needed part (provider, channel) is not configured
     ├── ToolError                   a tool refused or failed (goes back to the model as text)
+    │   └── SearchFailed            a web search backend failed or refused (tools/search_backends.py)
     ├── HeartbeatError              heartbeat file / entry problems
     │   └── EntryError              one HEARTBEAT.md entry is malformed (has line number)
     ├── CheckerError                an `only-if:` checker failed or is refused

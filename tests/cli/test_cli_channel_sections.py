@@ -164,15 +164,7 @@ def test_an_environment_list_reaches_a_builtin_section(cli: Cli, home: Path) -> 
 
 
 def test_the_default_safe_tools_are_the_builtin_read_only_tools_and_message() -> None:
-    expected = [
-        "glob",
-        "grep",
-        "list_dir",
-        "read_file",
-        "recall",
-        "search_history",
-        "skill",
-        "message",
-    ]
+    expected = ["glob", "grep", "list_dir", "read_file", "recall", "search_history", "skill"]
+    expected += ["spawn", "web_search", "message"]
     assert default_safe_tools() == expected
     assert Config().bot.heartbeat.safe_tools == expected

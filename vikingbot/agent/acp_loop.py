@@ -150,6 +150,8 @@ class AcpLoop(AgentLoop):
                 sessions=self.sessions,
                 deliver=deliver,
                 user_skills=self.user_skills,
+                environ=self.environ,
+                tell_owner=self.tell_owner,
             )
             turn.user(prompt)
             turn.result.model_calls = 1

@@ -24,6 +24,7 @@ from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattend
 from vikingbot.agent.compactor import Compactor, TurnContext, compact_session
 from vikingbot.agent.context import read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
+from vikingbot.agent.subagents import Subagents, TurnSpawner
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
     ContextTooLongError,
@@ -77,6 +78,9 @@ class BuiltinLoop(AgentLoop):
         self._others: dict[str, Provider] = {}  # providers a turn names (metadata "provider")
         self._injected = provider is not None  # a given provider is kept across reconfigure
         self._provider_lock = asyncio.Lock()
+        self._subagents = Subagents(
+            self._run_child, self.clock, lambda key: self.sessions.path_for(key).exists()
+        )
 
     # ------------------------------------------------------------- plumbing
 
@@ -196,7 +200,19 @@ class BuiltinLoop(AgentLoop):
         self._retired.extend(self._others.values())
         self._others.clear()
 
+    def subagents(self) -> list[dict[str, Any]]:
+        return [c.summary() for c in self._subagents.running()]
+
+    def cancel_subagents(self, session: SessionKey | str, only: str | None = None) -> int:
+        return self._subagents.cancel(session, only)
+
+    async def _run_child(
+        self, prompt: str, key: SessionKey, meta: dict[str, Any], deliver: Deliver | None
+    ) -> TurnResult:
+        return await self.run_turn(prompt, key, meta, deliver=deliver)
+
     async def aclose(self) -> None:
+        await self._subagents.aclose()
         for p in [*self._retired, *self._others.values(), self._provider]:
             if p is not None:
                 await p.aclose()
@@ -222,8 +238,23 @@ class BuiltinLoop(AgentLoop):
         model = self._model(provider, meta)
         workspace = self._workspace(key, meta)
 
+        spawners: list[TurnSpawner] = []
+
         async def body(turn: TurnLog) -> None:
-            tools = await self.turn_tools(meta)
+            tools = narrowed(await self.turn_tools(meta), meta)
+            spawner = None
+            if not meta.get("subagent"):  # a sub-agent starts none of its own
+                offered = {n for n, t in tools.items() if self._offered(t, meta)}
+                spawner = self._subagents.for_turn(
+                    self.config,
+                    key,
+                    meta,
+                    workspace=str(workspace),
+                    allowed=offered,
+                    deliver=deliver,
+                    result=turn.result,
+                )
+                spawners.append(spawner)
             ctx = ToolContext(
                 workspace=workspace,
                 session_key=key,
@@ -234,13 +265,26 @@ class BuiltinLoop(AgentLoop):
                 sessions=self.sessions,
                 deliver=deliver,
                 user_skills=self.user_skills,
+                environ=self.environ,
+                tell_owner=self.tell_owner,
+                spawner=spawner,
             )
             try:
                 await self._run(turn, ctx, provider, model, prompt, tools)
+                if spawner is not None:
+                    await spawner.finish()
+            except BaseException:  # cancelled or timed out: its sub-agents stop too
+                if spawner is not None:
+                    spawner.cancel()
+                raise
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
-        return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+        try:
+            return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+        finally:  # a chat's sub-agents report after the turn (its reply goes first)
+            for spawner in spawners:
+                spawner.release()
 
     async def compact(self, session_key: SessionKey | str) -> str:
         """Fold the session's older turns into its summary now (``agent.compactor``)."""
@@ -277,12 +321,8 @@ class BuiltinLoop(AgentLoop):
             bool(turn.metadata.get("heartbeat")) and self.config.bot.heartbeat.context == "light"
         )
         files = [] if light else read_context_files(ctx.workspace)
-        unattended = is_unattended(turn.metadata)
-        schemas = [  # nobody present: only what approval would let run (one predicate)
-            t.schema()
-            for t in tools.values()
-            if not unattended or runs_unattended(self.config, action_of(t))
-        ]
+        # nobody present: only what approval would let run (one predicate)
+        schemas = [t.schema() for t in tools.values() if self._offered(t, turn.metadata)]
         skills = None
         if not light and any(s.name == "skill" for s in schemas):  # only where loadable
             found = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
@@ -356,6 +396,11 @@ class BuiltinLoop(AgentLoop):
             turn.result.ended = "turn-limit"
             self._reply(turn, resp.text, resp)
             turn.log.warning("turn {} hit the tool-call limit", turn.turn_id)
+
+    def _offered(self, tool: Tool, metadata: dict[str, Any]) -> bool:
+        """Whether a turn is offered ``tool``: every tool with someone present, else only
+        what approval would let run."""
+        return not is_unattended(metadata) or runs_unattended(self.config, action_of(tool))
 
     async def _fitted(
         self,
@@ -449,7 +494,9 @@ class BuiltinLoop(AgentLoop):
                 self.on_tool_call(rec)
             return text
 
-        approver = Approver(self.config, store=self.store, callback=self.approval_callback)
+        # a sub-agent runs with nobody watching it: it never asks
+        ask = None if turn.metadata.get("subagent") else self.approval_callback
+        approver = Approver(self.config, store=self.store, callback=ask)
         refusal, checked = _precheck(tools, tool, name, args)
         if refusal is not None or tool is None:
             refusal = refusal or f"there is no tool {name[:100]!a}"
@@ -493,6 +540,14 @@ class BuiltinLoop(AgentLoop):
         if not tool.read_only or ctx.messages_sent > sent_before:
             result.wrote = True
         return record(str(text), approved=True, error=False)
+
+
+def narrowed(tools: dict[str, Tool], metadata: dict[str, Any]) -> dict[str, Tool]:
+    """A sub-agent's tools: only those its parent named (``metadata["tools"]``)."""
+    if not metadata.get("subagent"):
+        return tools
+    allowed = set(metadata.get("tools") or ())
+    return {name: tool for name, tool in tools.items() if name in allowed}
 
 
 def action_of(tool: Tool) -> Action:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 from vikingbot.clock import SystemClock
 from vikingbot.errors import AgentError
 from vikingbot.session.types import SessionKey
-from vikingbot.tools.base import Deliver
+from vikingbot.tools.base import Deliver, TellOwner
 
 if TYPE_CHECKING:
     from vikingbot.bus.bus import MessageBus
@@ -145,6 +145,7 @@ class AgentLoop(ABC):
         on_tool_call: ToolObserver | None = None,
         user_skills: Path | None = None,
         mcp: McpHub | None = None,
+        tell_owner: TellOwner | None = None,
     ) -> None:
         self.config = config
         self.sessions = sessions
@@ -157,6 +158,7 @@ class AgentLoop(ABC):
         self.on_tool_call = on_tool_call
         self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
         self.mcp = mcp  # the MCP servers, owned by the gateway or the CLI run (not the loop)
+        self.tell_owner = tell_owner  # tell the owner once (a tool's lasting failure)
 
     async def start(self) -> None:
         """Warm up (import an SDK, start an agent process). Optional; turns start it lazily."""
@@ -175,6 +177,16 @@ class AgentLoop(ABC):
         what the loop made from them is made again for the next turn. The default
         does nothing (a loop that reads ``environ`` at each use)."""
         return None
+
+    def subagents(self) -> list[dict[str, Any]]:
+        """The sub-agents running now (``spawn``; docs/agent.md), for status and the
+        dashboard. A loop without sub-agents has none."""
+        return []
+
+    def cancel_subagents(self, session: SessionKey | str, only: str | None = None) -> int:
+        """Stop the running sub-agents of ``session`` (the hook for a stop command), or
+        only the one whose id is ``only``; how many were running."""
+        return 0
 
     @abstractmethod
     def readiness(self) -> Readiness:

@@ -87,6 +87,7 @@ def _status_data(
             "detail": agent.get("detail", view["agent"]["detail"]),
             "checked": "gateway",
             "where": f"in the running gateway, pid {pid}",
+            "subagents": list(agent.get("subagents") or []),
         }
     else:
         data["agent"] = {**view["agent"], "checked": "shell", "where": SHELL}
@@ -130,6 +131,8 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
             f" + memory {r['memory']:,} + summary {r['summary']:,} + recent {r['recent']:,}"
             f" + tools {r['tools']:,}"
         )
+    for sub in agent.get("subagents") or []:
+        lines.append(f"sub-agent:  {sub['id']} running since {sub['started']}: {sub['label']}")
     if agent["problem"]:
         lines.append(f"\n{agent['problem']}")
     typer.echo("\n".join(lines))

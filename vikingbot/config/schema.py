@@ -241,6 +241,8 @@ class AgentsConfig(Model):
     compact_model: str | None = None  # the model that writes summaries (default: model)
     turn_timeout_s: float = Field(default=600, ge=0)  # 0: no bound (not advised)
     max_reply_chars: int = Field(default=100_000, ge=1000)
+    max_subagents: int = Field(default=4, ge=0)  # running at once per parent chat (spawn)
+    subagent_timeout_s: float = Field(default=300, gt=0)  # each sub-agent's own turn
     acp: AcpConfig = Field(default_factory=AcpConfig)
 
     @field_validator("loop")
@@ -302,11 +304,23 @@ class WebFetchConfig(Model):
     allow_private: bool = False
 
 
+class WebSearchConfig(Model):
+    """``bot.tools.web_search`` (docs/agent.md): which backend answers, and its key or URL."""
+
+    provider: Literal["duckduckgo", "brave", "tavily", "searxng"] = "duckduckgo"
+    api_key: str | None = None  # brave / tavily; else BRAVE_API_KEY / TAVILY_API_KEY
+    base_url: str | None = None  # searxng: the instance (required); brave/tavily: a proxy
+    max_results: int = Field(default=5, ge=1, le=10)  # when the agent names no count
+    timeout_s: float = Field(default=10, gt=0)
+    notify_after: int = Field(default=3, ge=1)  # failures in a row before the owner is told
+
+
 class ToolsConfig(Model):
     auto_approve: list[str] = Field(default_factory=list)
     auto_deny: list[str] = Field(default_factory=list)
     exec: ExecToolConfig = Field(default_factory=ExecToolConfig)
     web_fetch: WebFetchConfig = Field(default_factory=WebFetchConfig)
+    web_search: WebSearchConfig = Field(default_factory=WebSearchConfig)
     # MCP servers whose tools the agent gets as mcp_<server>_<tool> (docs/mcp.md)
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
     mcp_idle_s: Duration = Field(default=600, gt=0)  # a server unused this long is stopped

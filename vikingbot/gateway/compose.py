@@ -161,7 +161,11 @@ class Home:
     def new_agent(self, **extra: Any) -> AgentLoop:
         """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
         its constructor (a terminal chat's ``approval_callback`` and ``on_tool_call``)."""
-        return self._loop(store=self.store, mcp=self.mcp, **extra)
+        return self._loop(store=self.store, mcp=self.mcp, tell_owner=self._tell_owner, **extra)
+
+    async def _tell_owner(self, text: str, key: str) -> bool:
+        """A tool's lasting trouble (web_search failing), told to the owner once per key."""
+        return await notifier(self).tell("gateway", key, text, kind="tool")
 
     @cached_property
     def mcp(self) -> McpHub:

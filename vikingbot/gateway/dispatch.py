@@ -143,13 +143,19 @@ class Dispatcher:
         if problem:
             raise ConfigError(problem)
         messages: list[str] = []
+        answered = False
 
         async def to_terminal(text: str) -> Any:
+            if answered:  # a sub-agent's late result: the chat's inbox, where `chat` follows
+                return await self.delivery.reply(key, text, thread=None, dedupe_key=None)
             messages.append(text)
             return "delivered"
 
         deliver = TurnDelivery.for_chat(self.delivery, key, sink=to_terminal)
-        result = await self.agent().run_turn(text, key, {"sender": "cli"}, deliver=deliver)
+        try:
+            result = await self.agent().run_turn(text, key, {"sender": "cli"}, deliver=deliver)
+        finally:
+            answered = True
         return {**turn_json(key, result), "messages": messages}
 
     async def dashboard_prompts(self, stop: asyncio.Event, poll_s: float = 30.0) -> None:

@@ -381,7 +381,14 @@ class Gateway:
         """The loop's own readiness: ``ready`` is false for a provider that cannot work."""
         r = self.home.readiness()
         loop = self.home.config.bot.agents.loop
-        return {"loop": loop, "ready": r.ready, "problem": r.problem, "detail": r.detail}
+        running = self.home.agent().subagents() if r.ready else []  # spawn (docs/agent.md)
+        return {
+            "loop": loop,
+            "ready": r.ready,
+            "problem": r.problem,
+            "detail": r.detail,
+            "subagents": running,
+        }
 
     def problems(self) -> list[str]:
         """Why the gateway is ``degraded`` now, one reason a line (empty: ``ok``)."""

@@ -40,7 +40,7 @@ from vikingbot.session import codec
 from vikingbot.session.types import DOCTOR, Message, SessionKey, SessionMeta
 
 # not the user's conversations: no listing shows them, the heartbeat never counts them
-SYSTEM_TYPES = frozenset({"heartbeat", "cron", DOCTOR})
+SYSTEM_TYPES = frozenset({"heartbeat", "cron", DOCTOR, "subagent"})
 # `doctor --live`'s session before it had a type of its own (cli:doctor:doctor): moved too
 OLD_SYSTEM_FILES = frozenset({"cli+doctor+doctor.jsonl"})
 _SYSTEM_PREFIXES = tuple(f"{t}+" for t in SYSTEM_TYPES)

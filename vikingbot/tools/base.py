@@ -10,7 +10,8 @@ turn.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
@@ -19,7 +20,16 @@ from vikingbot.agentio import Lane
 from vikingbot.errors import ToolError
 from vikingbot.toolschema import ToolSchema
 
-__all__ = ["Deliver", "DeliveryStatus", "Tool", "ToolContext", "ToolSchema", "check_args"]
+__all__ = [
+    "Deliver",
+    "DeliveryStatus",
+    "Spawner",
+    "TellOwner",
+    "Tool",
+    "ToolContext",
+    "ToolSchema",
+    "check_args",
+]
 
 if TYPE_CHECKING:
     from vikingbot.bus.bus import MessageBus
@@ -43,6 +53,22 @@ class Deliver(Protocol):
     """
 
     async def __call__(self, text: str, target: str | None = None) -> DeliveryStatus: ...
+
+
+TellOwner = Callable[[str, str], Awaitable[bool]]
+"""``tell(text, key)``: tell the owner ``text`` once per ``key`` (True when sent now)."""
+
+
+class Spawner(Protocol):
+    """Starts sub-agents for one parent turn (``agent.subagents``); the ``spawn`` tool's part.
+
+    ``tools`` narrows the child's tool set (never wider than the parent's); the answer is
+    the sub-agent's id at once, or ``ToolError`` (too many running, a tool not allowed).
+    """
+
+    async def spawn(
+        self, task: str, *, label: str | None = None, tools: list[str] | None = None
+    ) -> str: ...
 
 
 def is_unattended(metadata: Mapping[str, Any]) -> bool:
@@ -78,6 +104,9 @@ class ToolContext:
     messages_sent: int = 0
     message_attempts: int = 0
     io: Lane = field(default_factory=Lane)  # this turn's way to block: agentio's pool
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)  # keys (.env too)
+    tell_owner: TellOwner | None = None  # the gateway's "tell the owner once"
+    spawner: Spawner | None = None  # starts sub-agents of this turn (the spawn tool)
 
     @property
     def unattended(self) -> bool:
