@@ -91,4 +91,5 @@ def turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
         "tokens_in": r.tokens_in,
         "tokens_out": r.tokens_out,
         "cost_usd": round(r.cost_usd, 6),
+        "model": r.model,
     }

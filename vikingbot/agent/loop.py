@@ -16,6 +16,8 @@ every other loop.
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +27,6 @@ from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
     NotConfiguredError,
-    ProviderUnavailable,
     ToolError,
     VikingbotError,
     WorkspaceError,
@@ -33,6 +34,7 @@ from vikingbot.errors import (
 from vikingbot.mcp.tool import McpTool
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.providers.factory import create_provider
+from vikingbot.providers.fallback import Link, Outages, chain, is_outage
 from vikingbot.session.types import SessionKey
 from vikingbot.skills.discover import catalog
 from vikingbot.skills.prompt import listing
@@ -72,6 +74,9 @@ class BuiltinLoop(AgentLoop):
         self._others: dict[str, Provider] = {}  # providers a turn names (metadata "provider")
         self._injected = provider is not None  # a given provider is kept across reconfigure
         self._provider_lock = asyncio.Lock()
+        # models that failed with an outage, shared by every turn (providers/fallback.py)
+        self.outages = Outages(lambda: self.config.bot.agents.fallback_probe_s)
+        self.outages.on_event = lambda event: self.on_outage(event) if self.on_outage else None
 
     # ------------------------------------------------------------- plumbing
 
@@ -211,6 +216,11 @@ class BuiltinLoop(AgentLoop):
         provider = await self._provider_for(meta)
         model = self._model(provider, meta)
         workspace = self._workspace(key, meta)
+        agents = self.config.bot.agents
+        name = str(meta.get("provider") or "") or agents.provider or provider.name
+        links = chain(
+            Link(name, model), (Link(f.provider, f.model) for f in agents.fallback_models)
+        )
 
         async def body(turn: TurnLog) -> None:
             tools = await self.turn_tools(meta)
@@ -226,7 +236,7 @@ class BuiltinLoop(AgentLoop):
                 user_skills=self.user_skills,
             )
             try:
-                await self._run(turn, ctx, provider, model, prompt, tools)
+                await self._run(turn, ctx, _Models(self, provider, links), model, prompt, tools)
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
@@ -247,7 +257,7 @@ class BuiltinLoop(AgentLoop):
         self,
         turn: TurnLog,
         ctx: ToolContext,
-        provider: Provider,
+        provider: _Models,
         model: str,
         prompt: str,
         tools: dict[str, Tool],
@@ -325,25 +335,46 @@ class BuiltinLoop(AgentLoop):
             turn.log.warning("turn {} hit the tool-call limit", turn.turn_id)
 
     async def _complete(
-        self, turn: TurnLog, provider: Provider, request: ChatRequest
+        self, turn: TurnLog, models: _Models, request: ChatRequest
     ) -> ProviderResponse | None:
+        """One model call, down the chain of models while each has an outage."""
         result = turn.result
         result.model_calls += 1
-        try:
-            resp = await provider.complete(request)
-        except NotConfiguredError:
-            raise
-        except VikingbotError as exc:
-            result.ended = "error"
-            result.error = str(exc)
-            result.text = None
-            result.provider_down = isinstance(exc, ProviderUnavailable)
-            turn.log.error("turn {}: {}", turn.turn_id, exc)
-            return None
-        result.tokens_in += resp.tokens_in
-        result.tokens_out += resp.tokens_out
-        result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out, model=request.model)
-        return resp
+        tried: list[Link] = []
+        for link in self.outages.order(models.links, time.monotonic()):
+            try:
+                provider = await models.provider(link)
+                resp = await provider.complete(replace(request, model=link.model))
+            except NotConfiguredError:
+                if link == models.links[0]:
+                    raise
+                turn.log.error("fallback {} is not usable; skipped", link.label)
+                continue
+            except VikingbotError as exc:
+                if is_outage(exc):
+                    self.outages.failed(link, str(exc), time.monotonic(), self.clock.now())
+                    tried.append(link)
+                    turn.log.warning("model {} is down: {}", link.label, exc)
+                    continue
+                result.ended = "error"
+                result.error = str(exc)
+                result.text = None
+                turn.log.error("turn {}: {}", turn.turn_id, exc)
+                return None
+            self.outages.answered(link, tried)
+            if tried:
+                turn.log.warning("turn {}: {} answered instead", turn.turn_id, link.label)
+            result.model = link.label
+            result.tokens_in += resp.tokens_in
+            result.tokens_out += resp.tokens_out
+            result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out, model=link.model)
+            return resp
+        result.ended = "error"
+        result.error = self.outages.errors.get(tried[-1]) if tried else "no model to answer with"
+        result.text = None
+        result.provider_down = True
+        turn.log.error("turn {}: every model is down: {}", turn.turn_id, result.error)
+        return None
 
     def _reply(self, turn: TurnLog, text: str, resp: ProviderResponse) -> None:
         turn.reply(text, usage={"input": resp.tokens_in, "output": resp.tokens_out})
@@ -445,3 +476,17 @@ def _precheck(
         return None, tool.check_args(args)
     except ToolError as exc:
         return str(exc), args
+
+
+class _Models:
+    """A turn's chain of models and how to get each one's provider."""
+
+    def __init__(self, loop: BuiltinLoop, primary: Provider, links: list[Link]) -> None:
+        self.loop = loop
+        self.primary = primary
+        self.links = links
+
+    async def provider(self, link: Link) -> Provider:
+        if link == self.links[0]:
+            return self.primary
+        return await self.loop._provider_for({"provider": link.provider})

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from vikingbot.clock import Clock
     from vikingbot.config.schema import Config
     from vikingbot.mcp.hub import McpHub
+    from vikingbot.providers.fallback import OutageEvent
     from vikingbot.session.store import SessionStore
     from vikingbot.workspace.manager import WorkspaceManager
 
@@ -64,6 +65,7 @@ class TurnResult:
     cost_usd: float = 0.0
     error: str | None = None
     provider_down: bool = False  # ended by a ProviderUnavailable (an outage, not a failure)
+    model: str | None = None  # "provider/model" of the last answer (a fallback's in an outage)
 
     @property
     def tools_run(self) -> list[str]:
@@ -154,6 +156,9 @@ class AgentLoop(ABC):
         self.on_tool_call = on_tool_call
         self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
         self.mcp = mcp  # the MCP servers, owned by the gateway or the CLI run (not the loop)
+        # told when a model has an outage and a fallback answers, and when it is back
+        # (providers/fallback.py); the gateway sets it to tell the owner once
+        self.on_outage: Callable[[OutageEvent], None] | None = None
 
     async def start(self) -> None:
         """Warm up (import an SDK, start an agent process). Optional; turns start it lazily."""

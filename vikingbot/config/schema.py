@@ -227,6 +227,13 @@ def _check_loop(name: str) -> str:
     return name
 
 
+class FallbackModel(Model):
+    """One model to answer with when the ones before it are down (``bot.agents.fallback_models``)."""
+
+    provider: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1, max_length=200)
+
+
 class AgentsConfig(Model):
     loop: str = "builtin"
     provider: str | None = None
@@ -239,6 +246,9 @@ class AgentsConfig(Model):
     turn_timeout_s: float = Field(default=600, ge=0)  # 0: no bound (not advised)
     max_reply_chars: int = Field(default=100_000, ge=1000)
     acp: AcpConfig = Field(default_factory=AcpConfig)
+    # tried in order when the turn's model has an outage (docs/fallbacks.md)
+    fallback_models: list[FallbackModel] = Field(default_factory=list, max_length=20)
+    fallback_probe_s: Duration = Field(default=60, ge=0)  # a failed model is passed over this long
 
     @field_validator("loop")
     @classmethod
@@ -462,6 +472,8 @@ class BotConfig(Model):
     def _provider_named(self) -> BotConfig:
         self._check_provider("bot.agents.provider", self.agents.provider)
         self._check_provider("bot.heartbeat.provider", self.heartbeat.provider)
+        for i, fb in enumerate(self.agents.fallback_models):
+            self._check_provider(f"bot.agents.fallback_models[{i}].provider", fb.provider)
         return self
 
     def _check_provider(self, where_set: str, name: str | None) -> None:

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from vikingbot.housekeeping.service import HousekeepingService
     from vikingbot.mcp.hub import McpHub
     from vikingbot.metrics import Metrics
+    from vikingbot.providers.fallback import OutageEvent
     from vikingbot.session.store import SessionStore
     from vikingbot.session.types import SessionKey
     from vikingbot.store.db import StateStore
@@ -80,6 +81,7 @@ class Home:
         self.environ: Mapping[str, str] = environ if self._own is None else self._own
         self._environ_changed = False  # since the agent was last reconfigured
         self._agent: AgentLoop | None = None
+        self.on_outage: Callable[[OutageEvent], None] | None = None  # set by the gateway
 
     def reread_environ(self) -> bool:
         """Read the ``.env`` files again (the gateway, when one changed); ``True`` when a
@@ -156,7 +158,14 @@ class Home:
         """The configured agent loop (built once; the provider connects on first use)."""
         if self._agent is None:
             self._agent = self.new_agent()
+            self._agent.on_outage = self.on_outage
         return self._agent
+
+    def tell_outages(self, hook: Callable[[OutageEvent], None]) -> None:
+        """Model outages (a fallback answering, the model back) go to ``hook``."""
+        self.on_outage = hook
+        if self._agent is not None:
+            self._agent.on_outage = hook
 
     def new_agent(self, **extra: Any) -> AgentLoop:
         """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
@@ -420,6 +429,34 @@ def mcp_notices(home: Home) -> Callable[[str, str], None]:
         task.add_done_callback(pending.discard)
 
     return told
+
+
+def outage_notices(home: Home) -> Callable[[OutageEvent], None]:
+    """What the agent calls when a model has an outage and a fallback answered, and when
+    the model is back: the owner is told once per outage (``Notifier``), off the turn."""
+    from vikingbot.gateway.services import NOTICE_WORKSPACE
+
+    notes = notifier(home)
+    pending: set[asyncio.Task[bool]] = set()
+
+    def told(event: OutageEvent) -> None:
+        if event.kind == "back":
+            work = _back(notes, NOTICE_WORKSPACE, event)
+        else:
+            work = notes.tell(NOTICE_WORKSPACE, event.key, event.text(), kind="model-outage")
+        task = asyncio.ensure_future(work)
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    return told
+
+
+async def _back(notes: Notifier, workspace: str, event: OutageEvent) -> bool:
+    """The model answers again: forget the outage's notice; say so if it was told."""
+    if await notes.resolve(workspace, event.key):
+        await notes.announce(workspace, event.text())
+        return True
+    return False
 
 
 # ---------------------------------------------------------------- HTTP

@@ -293,6 +293,7 @@ class Gateway:
 
         hub = self.home.mcp  # the MCP servers: one session each, shared by every turn
         hub.on_problem = compose.mcp_notices(home)
+        home.tell_outages(compose.outage_notices(home))  # a model down, a fallback answering
         if hub.configured:
             spawn("mcp-eager", hub.start_eager, "MCP servers with eager: true", restart=False)
             self.say(f"✓ MCP: {len(hub.servers(unattended=False))} server(s), started on first use")

@@ -245,4 +245,5 @@ class Turns:
             duration_s=time.monotonic() - t0,
             wrote=result.wrote,
             tools_run=tuple(result.tools_run),
+            model=result.model,
         )
