@@ -59,6 +59,7 @@ def _root(
 
 def _register() -> None:
     from vikingbot.cli import (
+        api_cmd,
         channels_cmd,
         chat_cmd,
         config_cmd,
@@ -93,6 +94,7 @@ def _register() -> None:
     app.add_typer(
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )
+    app.add_typer(api_cmd.app, name="api", help="Client tokens for the OpenAI API and MCP.")
 
 
 _register()

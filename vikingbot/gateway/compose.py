@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -542,6 +542,46 @@ def dashboard_routes(
     return dashboard_routes(parts)
 
 
+def openai_api(home: Home, *, inflight: set[asyncio.Task[Any]]) -> list[Any]:
+    """The OpenAI-compatible API (/v1, docs/openai-api.md) from the parts it uses: the
+    client tokens, the config getter, a turn runner over the agent and delivery (what the
+    agent sends to "this chat" is part of the answer), and the audit."""
+    from vikingbot.delivery.adapter import TurnDelivery
+    from vikingbot.gateway.control import MAX_BODY_BYTES
+    from vikingbot.openai_api.routes import Answer, openai_routes
+    from vikingbot.openai_api.tokens import TokenStore, tokens_file
+
+    async def run(prompt: str, key: SessionKey, meta: dict[str, Any]) -> Answer:
+        problem = home.agent_problem()
+        if problem:
+            return Answer("", error=problem, not_ready=True)
+        await asyncio.to_thread(home.sessions.get_or_create, key)
+        sent: list[str] = []
+
+        async def to_client(text: str) -> Any:
+            sent.append(text)
+            return "delivered"
+
+        deliver = TurnDelivery.for_chat(home.delivery, key, sink=to_client)
+        result = await home.agent().run_turn(prompt, key, meta, deliver=deliver)
+        if result.ended in ("error", "timeout"):
+            return Answer("", result.model, error=result.error or f"the turn ended: {result.ended}")
+        text = "\n\n".join(t for t in [*sent, result.text or ""] if t.strip())
+        return Answer(text, result.model, result.tokens_in, result.tokens_out)
+
+    def audit(actor: str, action: str, subject: str, outcome: str, details: Any) -> None:
+        home.store.audit(actor, action, subject, outcome, details=details)
+
+    return openai_routes(
+        tokens=TokenStore(tokens_file(home.paths.data_dir)),
+        settings=home.settings,
+        run=run,
+        audit=audit,
+        max_body=MAX_BODY_BYTES,
+        inflight=inflight,
+    )
+
+
 def http_app(
     home: Home,
     *,
@@ -552,6 +592,7 @@ def http_app(
     metrics: Metrics,
     secret: str,
     audit: Callable[[str, str, str], None],
+    doors: Sequence[Any] = (),  # the ecosystem's doors (OpenAI API, MCP), each its own builder
 ) -> Any:
     """`/health`, `/metrics`, each channel's routes, the control API and the dashboard,
     behind the Host/Origin checks, the gateway token and the control secret."""
@@ -560,7 +601,7 @@ def http_app(
     from vikingbot.gateway.webguard import WebGuard, own_names
 
     channel_prefixes = tuple(f"{route.path}/" for route in channel_routes)
-    routes = [*channel_routes, *control_routes(ops), *dashboard]
+    routes = [*channel_routes, *control_routes(ops), *dashboard, *doors]
     token = home.config.bot.gateway.token
     token_text = token.get_secret_value() if token else None
     app = build_app(
@@ -568,7 +609,7 @@ def http_app(
         metrics=metrics.render,
         token=token_text,
         extra_routes=routes,
-        self_authenticating=(*channel_prefixes, "/api/", "/ui/"),
+        self_authenticating=(*channel_prefixes, "/api/", "/ui/", "/v1/", "/mcp"),
     )
     gateway = home.config.bot.gateway
     guarded = ControlGuard(app, secret=secret, token=token_text, audit=audit)

@@ -494,6 +494,7 @@ class Gateway:
             metrics=self.metrics,
             secret=self.home_lock.secret,
             audit=self._audit_control,
+            doors=compose.openai_api(home, inflight=ops.inflight),
         )
         web = home.config.bot.gateway
         config = uvicorn.Config(
