@@ -582,6 +582,70 @@ def openai_api(home: Home, *, inflight: set[asyncio.Task[Any]]) -> list[Any]:
     )
 
 
+def bot_door(
+    home: Home,
+    *,
+    plan: Callable[[str | None], Awaitable[dict[str, Any]]],
+    run_now: Callable[[str | None], Awaitable[Any]],
+) -> Any:
+    """The MCP server's tools (``mcp_server.door.BotDoor``) over this home: its inbox,
+    delivery to the owner, history search and audit; ``plan`` and ``run_now`` are the
+    gateway's (or, for ``vikingbot mcp serve`` without one, a local heartbeat's)."""
+    import uuid
+
+    from vikingbot.delivery.inbox import Inbox
+    from vikingbot.gateway.ops import inbox_list
+    from vikingbot.housekeeping.search import search
+    from vikingbot.mcp_server.door import BotDoor
+
+    inbox = Inbox(home.store, home.clock)
+
+    async def items(slot: str | None, unread: bool, limit: int) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(inbox_list, inbox, slot=slot, unread=unread, limit=limit)
+
+    async def tell_owner(text: str) -> dict[str, Any]:
+        report = await home.delivery.deliver(
+            text, "owner", dedupe_key=f"mcp:{uuid.uuid4().hex}", source="mcp"
+        )
+        return {
+            "delivered": report.delivered,
+            "inboxed": report.inboxed,
+            "failed": report.failed,
+            "refused": report.refused,
+        }
+
+    def audit(actor: str, action: str, subject: str, outcome: str, reason: str | None) -> None:
+        home.store.audit(actor, action, subject, outcome, reason=reason)
+
+    return BotDoor(
+        plan=plan,
+        run_now=run_now,
+        inbox=items,
+        tell_owner=tell_owner,
+        search=lambda q, n: [hit.to_dict() for hit in search(home.store, q, n)],
+        audit=audit,
+        workspace_root=home.paths.workspace_root,
+        clock=home.clock,
+    )
+
+
+def mcp_http(home: Home, *, ops: ControlOps) -> tuple[list[Any], Callable[[], Awaitable[None]]]:
+    """The bot's MCP server on the gateway (``/mcp``, Streamable HTTP, client tokens with
+    the ``mcp`` scope): its routes and its close."""
+    from starlette.routing import Route
+
+    from vikingbot.mcp_server.server import HttpDoor
+    from vikingbot.openai_api.tokens import TokenStore, tokens_file
+
+    door = bot_door(
+        home,
+        plan=ops.heartbeat_plan,
+        run_now=lambda ws: ops.heartbeat_run_now(workspace=ws, force=False),
+    )
+    app = HttpDoor(door, TokenStore(tokens_file(home.paths.data_dir)))
+    return [Route("/mcp", app, methods=["GET", "POST", "DELETE"])], app.aclose
+
+
 def http_app(
     home: Home,
     *,

@@ -86,6 +86,7 @@ class Gateway:
         self.home_lock: HomeLock | None = None
         self.ops: ControlOps | None = None
         self._server_task: asyncio.Task[Any] | None = None
+        self._close_mcp: Callable[[], Awaitable[None]] | None = None
         self._sock: Any = None  # the HTTP port, bound at start (bind_port), served later
         self.membership: Membership | None = None  # this gateway in the registry (beats)
 
@@ -254,6 +255,8 @@ class Gateway:
             _, late = await asyncio.wait(ending, timeout=CANCEL_WAIT_S)
             for task in late:
                 task.cancel()
+        if self._close_mcp is not None:
+            await self._close_mcp()  # the MCP server's transport task group
         if self.membership is not None:
             await self.membership.leave()
         await self.home.aclose()
@@ -485,6 +488,7 @@ class Gateway:
             ops=ops,
             stopping=self.stop_event,
         )
+        mcp_routes, self._close_mcp = compose.mcp_http(home, ops=ops)
         app = compose.http_app(
             home,
             channel_routes=list(self.channels.routes()) if self.channels is not None else [],
@@ -494,7 +498,7 @@ class Gateway:
             metrics=self.metrics,
             secret=self.home_lock.secret,
             audit=self._audit_control,
-            doors=compose.openai_api(home, inflight=ops.inflight),
+            doors=[*compose.openai_api(home, inflight=ops.inflight), *mcp_routes],
         )
         web = home.config.bot.gateway
         config = uvicorn.Config(

@@ -3,8 +3,9 @@ process, whose model is a scripted fake on loopback."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -162,3 +163,46 @@ def test_the_request_parser_is_total(value: object) -> None:
 @given(st.text(max_size=2000))
 def test_pieces_join_to_the_text(text: str) -> None:
     assert "".join(wire.pieces(text, 50)) == text
+
+
+async def test_the_mcp_client_over_streamable_http_with_scoped_tokens(
+    rig: tuple[GatewayProcess, FakeOpenAI], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    gw, _ = rig
+    ws = gw.home / "data" / "workspace" / "shared"
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "HEARTBEAT.md").write_text("# Heartbeat Tasks\n\n## Active Tasks\n\n")
+    reader = _token(gw.home, monkeypatch, "add", "reader", "--scope", "mcp")
+    writer = _token(gw.home, monkeypatch, "add", "writer", "--scope", "mcp-write")
+
+    @contextlib.asynccontextmanager
+    async def client(token: str) -> AsyncIterator[Client]:
+        headers = {"authorization": f"Bearer {token}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=60) as http:
+            url = f"{gw.base_url}/mcp"
+            async with Client(streamable_http_client(url, http_client=http)) as c:
+                yield c
+
+    add = {"workspace": "shared", "text": "every: 1h title: CI task: Check CI"}
+    async with client(reader) as c:
+        assert json.loads((await c.call_tool("read_inbox", {})).content[0].text) == []
+        refused = await c.call_tool("add_heartbeat_entry", add)
+        assert refused.is_error and "mcp-write" in refused.content[0].text
+    async with client(writer) as c:
+        added = await c.call_tool("add_heartbeat_entry", add)
+        assert not added.is_error
+        plan = json.loads(
+            (await c.call_tool("heartbeat_plan", {"workspace": "shared"})).content[0].text
+        )
+        assert any("CI" in json.dumps(d) for d in plan["decisions"])
+    assert "- every: 1h title: CI task: Check CI" in (ws / "HEARTBEAT.md").read_text()
+    with pytest.raises(Exception):  # noqa: B017 (the SDK raises its transport's error)
+        async with client("vbk_wrong") as c:
+            await c.list_tools()
+    chat_only = _token(gw.home, monkeypatch, "add", "chatter")
+    bad = httpx.post(f"{gw.base_url}/mcp", headers={"authorization": f"Bearer {chat_only}"})
+    assert bad.status_code == 403
