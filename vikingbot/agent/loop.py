@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vikingbot import telemetry
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
@@ -240,7 +241,22 @@ class BuiltinLoop(AgentLoop):
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
-        return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+        attrs = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "vikingbot",
+            "gen_ai.conversation.id": str(key),
+            "gen_ai.request.model": model,
+            "vikingbot.turn.kind": _kind(meta),
+        }
+        with telemetry.span("invoke_agent vikingbot", attrs) as sp:
+            result = await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+            sp.set("vikingbot.turn.ended", result.ended)
+            sp.set("vikingbot.model", result.model)
+            sp.set("gen_ai.usage.input_tokens", result.tokens_in)
+            sp.set("gen_ai.usage.output_tokens", result.tokens_out)
+            if result.error:
+                sp.fail(result.error)
+            return result
 
     async def turn_tools(self, metadata: dict[str, Any]) -> dict[str, Tool]:
         """The tools one turn may call: the registered ones, then the MCP servers' (an
@@ -344,7 +360,7 @@ class BuiltinLoop(AgentLoop):
         for link in self.outages.order(models.links, time.monotonic()):
             try:
                 provider = await models.provider(link)
-                resp = await provider.complete(replace(request, model=link.model))
+                resp = await _traced_call(provider, replace(request, model=link.model), link)
             except NotConfiguredError:
                 if link == models.links[0]:
                     raise
@@ -408,6 +424,32 @@ class BuiltinLoop(AgentLoop):
                 self.on_tool_call(rec)
             return text
 
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name[:200],
+            "gen_ai.tool.call.id": call.id,
+        }
+        if telemetry.enabled() and isinstance(tool, McpTool):
+            attrs["vikingbot.mcp.server"] = tool.action().server
+        with telemetry.span(f"execute_tool {name[:100]}", attrs) as sp:
+            text = await self._tool_checked(turn, ctx, call, tool, tools, record)
+            last = result.tool_calls[-1] if result.tool_calls else None
+            sp.set("vikingbot.tool.approved", bool(last and last.approved))
+            if last is not None and last.error:
+                sp.fail(text[:500])
+            return text
+
+    async def _tool_checked(
+        self,
+        turn: TurnLog,
+        ctx: ToolContext,
+        call: ToolCall,
+        tool: Tool | None,
+        tools: dict[str, Tool],
+        record: Any,
+    ) -> str:
+        _, name, args = call
+        result = turn.result
         approver = Approver(self.config, store=self.store, callback=self.approval_callback)
         refusal, checked = _precheck(tools, tool, name, args)
         if refusal is not None or tool is None:
@@ -476,6 +518,46 @@ def _precheck(
         return None, tool.check_args(args)
     except ToolError as exc:
         return str(exc), args
+
+
+def _kind(meta: dict[str, Any]) -> str:
+    if meta.get("heartbeat"):
+        return "heartbeat"
+    if meta.get("cron"):
+        return "cron"
+    return "background" if is_unattended(meta) else "chat"
+
+
+async def _traced_call(provider: Provider, request: ChatRequest, link: Link) -> ProviderResponse:
+    """One model call as a GenAI ``chat`` span (content only with ``bot.telemetry.content``)."""
+    if not telemetry.enabled():
+        return await provider.complete(request)
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": getattr(provider, "kind", "") or link.provider,
+        "gen_ai.request.model": request.model,
+        "gen_ai.request.max_tokens": request.max_tokens,
+        "gen_ai.request.temperature": request.temperature,
+        "vikingbot.provider": link.provider,
+    }
+    if telemetry.content():
+        attrs["gen_ai.input.messages"] = telemetry.as_text(
+            [{"role": m.role, "content": m.content} for m in request.messages]
+        )
+    with telemetry.span(f"chat {request.model}", attrs, kind="client") as sp:
+        try:
+            resp = await provider.complete(request)
+        except VikingbotError as exc:
+            sp.fail(exc)
+            raise
+        sp.set("gen_ai.response.model", request.model)
+        sp.set("gen_ai.response.finish_reasons", [resp.finish_reason])
+        sp.set("gen_ai.usage.input_tokens", resp.tokens_in)
+        sp.set("gen_ai.usage.output_tokens", resp.tokens_out)
+        if telemetry.content():
+            out = {"role": "assistant", "content": resp.text}
+            sp.set("gen_ai.output.messages", telemetry.as_text([out]))
+        return resp
 
 
 class _Models:

@@ -457,6 +457,14 @@ class MemoryConfig(Model):
     consolidate_after_idle: Duration = Field(default=6 * 3600, gt=0)
 
 
+class TelemetryConfig(Model):
+    """OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md); off without an endpoint."""
+
+    otlp_endpoint: str | None = None  # e.g. http://127.0.0.1:4318
+    content: bool = False  # message text in model-call spans
+    service_name: str = Field(default="vikingbot", min_length=1, max_length=200)
+
+
 class BotConfig(Model):
     owner: str | None = None
     heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
@@ -467,6 +475,7 @@ class BotConfig(Model):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @model_validator(mode="after")
     def _provider_named(self) -> BotConfig:

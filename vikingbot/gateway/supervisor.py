@@ -260,12 +260,24 @@ class Gateway:
         if self.membership is not None:
             await self.membership.leave()
         await self.home.aclose()
+        if self.home.config.bot.telemetry.otlp_endpoint:
+            from vikingbot import telemetry
+
+            await asyncio.to_thread(telemetry.shutdown)  # the last spans are sent
 
     # ------------------------------------------------------------ services
 
     async def _start_services(self) -> None:
         """Build (compose.py) and start every service, in order; each runs supervised."""
         home, stop, spawn = self.home, self.stop_event, self.services.spawn
+        tel = home.config.bot.telemetry
+        if tel.otlp_endpoint:  # traces (docs/telemetry.md); no OpenTelemetry import when off
+            from vikingbot import telemetry
+
+            on = telemetry.configure(
+                tel.otlp_endpoint, with_content=tel.content, service=tel.service_name
+            )
+            self.say(f"{'✓' if on else '✗'} Traces: {tel.otlp_endpoint}")
         # join the gateways registry (several gateways may share a PostgreSQL store)
         self.registry = registry = compose.registry(home, f"{self.host}:{self.port}")
         beat_s = home.config.bot.gateway.lease_s / 2  # several gateways: scaling.md
