@@ -7,6 +7,7 @@ import asyncio
 import fcntl
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.support.home import _migrated_database
 from vikingbot.fsutil import lock_path
 from vikingbot.store.db import StateStore
 
@@ -32,6 +34,7 @@ async def test_the_mcp_client_plans_adds_and_completes_over_stdio(tmp_path: Path
     ws = home / "data" / "workspace" / "shared"
     ws.mkdir(parents=True)
     (home / "config.json").write_text("{}")
+    shutil.copyfile(_migrated_database(), home / "data" / "state.db")  # no migrations to wait for
     heartbeat = ws / "HEARTBEAT.md"
     heartbeat.write_text(TEMPLATE)
     env = {**os.environ, "VIKINGBOT_HOME": str(home)}

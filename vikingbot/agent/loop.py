@@ -192,6 +192,9 @@ class BuiltinLoop(AgentLoop):
         self._retired.extend(self._others.values())
         self._others.clear()
 
+    def models_down(self) -> list[dict[str, str]]:
+        return self.outages.status()
+
     async def aclose(self) -> None:
         for p in [*self._retired, *self._others.values(), self._provider]:
             if p is not None:

@@ -168,6 +168,11 @@ class AgentLoop(ABC):
         """Release what ``start`` or the turns opened (connections, processes)."""
         return None
 
+    def models_down(self) -> list[dict[str, str]]:
+        """The models this loop found down (``model``, ``since``, ``error``); a loop without
+        fallbacks has none to report."""
+        return []
+
     def reconfigure(self, config: Config) -> None:
         """Use a reloaded config from the next turn on."""
         self.config = config

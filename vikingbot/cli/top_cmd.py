@@ -85,6 +85,7 @@ def _status_data(
             "detail": agent.get("detail", view["agent"]["detail"]),
             "checked": "gateway",
             "where": f"in the running gateway, pid {pid}",
+            "models_down": agent.get("models_down") or [],
         }
     else:
         data["agent"] = {**view["agent"], "checked": "shell", "where": SHELL}
@@ -121,6 +122,11 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
         lines.append(
             f"gateway:    {gw['id']} {gw['state']} at {gw.get('address') or '-'}, "
             f"seen {ago(gw['seen_at'])}, receives: {held}"
+        )
+    for down in agent.get("models_down") or []:
+        lines.append(
+            f"model down: {down.get('model')} since {down.get('since')} "
+            f"({down.get('error')}); a fallback answers (bot.agents.fallback_models)"
         )
     if agent["problem"]:
         lines.append(f"\n{agent['problem']}")

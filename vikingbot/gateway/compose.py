@@ -161,6 +161,10 @@ class Home:
             self._agent.on_outage = self.on_outage
         return self._agent
 
+    def models_down(self) -> list[dict[str, str]]:
+        """The models down now, as the agent saw them (none before its first turn)."""
+        return self._agent.models_down() if self._agent is not None else []
+
     def tell_outages(self, hook: Callable[[OutageEvent], None]) -> None:
         """Model outages (a fallback answering, the model back) go to ``hook``."""
         self.on_outage = hook

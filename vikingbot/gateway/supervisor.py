@@ -397,7 +397,14 @@ class Gateway:
         """The loop's own readiness: ``ready`` is false for a provider that cannot work."""
         r = self.home.readiness()
         loop = self.home.config.bot.agents.loop
-        return {"loop": loop, "ready": r.ready, "problem": r.problem, "detail": r.detail}
+        down = self.home.models_down()  # models with an outage (a fallback answers)
+        return {
+            "loop": loop,
+            "ready": r.ready,
+            "problem": r.problem,
+            "detail": r.detail,
+            "models_down": down,
+        }
 
     def problems(self) -> list[str]:
         """Why the gateway is ``degraded`` now, one reason a line (empty: ``ok``)."""
