@@ -28,7 +28,7 @@ WRITE_TOOLS = frozenset(
 MAX_TEXT = 4000
 
 
-class Refused(VikingbotError):
+class McpRefused(VikingbotError):
     """An MCP call the bot will not do (scope, bad argument); the message says why."""
 
 
@@ -56,7 +56,7 @@ class BotDoor:
         subject = str(args.get("workspace") or args.get("query") or "")[:200]
         try:
             if tool in WRITE_TOOLS and not caller.write:
-                raise Refused(
+                raise McpRefused(
                     f"{tool} changes something; the token of {caller.name} does not allow it "
                     f"(vikingbot api token add {caller.name} --scope mcp-write)"
                 )
@@ -107,7 +107,7 @@ class BotDoor:
             ]
             if len(found) != 1:
                 what = "no open entry" if not found else f"{len(found)} open entries"
-                raise Refused(f"{what} in {workspace}/HEARTBEAT.md read {wanted[:200]!r}")
+                raise McpRefused(f"{what} in {workspace}/HEARTBEAT.md read {wanted[:200]!r}")
             key = found[0].key
             report = apply_moves(path, [Complete(key, self.clock.now().date())])
             if report.skipped:
@@ -139,13 +139,13 @@ class BotDoor:
             or not (root / name).is_dir()
         ):
             known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-            raise Refused(f"no workspace {str(name)[:100]!r} (known: {', '.join(known) or 'none'})")
+            raise McpRefused(f"no workspace {str(name)[:100]!r} (known: {', '.join(known) or 'none'})")
         return root / name
 
 
 def _text(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise Refused("a non-empty text is needed")
+        raise McpRefused("a non-empty text is needed")
     if len(value) > MAX_TEXT:
-        raise Refused(f"the text is {len(value)} characters; the limit is {MAX_TEXT}")
+        raise McpRefused(f"the text is {len(value)} characters; the limit is {MAX_TEXT}")
     return value
