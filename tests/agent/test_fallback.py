@@ -6,6 +6,7 @@ model) and ``backup`` (``bot.agents.fallback_models``).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.agent.conftest import LoopFactory
+from tests.support.harness import make_config
 from vikingbot.config.schema import Config
 from vikingbot.providers.fallback import Link, OutageEvent, chain, order
 from vikingbot.testing.fake_openai import FakeOpenAI, error, reply
@@ -56,7 +58,7 @@ async def test_outage_then_hang_then_recovery(
     primary = fake_openai
     loop = make_loop(_config(primary.base_url, backup.base_url))
     events: list[OutageEvent] = []
-    loop.on_outage = events.append
+    loop.on_outage = lambda e: events.append(e) if e.kind != "answering" else None
     meta = {"workspace": str(workspace)}
 
     # 1. the primary answers 503 (and 503 again on the SDK's retry): the backup answers
@@ -136,3 +138,59 @@ def test_order_rests_failed_links_and_never_drops_one() -> None:
     assert order(links, {a: 20.0}, 10.0) == [b, c, a]
     assert order(links, {a: 5.0}, 10.0) == [a, b, c]
     assert order(links, {a: 20.0, b: 20.0, c: 20.0}, 10.0) == [a, b, c]
+
+
+async def _notices_sent() -> None:
+    """Wait for the outage notices in flight (tasks named ``notice:model-outage:...``)."""
+    pending = [t for t in asyncio.all_tasks() if t.get_name().startswith("notice:model-outage")]
+    await asyncio.wait_for(asyncio.gather(*pending), 30)
+
+
+async def test_the_owner_is_told_once_per_outage_even_across_a_restart(
+    tmp_path: Path, fake_openai: FakeOpenAI, backup: FakeOpenAI
+) -> None:
+    from tests.support.harness import build_harness
+    from vikingbot.gateway import compose
+
+    config = _config(fake_openai.base_url, backup.base_url)
+    config.bot.owner = "telegram:42"
+    config.bot.channels = make_config("http://x").bot.channels
+    async for h in build_harness(tmp_path, fake_openai, config):
+        h.rt.tell_outages(compose.outage_notices(h.rt))
+        meta = {"workspace": str(tmp_path / "ws")}
+        fake_openai.script([error(503), error(503)])
+        backup.script([reply("backup answers")])
+        await h.rt.agent().run_turn("hi", "telegram:default:42", meta)
+        await _notices_sent()
+        assert [m.chat_id for m in h.sent] == ["42"]
+        assert "primary/big cannot answer" in h.sent[0].text
+        assert "backup/small" in h.sent[0].text
+
+        # the gateway restarts during the outage: a new loop, the same notices table
+        await h.rt.aclose()
+        fake_openai.script([error(503), error(503)])
+        backup.script([reply("still the backup")])
+        again = await h.rt.agent().run_turn("hi again", "telegram:default:42", meta)
+        assert again.model == "backup/small"
+        await _notices_sent()
+        assert len(h.sent) == 1  # told once per outage
+
+        fake_openai.script([reply("primary is back")])
+        await h.rt.agent().run_turn("and now?", "telegram:default:42", meta)
+        await _notices_sent()
+        assert len(h.sent) == 2 and "answers again" in h.sent[1].text
+
+        # a restart after an outage told and before the model answered: its first answer
+        # in the new process ends the told outage (the next one is news again)
+        h.clock.advance(hours=1)
+        fake_openai.script([error(503), error(503)])
+        backup.script([reply("backup")])
+        await h.rt.agent().run_turn("x", "telegram:default:42", meta)
+        await _notices_sent()
+        assert len(h.sent) == 3
+        await h.rt.aclose()
+        h.clock.advance(hours=1)
+        fake_openai.script([reply("primary")])
+        await h.rt.agent().run_turn("y", "telegram:default:42", meta)
+        await _notices_sent()
+        assert len(h.sent) == 4 and "answers again" in h.sent[3].text

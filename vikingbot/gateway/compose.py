@@ -444,11 +444,11 @@ def outage_notices(home: Home) -> Callable[[OutageEvent], None]:
     pending: set[asyncio.Task[bool]] = set()
 
     def told(event: OutageEvent) -> None:
-        if event.kind == "back":
+        if event.kind in ("back", "answering"):  # over: said only if it had been told
             work = _back(notes, NOTICE_WORKSPACE, event)
         else:
             work = notes.tell(NOTICE_WORKSPACE, event.key, event.text(), kind="model-outage")
-        task = asyncio.ensure_future(work)
+        task = asyncio.get_running_loop().create_task(work, name=f"notice:{event.key}")
         pending.add(task)
         task.add_done_callback(pending.discard)
 

@@ -139,7 +139,9 @@ class BotDoor:
             or not (root / name).is_dir()
         ):
             known = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-            raise McpRefused(f"no workspace {str(name)[:100]!r} (known: {', '.join(known) or 'none'})")
+            raise McpRefused(
+                f"no workspace {str(name)[:100]!r} (known: {', '.join(known) or 'none'})"
+            )
         return root / name
 
 

@@ -60,13 +60,14 @@ def is_outage(exc: BaseException) -> bool:
     return isinstance(exc, ProviderUnavailable)
 
 
-EventKind = Literal["fallback", "back"]
+EventKind = Literal["fallback", "back", "answering"]
 
 
 @dataclass(frozen=True)
 class OutageEvent:
     """``fallback``: ``down`` failed and ``answered_by`` answered instead (the first time in
-    this outage); ``back``: ``down`` answers again."""
+    this outage); ``back``: ``down`` answers again; ``answering``: ``down`` gave its first
+    answer in this process (an outage told before a restart may be over)."""
 
     kind: EventKind
     down: Link
@@ -76,7 +77,7 @@ class OutageEvent:
 
     def text(self) -> str:
         """The owner's notice."""
-        if self.kind == "back":
+        if self.kind in ("back", "answering"):
             return (
                 f"The model {self.down.label} answers again; vikingbot uses it from now on "
                 "instead of the fallback."
@@ -105,6 +106,7 @@ class Outages:
         self.down_since: dict[Link, datetime] = {}
         self.errors: dict[Link, str] = {}
         self.told: set[Link] = set()  # fallback notice sent during this outage
+        self.confirmed: set[Link] = set()  # answered at least once in this process
         self.on_event: OnEvent | None = None
 
     def order(self, links: list[Link], now: float) -> list[Link]:
@@ -124,6 +126,9 @@ class Outages:
         if was_down and link in self.told:
             self.told.discard(link)
             self._emit(OutageEvent("back", link, link))
+        elif link not in self.confirmed:
+            self._emit(OutageEvent("answering", link, link))
+        self.confirmed.add(link)
         if tried and tried[0] not in self.told:
             first = tried[0]
             self.told.add(first)
