@@ -199,6 +199,12 @@ async def test_the_mcp_client_over_streamable_http_with_scoped_tokens(
             (await c.call_tool("heartbeat_plan", {"workspace": "shared"})).content[0].text
         )
         assert any("CI" in json.dumps(d) for d in plan["decisions"])
+        ran = await c.call_tool("run_heartbeat_now", {"workspace": "shared"})
+        assert not ran.is_error and "results" in json.loads(ran.content[0].text)
+        told = await c.call_tool("message_owner", {"text": "hello from the IDE"})
+        assert not told.is_error  # no owner here: delivery says so in the answer
+        found = await c.call_tool("search_history", {"query": "Alice"})
+        assert isinstance(json.loads(found.content[0].text), list)
     assert "- every: 1h title: CI task: Check CI" in (ws / "HEARTBEAT.md").read_text()
     with pytest.raises(Exception):  # noqa: B017 (the SDK raises its transport's error)
         async with client("vbk_wrong") as c:

@@ -200,8 +200,19 @@ def openai_routes(
         if inflight is not None:
             inflight.add(task)
             task.add_done_callback(inflight.discard)
+        gone = asyncio.ensure_future(_hang_up(request))
         try:
-            answer = await task
+            await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            gone.cancel()
+        if not task.done():  # the client hung up: the turn stops (its prompt is kept)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            logger.info("OpenAI API: {} hung up; the turn was cancelled", key)
+            return Response(status_code=499)
+        try:
+            answer = task.result()
         except asyncio.CancelledError:
             return _error(_stopping())
         if answer.error is not None:
@@ -232,6 +243,12 @@ def _failed(answer: Answer) -> wire.WireError:
     return wire.WireError(
         f"the turn failed: {answer.error}", status=502, type="server_error", code="turn_failed"
     )
+
+
+async def _hang_up(request: Request) -> None:
+    """Returns when the client disconnects (the body was read already)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
 
 
 async def _read_capped(request: Request, limit: int) -> bytes | None:
