@@ -16,8 +16,7 @@ shared no-op object. The SDK and the OTLP/HTTP exporter are the ``otel`` extra
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from typing import Any
 
 from loguru import logger
@@ -65,6 +64,7 @@ class _State:
     tracer: Any = None
     provider: Any = None
     content: bool = False
+    kinds: dict[str, Any] = {}  # noqa: RUF012 (one process-wide state)
 
 
 _state = _State()
@@ -114,6 +114,7 @@ def configure(
     if set_global:
         trace.set_tracer_provider(provider)
     _state.provider = provider
+    _state.kinds = {"client": trace.SpanKind.CLIENT, "internal": trace.SpanKind.INTERNAL}
     _state.tracer = provider.get_tracer("vikingbot")
     _state.content = with_content
     logger.info("traces go to {} over OTLP/HTTP", url)
@@ -131,14 +132,22 @@ def shutdown() -> None:
         provider.shutdown()
 
 
-@contextmanager
-def _recording(name: str, attrs: Mapping[str, Any] | None, kind: str) -> Iterator[Span]:
-    from opentelemetry.trace import SpanKind
+class _Recording:
+    """``with span(...)`` when tracing is on: the SDK's current-span context, wrapped."""
 
-    kinds = {"client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL}
-    clean = {k: v for k, v in (attrs or {}).items() if v is not None}
-    with _state.tracer.start_as_current_span(name, kind=kinds[kind], attributes=clean) as raw:
-        yield _On(raw)
+    __slots__ = ("cm",)
+
+    def __init__(self, name: str, attrs: Mapping[str, Any] | None, kind: str) -> None:
+        clean = {k: v for k, v in attrs.items() if v is not None} if attrs else None
+        self.cm = _state.tracer.start_as_current_span(
+            name, kind=_state.kinds[kind], attributes=clean
+        )
+
+    def __enter__(self) -> Span:
+        return _On(self.cm.__enter__())
+
+    def __exit__(self, *exc: Any) -> Any:
+        return self.cm.__exit__(*exc)
 
 
 class _OffContext:
@@ -161,7 +170,7 @@ def span(name: str, attrs: Mapping[str, Any] | None = None, *, kind: str = "inte
     Exceptions leaving it are recorded on the span by the SDK."""
     if _state.tracer is None:
         return _OFF_CONTEXT
-    return _recording(name, attrs, kind)
+    return _Recording(name, attrs, kind)
 
 
 def as_text(value: Any, limit: int = 20_000) -> str:
