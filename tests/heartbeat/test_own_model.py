@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from tests.heartbeat.conftest import build_harness, make_config, with_tasks
-from vikingbot.config.schema import Config
+from vikingbot.config.schema import Config, FallbackModel
 from vikingbot.gateway.ops import heartbeat_plan
 from vikingbot.heartbeat.parser import parse_heartbeat
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
@@ -100,3 +100,25 @@ def test_the_model_key(line: str, model: str | None, task: str, error: str | Non
         assert entry.error is None
     else:
         assert error in (entry.error or "")
+
+
+async def test_a_heartbeat_run_in_an_outage_is_answered_by_the_fallback_and_says_so(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """Issue 47: the heartbeat's own provider answers 503; the fallback model answers the
+    run, and the ledger row names it."""
+    from vikingbot.testing.fake_openai import error
+
+    with FakeOpenAI.start() as cheap:
+        cheap.script([error(503)])
+        fake.script([reply("HEARTBEAT_OK")])
+        cfg = _config(fake, cheap, provider="cheap", model="tiny")
+        cfg.bot.agents.fallback_models = [FallbackModel(provider="openai", model="spare")]
+        async for h in build_harness(tmp_path, fake, cfg):
+            h.user_session()
+            h.write(with_tasks("- Check the build"))
+            report = await h.cycle()
+            runs = [r for r in report.rows if r.decision == "run"]
+            assert [(r.outcome, r.model) for r in runs] == [("noop", "openai/spare")]
+            assert [r.model for r in cheap.requests] == ["tiny"]
+            assert [r.model for r in fake.requests] == ["spare"]

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # The schema the newest migration leaves, table -> columns, on both backends. When
 # tables.py or the revisions change: if RECORDED_VERSION was never released, update
 # this record; otherwise add a revision and record its version here.
-RECORDED_VERSION = 7
+RECORDED_VERSION = 8
 SCHEMA: dict[str, set[str]] = {
     "audit_events": {"action", "actor", "at", "details", "id", "outcome", "reason", "subject"},
     "cron_jobs": {
@@ -44,7 +44,7 @@ SCHEMA: dict[str, set[str]] = {
     },
     "heartbeat_runs": {
         "at", "cost_usd", "cycle_id", "decision", "duration_s", "entry", "error", "id",
-        "model_calls", "outcome", "reason", "session", "tokens_in", "tokens_out", "trigger",
+        "model", "model_calls", "outcome", "reason", "session", "tokens_in", "tokens_out", "trigger",
         "workspace",
     },
     "heartbeat_streaks": {"entry", "session", "signature", "workspace"},
@@ -249,6 +249,7 @@ def test_a_database_from_before_alembic_is_adopted_and_upgraded(
             conn.exec_driver_sql("DROP TABLE inbound_messages")  # revision 0005 is newer
             conn.exec_driver_sql("DROP TABLE heartbeat_streaks")  # and 0006
             conn.exec_driver_sql("DROP TABLE channel_offsets")  # and 0007
+            conn.exec_driver_sql("ALTER TABLE heartbeat_runs DROP COLUMN model")  # and 0008
             if legacy < 4:  # the old runner never had revision 0004 (several gateways)
                 conn.exec_driver_sql("DROP TABLE gateways")
                 conn.exec_driver_sql("ALTER TABLE outbox DROP COLUMN sender")

@@ -93,4 +93,5 @@ def turn_json(key: SessionKey, r: TurnResult) -> dict[str, Any]:
         "cost_usd": round(r.cost_usd, 6),
         # the last request's size in characters: system, memory, summary, recent, tools
         "request_chars": dict(r.request_chars),
+        "model": r.model,
     }

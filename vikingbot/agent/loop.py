@@ -16,9 +16,12 @@ every other loop.
 from __future__ import annotations
 
 import asyncio
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from vikingbot import telemetry
 from vikingbot.agent import compact
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.compactor import Compactor, TurnContext, compact_session
@@ -29,7 +32,6 @@ from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResu
 from vikingbot.errors import (
     ContextTooLongError,
     NotConfiguredError,
-    ProviderUnavailable,
     ToolError,
     VikingbotError,
     WorkspaceError,
@@ -37,6 +39,7 @@ from vikingbot.errors import (
 from vikingbot.mcp.tool import McpTool
 from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
 from vikingbot.providers.factory import create_provider
+from vikingbot.providers.fallback import Link, Outages, chain, is_outage
 from vikingbot.session.types import SessionKey
 from vikingbot.skills.discover import catalog
 from vikingbot.skills.prompt import listing
@@ -81,6 +84,9 @@ class BuiltinLoop(AgentLoop):
         self._subagents = Subagents(
             self._run_child, self.clock, lambda key: self.sessions.path_for(key).exists()
         )
+        # models that failed with an outage, shared by every turn (providers/fallback.py)
+        self.outages = Outages(lambda: self.config.bot.agents.fallback_probe_s)
+        self.outages.on_event = lambda event: self.on_outage(event) if self.on_outage else None
 
     # ------------------------------------------------------------- plumbing
 
@@ -211,6 +217,9 @@ class BuiltinLoop(AgentLoop):
     ) -> TurnResult:
         return await self.run_turn(prompt, key, meta, deliver=deliver)
 
+    def models_down(self) -> list[dict[str, str]]:
+        return self.outages.status()
+
     async def aclose(self) -> None:
         await self._subagents.aclose()
         for p in [*self._retired, *self._others.values(), self._provider]:
@@ -237,6 +246,11 @@ class BuiltinLoop(AgentLoop):
         provider = await self._provider_for(meta)
         model = self._model(provider, meta)
         workspace = self._workspace(key, meta)
+        agents = self.config.bot.agents
+        name = str(meta.get("provider") or "") or agents.provider or provider.name
+        links = chain(
+            Link(name, model), (Link(f.provider, f.model) for f in agents.fallback_models)
+        )
 
         spawners: list[TurnSpawner] = []
 
@@ -270,7 +284,7 @@ class BuiltinLoop(AgentLoop):
                 spawner=spawner,
             )
             try:
-                await self._run(turn, ctx, provider, model, prompt, tools)
+                await self._run(turn, ctx, _Models(self, provider, links), model, prompt, tools)
                 if spawner is not None:
                     await spawner.finish()
             except BaseException:  # cancelled or timed out: its sub-agents stop too
@@ -280,8 +294,23 @@ class BuiltinLoop(AgentLoop):
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
+        attrs = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "vikingbot",
+            "gen_ai.conversation.id": str(key),
+            "gen_ai.request.model": model,
+            "vikingbot.turn.kind": _kind(meta),
+        }
         try:
-            return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+            with telemetry.span("invoke_agent vikingbot", attrs) as sp:
+                result = await run_locked(self.config, self.sessions, self.clock, key, meta, body)
+                sp.set("vikingbot.turn.ended", result.ended)
+                sp.set("vikingbot.model", result.model)
+                sp.set("gen_ai.usage.input_tokens", result.tokens_in)
+                sp.set("gen_ai.usage.output_tokens", result.tokens_out)
+                if result.error:
+                    sp.fail(result.error)
+                return result
         finally:  # a chat's sub-agents report after the turn (its reply goes first)
             for spawner in spawners:
                 spawner.release()
@@ -309,7 +338,7 @@ class BuiltinLoop(AgentLoop):
         self,
         turn: TurnLog,
         ctx: ToolContext,
-        provider: Provider,
+        models: _Models,
         model: str,
         prompt: str,
         tools: dict[str, Tool],
@@ -353,7 +382,7 @@ class BuiltinLoop(AgentLoop):
             turn=[user],
         )
         turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
-        await self.compactor.fit(tctx, turn.key, provider, model, turn.result)
+        await self.compactor.fit(tctx, turn.key, models.primary, model, turn.result)
         request = ChatRequest(
             model=model,
             messages=tctx.messages(),
@@ -364,7 +393,7 @@ class BuiltinLoop(AgentLoop):
         turn.result.request_chars = tctx.breakdown()
 
         async def call(req: ChatRequest, *tail: ChatMessage) -> ProviderResponse | None:
-            return await self._fitted(turn, tctx, provider, model, req, tail)
+            return await self._fitted(turn, tctx, models, model, req, tail)
 
         for _ in range(agents.max_tool_iterations):
             resp = await call(request)
@@ -406,7 +435,7 @@ class BuiltinLoop(AgentLoop):
         self,
         turn: TurnLog,
         tctx: TurnContext,
-        provider: Provider,
+        models: _Models,
         model: str,
         request: ChatRequest,
         tail: tuple[ChatMessage, ...],
@@ -416,49 +445,70 @@ class BuiltinLoop(AgentLoop):
         compactor = self.compactor
         for attempt in range(LONG_RETRIES + 1):
             if attempt or tctx.size() > compactor.budget:
-                await compactor.fit(tctx, turn.key, provider, model, turn.result, force=attempt > 0)
+                await compactor.fit(
+                    tctx, turn.key, models.primary, model, turn.result, force=attempt > 0
+                )
                 if attempt:
                     tctx.cut_turn()  # this turn's older tool results too
             request.messages = [*tctx.messages(), *tail]
             turn.result.request_chars = tctx.breakdown()
             try:
-                return await self._complete(
-                    turn, provider, request, too_long=attempt < LONG_RETRIES
-                )
+                return await self._complete(turn, models, request, too_long=attempt < LONG_RETRIES)
             except ContextTooLongError as exc:
                 turn.log.warning("turn {}: {}; compacting and trying again", turn.turn_id, exc)
         return None  # not reached: the last attempt returns (an error ends the turn)
 
     async def _complete(
-        self, turn: TurnLog, provider: Provider, request: ChatRequest, *, too_long: bool = False
+        self, turn: TurnLog, models: _Models, request: ChatRequest, *, too_long: bool = False
     ) -> ProviderResponse | None:
-        """The call; a provider error ends the turn (``too_long``: a "too long" answer
-        is raised for the caller to compact and retry)."""
+        """One model call, down the chain of models while each has an outage; any other
+        provider error ends the turn (``too_long``: a "too long" answer is raised for the
+        caller to compact and retry)."""
         result = turn.result
         result.model_calls += 1
-        try:
-            resp = await provider.complete(request)
-        except NotConfiguredError:
-            raise
-        except ContextTooLongError:
-            if too_long:
-                raise
-            result.ended = "error"
-            result.error = "the conversation is too long even after compaction"
-            result.text = None
-            turn.log.error("turn {}: too long after compaction", turn.turn_id)
-            return None
-        except VikingbotError as exc:
-            result.ended = "error"
-            result.error = str(exc)
-            result.text = None
-            result.provider_down = isinstance(exc, ProviderUnavailable)
-            turn.log.error("turn {}: {}", turn.turn_id, exc)
-            return None
-        result.tokens_in += resp.tokens_in
-        result.tokens_out += resp.tokens_out
-        result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out, model=request.model)
-        return resp
+        tried: list[Link] = []
+        for link in self.outages.order(models.links, time.monotonic()):
+            try:
+                provider = await models.provider(link)
+                resp = await _traced_call(provider, replace(request, model=link.model), link)
+            except NotConfiguredError:
+                if link == models.links[0]:
+                    raise
+                turn.log.error("fallback {} is not usable; skipped", link.label)
+                continue
+            except ContextTooLongError:
+                if too_long:
+                    raise
+                result.ended = "error"
+                result.error = "the conversation is too long even after compaction"
+                result.text = None
+                turn.log.error("turn {}: too long after compaction", turn.turn_id)
+                return None
+            except VikingbotError as exc:
+                if is_outage(exc):
+                    self.outages.failed(link, str(exc), time.monotonic(), self.clock.now())
+                    tried.append(link)
+                    turn.log.warning("model {} is down: {}", link.label, exc)
+                    continue
+                result.ended = "error"
+                result.error = str(exc)
+                result.text = None
+                turn.log.error("turn {}: {}", turn.turn_id, exc)
+                return None
+            self.outages.answered(link, tried)
+            if tried:
+                turn.log.warning("turn {}: {} answered instead", turn.turn_id, link.label)
+            result.model = link.label
+            result.tokens_in += resp.tokens_in
+            result.tokens_out += resp.tokens_out
+            result.cost_usd += provider.cost(resp.tokens_in, resp.tokens_out, model=link.model)
+            return resp
+        result.ended = "error"
+        result.error = self.outages.errors.get(tried[-1]) if tried else "no model to answer with"
+        result.text = None
+        result.provider_down = True
+        turn.log.error("turn {}: every model is down: {}", turn.turn_id, result.error)
+        return None
 
     def _reply(self, turn: TurnLog, text: str, resp: ProviderResponse) -> None:
         turn.reply(text, usage={"input": resp.tokens_in, "output": resp.tokens_out})
@@ -494,6 +544,32 @@ class BuiltinLoop(AgentLoop):
                 self.on_tool_call(rec)
             return text
 
+        attrs: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": name[:200],
+            "gen_ai.tool.call.id": call.id,
+        }
+        if telemetry.enabled() and isinstance(tool, McpTool):
+            attrs["vikingbot.mcp.server"] = tool.action().server
+        with telemetry.span(f"execute_tool {name[:100]}", attrs) as sp:
+            text = await self._tool_checked(turn, ctx, call, tool, tools, record)
+            last = result.tool_calls[-1] if result.tool_calls else None
+            sp.set("vikingbot.tool.approved", bool(last and last.approved))
+            if last is not None and last.error:
+                sp.fail(text[:500])
+            return text
+
+    async def _tool_checked(
+        self,
+        turn: TurnLog,
+        ctx: ToolContext,
+        call: ToolCall,
+        tool: Tool | None,
+        tools: dict[str, Tool],
+        record: Any,
+    ) -> str:
+        _, name, args = call
+        result = turn.result
         # a sub-agent runs with nobody watching it: it never asks
         ask = None if turn.metadata.get("subagent") else self.approval_callback
         approver = Approver(self.config, store=self.store, callback=ask)
@@ -572,3 +648,57 @@ def _precheck(
         return None, tool.check_args(args)
     except ToolError as exc:
         return str(exc), args
+
+
+def _kind(meta: dict[str, Any]) -> str:
+    if meta.get("heartbeat"):
+        return "heartbeat"
+    if meta.get("cron"):
+        return "cron"
+    return "background" if is_unattended(meta) else "chat"
+
+
+async def _traced_call(provider: Provider, request: ChatRequest, link: Link) -> ProviderResponse:
+    """One model call as a GenAI ``chat`` span (content only with ``bot.telemetry.content``)."""
+    if not telemetry.enabled():
+        return await provider.complete(request)
+    attrs: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": getattr(provider, "kind", "") or link.provider,
+        "gen_ai.request.model": request.model,
+        "gen_ai.request.max_tokens": request.max_tokens,
+        "gen_ai.request.temperature": request.temperature,
+        "vikingbot.provider": link.provider,
+    }
+    if telemetry.content():
+        attrs["gen_ai.input.messages"] = telemetry.as_text(
+            [{"role": m.role, "content": m.content} for m in request.messages]
+        )
+    with telemetry.span(f"chat {request.model}", attrs, kind="client") as sp:
+        try:
+            resp = await provider.complete(request)
+        except VikingbotError as exc:
+            sp.fail(exc)
+            raise
+        sp.set("gen_ai.response.model", request.model)
+        sp.set("gen_ai.response.finish_reasons", [resp.finish_reason])
+        sp.set("gen_ai.usage.input_tokens", resp.tokens_in)
+        sp.set("gen_ai.usage.output_tokens", resp.tokens_out)
+        if telemetry.content():
+            out = {"role": "assistant", "content": resp.text}
+            sp.set("gen_ai.output.messages", telemetry.as_text([out]))
+        return resp
+
+
+class _Models:
+    """A turn's chain of models and how to get each one's provider."""
+
+    def __init__(self, loop: BuiltinLoop, primary: Provider, links: list[Link]) -> None:
+        self.loop = loop
+        self.primary = primary
+        self.links = links
+
+    async def provider(self, link: Link) -> Provider:
+        if link == self.links[0]:
+            return self.primary
+        return await self.loop._provider_for({"provider": link.provider})

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from vikingbot.clock import Clock
     from vikingbot.config.schema import Config
     from vikingbot.mcp.hub import McpHub
+    from vikingbot.providers.fallback import OutageEvent
     from vikingbot.session.store import SessionStore
     from vikingbot.workspace.manager import WorkspaceManager
 
@@ -67,6 +68,7 @@ class TurnResult:
     provider_down: bool = False  # ended by a ProviderUnavailable (an outage, not a failure)
     # the last request's size in characters by part (system, memory, summary, recent, tools)
     request_chars: dict[str, int] = field(default_factory=dict)
+    model: str | None = None  # "provider/model" of the last answer (a fallback's in an outage)
 
     @property
     def tools_run(self) -> list[str]:
@@ -159,6 +161,9 @@ class AgentLoop(ABC):
         self.user_skills = user_skills  # <home>/skills, beside each workspace's own skills
         self.mcp = mcp  # the MCP servers, owned by the gateway or the CLI run (not the loop)
         self.tell_owner = tell_owner  # tell the owner once (a tool's lasting failure)
+        # told when a model has an outage and a fallback answers, and when it is back
+        # (providers/fallback.py); the gateway sets it to tell the owner once
+        self.on_outage: Callable[[OutageEvent], None] | None = None
 
     async def start(self) -> None:
         """Warm up (import an SDK, start an agent process). Optional; turns start it lazily."""
@@ -167,6 +172,11 @@ class AgentLoop(ABC):
     async def aclose(self) -> None:
         """Release what ``start`` or the turns opened (connections, processes)."""
         return None
+
+    def models_down(self) -> list[dict[str, str]]:
+        """The models this loop found down (``model``, ``since``, ``error``); a loop without
+        fallbacks has none to report."""
+        return []
 
     def reconfigure(self, config: Config) -> None:
         """Use a reloaded config from the next turn on."""

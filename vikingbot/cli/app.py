@@ -59,6 +59,7 @@ def _root(
 
 def _register() -> None:
     from vikingbot.cli import (
+        api_cmd,
         channels_cmd,
         chat_cmd,
         config_cmd,
@@ -95,6 +96,7 @@ def _register() -> None:
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )
     app.add_typer(memory_cmd.app, name="memory", help="What the bot remembers, and undo.")
+    app.add_typer(api_cmd.app, name="api", help="Client tokens for the OpenAI API and MCP.")
 
 
 _register()

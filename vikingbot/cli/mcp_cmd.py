@@ -276,3 +276,65 @@ def trust_cmd(
     typer.echo(
         f"approvals of MCP server {name} now hold for: {fingerprint(identity).split(' ', 1)[1]}"
     )
+
+
+@app.command("serve")
+def serve_cmd(
+    ctx: typer.Context,
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only", help="Refuse the tools that change something (add, complete, run)."
+        ),
+    ] = False,
+    name: Annotated[str, typer.Option("--name", help="The client's name in the audit.")] = "stdio",
+) -> None:
+    """Serve the bot as an MCP server on stdin/stdout (for Claude Code, Cursor, ...).
+
+    Runs and plans go through the running gateway when there is one, else run here.
+    """
+    from urllib.parse import quote
+
+    from vikingbot.cli.remote import gateway_client
+    from vikingbot.gateway import compose
+    from vikingbot.gateway.ops import heartbeat_plan, heartbeat_run_now
+    from vikingbot.logs import quiet
+    from vikingbot.mcp_server.door import Caller
+    from vikingbot.mcp_server.server import serve_stdio
+
+    quiet()  # stdout is the protocol's
+    config, paths = get_config(ctx)
+    home = compose.build_home(config, paths)
+    client = gateway_client(ctx)
+    local: list[Any] = []
+
+    def svc() -> Any:
+        if not local:
+            local.append(compose.heartbeat(home))
+        return local[0]
+
+    async def plan(workspace: str | None) -> dict[str, Any]:
+        if client is not None:
+            path = "/api/v1/heartbeat/plan" + (
+                f"?workspace={quote(workspace)}" if workspace else ""
+            )
+            return dict(await asyncio.to_thread(client.request, "GET", path))
+        return await asyncio.to_thread(heartbeat_plan, svc(), workspace)
+
+    async def run_now(workspace: str | None) -> Any:
+        if client is not None:
+            body = {"workspace": workspace, "force": False}
+            return await asyncio.to_thread(
+                client.request, "POST", "/api/v1/heartbeat/run-now", body
+            )
+        return {"results": await heartbeat_run_now(svc(), workspace=workspace, force=False)}
+
+    door = compose.bot_door(home, plan=plan, run_now=run_now)
+
+    async def serve() -> None:
+        try:
+            await serve_stdio(door, Caller(name, write=not read_only))
+        finally:
+            await home.aclose()
+
+    asyncio.run(serve())

@@ -88,6 +88,7 @@ def _status_data(
             "checked": "gateway",
             "where": f"in the running gateway, pid {pid}",
             "subagents": list(agent.get("subagents") or []),
+            "models_down": agent.get("models_down") or [],
         }
     else:
         data["agent"] = {**view["agent"], "checked": "shell", "where": SHELL}
@@ -133,6 +134,11 @@ def _show_status(data: dict[str, Any], as_json: bool) -> None:
         )
     for sub in agent.get("subagents") or []:
         lines.append(f"sub-agent:  {sub['id']} running since {sub['started']}: {sub['label']}")
+    for down in agent.get("models_down") or []:
+        lines.append(
+            f"model down: {down.get('model')} since {down.get('since')} "
+            f"({down.get('error')}); a fallback answers (bot.agents.fallback_models)"
+        )
     if agent["problem"]:
         lines.append(f"\n{agent['problem']}")
     typer.echo("\n".join(lines))

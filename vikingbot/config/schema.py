@@ -227,6 +227,13 @@ def _check_loop(name: str) -> str:
     return name
 
 
+class FallbackModel(Model):
+    """One model to answer with when the ones before it are down (``bot.agents.fallback_models``)."""
+
+    provider: str = Field(min_length=1, max_length=200)
+    model: str = Field(min_length=1, max_length=200)
+
+
 class AgentsConfig(Model):
     loop: str = "builtin"
     provider: str | None = None
@@ -244,6 +251,9 @@ class AgentsConfig(Model):
     max_subagents: int = Field(default=4, ge=0)  # running at once per parent chat (spawn)
     subagent_timeout_s: float = Field(default=300, gt=0)  # each sub-agent's own turn
     acp: AcpConfig = Field(default_factory=AcpConfig)
+    # tried in order when the turn's model has an outage (docs/fallbacks.md)
+    fallback_models: list[FallbackModel] = Field(default_factory=list, max_length=20)
+    fallback_probe_s: Duration = Field(default=60, ge=0)  # a failed model is passed over this long
 
     @field_validator("loop")
     @classmethod
@@ -466,6 +476,14 @@ class MemoryConfig(Model):
     model: str | None = None  # the memory pass's model (default: compact_model, then model)
 
 
+class TelemetryConfig(Model):
+    """OpenTelemetry traces over OTLP/HTTP (docs/telemetry.md); off without an endpoint."""
+
+    otlp_endpoint: str | None = None  # e.g. http://127.0.0.1:4318
+    content: bool = False  # message text in model-call spans
+    service_name: str = Field(default="vikingbot", min_length=1, max_length=200)
+
+
 class BotConfig(Model):
     owner: str | None = None
     heartbeat: HeartbeatConfig = Field(default_factory=HeartbeatConfig)
@@ -476,11 +494,14 @@ class BotConfig(Model):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
 
     @model_validator(mode="after")
     def _provider_named(self) -> BotConfig:
         self._check_provider("bot.agents.provider", self.agents.provider)
         self._check_provider("bot.heartbeat.provider", self.heartbeat.provider)
+        for i, fb in enumerate(self.agents.fallback_models):
+            self._check_provider(f"bot.agents.fallback_models[{i}].provider", fb.provider)
         return self
 
     def _check_provider(self, where_set: str, name: str | None) -> None:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot import telemetry
 from vikingbot.clock import Clock, SystemClock, nap
 from vikingbot.cron import schedule
 from vikingbot.cron.jobs import CronJobs
@@ -317,6 +318,15 @@ class CronService:
         raise CronError(f"cron job {job.name!r}: no workspace {job.workspace!r} (known: {known})")
 
     async def _run(self, job: CronJob, *, manual: bool) -> CronRun:
+        """One run of ``job`` (:meth:`_run_job`), traced as ``cron.run`` with the agent's
+        turn inside."""
+        attrs = {"vikingbot.cron.job": job.name, "vikingbot.cron.manual": manual}
+        with telemetry.span("cron.run", attrs) as sp:
+            run = await self._run_job(job, manual=manual)
+            sp.set("vikingbot.cron.outcome", run.outcome)
+            return run
+
+    async def _run_job(self, job: CronJob, *, manual: bool) -> CronRun:
         started_at = self.clock.now()
         t0 = time.monotonic()
         run_id = f"cron:{job.name}:{started_at:%Y%m%dT%H%M%S}:{uuid.uuid4().hex[:8]}"

@@ -32,6 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from vikingbot import telemetry
 from vikingbot.tools.base import DeliveryStatus
 
 if TYPE_CHECKING:
@@ -101,6 +102,18 @@ class TurnDelivery:
         return f"{self.run_id}:{what}:{seen}"
 
     async def __call__(self, text: str, target: str | None = None) -> DeliveryStatus:
+        """Deliver ``text`` (to ``target``, else this turn's own destination), traced as
+        ``deliver``."""
+        if not telemetry.enabled():
+            return await self._deliver(text, target)
+        where = target or ("this chat" if self.sink or self.chat else self.target)
+        attrs = {"vikingbot.delivery.target": str(where)[:200], "vikingbot.source": self.source}
+        with telemetry.span("deliver", attrs) as sp:
+            status = await self._deliver(text, target)
+            sp.set("vikingbot.delivery.status", str(status))
+            return status
+
+    async def _deliver(self, text: str, target: str | None) -> DeliveryStatus:
         if self.fence is not None:
             await self.fence("deliver its result")
         self.attempts += 1

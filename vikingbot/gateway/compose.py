@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from vikingbot.housekeeping.service import HousekeepingService
     from vikingbot.mcp.hub import McpHub
     from vikingbot.metrics import Metrics
+    from vikingbot.providers.fallback import OutageEvent
     from vikingbot.session.store import SessionStore
     from vikingbot.session.types import SessionKey
     from vikingbot.store.db import StateStore
@@ -80,6 +81,7 @@ class Home:
         self.environ: Mapping[str, str] = environ if self._own is None else self._own
         self._environ_changed = False  # since the agent was last reconfigured
         self._agent: AgentLoop | None = None
+        self.on_outage: Callable[[OutageEvent], None] | None = None  # set by the gateway
 
     def reread_environ(self) -> bool:
         """Read the ``.env`` files again (the gateway, when one changed); ``True`` when a
@@ -156,7 +158,18 @@ class Home:
         """The configured agent loop (built once; the provider connects on first use)."""
         if self._agent is None:
             self._agent = self.new_agent()
+            self._agent.on_outage = self.on_outage
         return self._agent
+
+    def models_down(self) -> list[dict[str, str]]:
+        """The models down now, as the agent saw them (none before its first turn)."""
+        return self._agent.models_down() if self._agent is not None else []
+
+    def tell_outages(self, hook: Callable[[OutageEvent], None]) -> None:
+        """Model outages (a fallback answering, the model back) go to ``hook``."""
+        self.on_outage = hook
+        if self._agent is not None:
+            self._agent.on_outage = hook
 
     def new_agent(self, **extra: Any) -> AgentLoop:
         """A fresh loop of the configured kind from this home's parts; ``extra`` goes to
@@ -428,6 +441,34 @@ def mcp_notices(home: Home) -> Callable[[str, str], None]:
     return told
 
 
+def outage_notices(home: Home) -> Callable[[OutageEvent], None]:
+    """What the agent calls when a model has an outage and a fallback answered, and when
+    the model is back: the owner is told once per outage (``Notifier``), off the turn."""
+    from vikingbot.gateway.services import NOTICE_WORKSPACE
+
+    notes = notifier(home)
+    pending: set[asyncio.Task[bool]] = set()
+
+    def told(event: OutageEvent) -> None:
+        if event.kind in ("back", "answering"):  # over: said only if it had been told
+            work = _back(notes, NOTICE_WORKSPACE, event)
+        else:
+            work = notes.tell(NOTICE_WORKSPACE, event.key, event.text(), kind="model-outage")
+        task = asyncio.get_running_loop().create_task(work, name=f"notice:{event.key}")
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    return told
+
+
+async def _back(notes: Notifier, workspace: str, event: OutageEvent) -> bool:
+    """The model answers again: forget the outage's notice; say so if it was told."""
+    if await notes.resolve(workspace, event.key):
+        await notes.announce(workspace, event.text())
+        return True
+    return False
+
+
 # ---------------------------------------------------------------- HTTP
 
 
@@ -511,6 +552,110 @@ def dashboard_routes(
     return dashboard_routes(parts)
 
 
+def openai_api(home: Home, *, inflight: set[asyncio.Task[Any]]) -> list[Any]:
+    """The OpenAI-compatible API (/v1, docs/openai-api.md) from the parts it uses: the
+    client tokens, the config getter, a turn runner over the agent and delivery (what the
+    agent sends to "this chat" is part of the answer), and the audit."""
+    from vikingbot.delivery.adapter import TurnDelivery
+    from vikingbot.gateway.control import MAX_BODY_BYTES
+    from vikingbot.openai_api.routes import Answer, openai_routes
+    from vikingbot.openai_api.tokens import TokenStore, tokens_file
+
+    async def run(prompt: str, key: SessionKey, meta: dict[str, Any]) -> Answer:
+        problem = home.agent_problem()
+        if problem:
+            return Answer("", error=problem, not_ready=True)
+        await asyncio.to_thread(home.sessions.get_or_create, key)
+        sent: list[str] = []
+
+        async def to_client(text: str) -> Any:
+            sent.append(text)
+            return "delivered"
+
+        deliver = TurnDelivery.for_chat(home.delivery, key, sink=to_client)
+        result = await home.agent().run_turn(prompt, key, meta, deliver=deliver)
+        if result.ended in ("error", "timeout"):
+            return Answer("", result.model, error=result.error or f"the turn ended: {result.ended}")
+        text = "\n\n".join(t for t in [*sent, result.text or ""] if t.strip())
+        return Answer(text, result.model, result.tokens_in, result.tokens_out)
+
+    def audit(actor: str, action: str, subject: str, outcome: str, details: Any) -> None:
+        home.store.audit(actor, action, subject, outcome, details=details)
+
+    return openai_routes(
+        tokens=TokenStore(tokens_file(home.paths.data_dir)),
+        settings=home.settings,
+        run=run,
+        audit=audit,
+        max_body=MAX_BODY_BYTES,
+        inflight=inflight,
+    )
+
+
+def bot_door(
+    home: Home,
+    *,
+    plan: Callable[[str | None], Awaitable[dict[str, Any]]],
+    run_now: Callable[[str | None], Awaitable[Any]],
+) -> Any:
+    """The MCP server's tools (``mcp_server.door.BotDoor``) over this home: its inbox,
+    delivery to the owner, history search and audit; ``plan`` and ``run_now`` are the
+    gateway's (or, for ``vikingbot mcp serve`` without one, a local heartbeat's)."""
+    import uuid
+
+    from vikingbot.delivery.inbox import Inbox
+    from vikingbot.gateway.ops import inbox_list
+    from vikingbot.housekeeping.search import search
+    from vikingbot.mcp_server.door import BotDoor
+
+    inbox = Inbox(home.store, home.clock)
+
+    async def items(slot: str | None, unread: bool, limit: int) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(inbox_list, inbox, slot=slot, unread=unread, limit=limit)
+
+    async def tell_owner(text: str) -> dict[str, Any]:
+        report = await home.delivery.deliver(
+            text, "owner", dedupe_key=f"mcp:{uuid.uuid4().hex}", source="mcp"
+        )
+        return {
+            "delivered": report.delivered,
+            "inboxed": report.inboxed,
+            "failed": report.failed,
+            "refused": report.refused,
+        }
+
+    def audit(actor: str, action: str, subject: str, outcome: str, reason: str | None) -> None:
+        home.store.audit(actor, action, subject, outcome, reason=reason)
+
+    return BotDoor(
+        plan=plan,
+        run_now=run_now,
+        inbox=items,
+        tell_owner=tell_owner,
+        search=lambda q, n: [hit.to_dict() for hit in search(home.store, q, n)],
+        audit=audit,
+        workspace_root=home.paths.workspace_root,
+        clock=home.clock,
+    )
+
+
+def mcp_http(home: Home, *, ops: ControlOps) -> tuple[list[Any], Callable[[], Awaitable[None]]]:
+    """The bot's MCP server on the gateway (``/mcp``, Streamable HTTP, client tokens with
+    the ``mcp`` scope): its routes and its close."""
+    from starlette.routing import Route
+
+    from vikingbot.mcp_server.server import HttpDoor
+    from vikingbot.openai_api.tokens import TokenStore, tokens_file
+
+    door = bot_door(
+        home,
+        plan=ops.heartbeat_plan,
+        run_now=lambda ws: ops.heartbeat_run_now(workspace=ws, force=False),
+    )
+    app = HttpDoor(door, TokenStore(tokens_file(home.paths.data_dir)))
+    return [Route("/mcp", app, methods=["GET", "POST", "DELETE"])], app.aclose
+
+
 def http_app(
     home: Home,
     *,
@@ -521,6 +666,7 @@ def http_app(
     metrics: Metrics,
     secret: str,
     audit: Callable[[str, str, str], None],
+    doors: Sequence[Any] = (),  # the ecosystem's doors (OpenAI API, MCP), each its own builder
 ) -> Any:
     """`/health`, `/metrics`, each channel's routes, the control API and the dashboard,
     behind the Host/Origin checks, the gateway token and the control secret."""
@@ -529,7 +675,7 @@ def http_app(
     from vikingbot.gateway.webguard import WebGuard, own_names
 
     channel_prefixes = tuple(f"{route.path}/" for route in channel_routes)
-    routes = [*channel_routes, *control_routes(ops), *dashboard]
+    routes = [*channel_routes, *control_routes(ops), *dashboard, *doors]
     token = home.config.bot.gateway.token
     token_text = token.get_secret_value() if token else None
     app = build_app(
@@ -537,7 +683,7 @@ def http_app(
         metrics=metrics.render,
         token=token_text,
         extra_routes=routes,
-        self_authenticating=(*channel_prefixes, "/api/", "/ui/"),
+        self_authenticating=(*channel_prefixes, "/api/", "/ui/", "/v1/", "/mcp"),
     )
     gateway = home.config.bot.gateway
     guarded = ControlGuard(app, secret=secret, token=token_text, audit=audit)

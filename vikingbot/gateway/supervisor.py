@@ -86,6 +86,7 @@ class Gateway:
         self.home_lock: HomeLock | None = None
         self.ops: ControlOps | None = None
         self._server_task: asyncio.Task[Any] | None = None
+        self._close_mcp: Callable[[], Awaitable[None]] | None = None
         self._sock: Any = None  # the HTTP port, bound at start (bind_port), served later
         self.membership: Membership | None = None  # this gateway in the registry (beats)
 
@@ -254,15 +255,29 @@ class Gateway:
             _, late = await asyncio.wait(ending, timeout=CANCEL_WAIT_S)
             for task in late:
                 task.cancel()
+        if self._close_mcp is not None:
+            await self._close_mcp()  # the MCP server's transport task group
         if self.membership is not None:
             await self.membership.leave()
         await self.home.aclose()
+        if self.home.config.bot.telemetry.otlp_endpoint:
+            from vikingbot import telemetry
+
+            await asyncio.to_thread(telemetry.shutdown)  # the last spans are sent
 
     # ------------------------------------------------------------ services
 
     async def _start_services(self) -> None:
         """Build (compose.py) and start every service, in order; each runs supervised."""
         home, stop, spawn = self.home, self.stop_event, self.services.spawn
+        tel = home.config.bot.telemetry
+        if tel.otlp_endpoint:  # traces (docs/telemetry.md); no OpenTelemetry import when off
+            from vikingbot import telemetry
+
+            on = telemetry.configure(
+                tel.otlp_endpoint, with_content=tel.content, service=tel.service_name
+            )
+            self.say(f"{'✓' if on else '✗'} Traces: {tel.otlp_endpoint}")
         # join the gateways registry (several gateways may share a PostgreSQL store)
         self.registry = registry = compose.registry(home, f"{self.host}:{self.port}")
         beat_s = home.config.bot.gateway.lease_s / 2  # several gateways: scaling.md
@@ -293,6 +308,7 @@ class Gateway:
 
         hub = self.home.mcp  # the MCP servers: one session each, shared by every turn
         hub.on_problem = compose.mcp_notices(home)
+        home.tell_outages(compose.outage_notices(home))  # a model down, a fallback answering
         if hub.configured:
             spawn("mcp-eager", hub.start_eager, "MCP servers with eager: true", restart=False)
             self.say(f"✓ MCP: {len(hub.servers(unattended=False))} server(s), started on first use")
@@ -382,12 +398,14 @@ class Gateway:
         r = self.home.readiness()
         loop = self.home.config.bot.agents.loop
         running = self.home.agent().subagents() if r.ready else []  # spawn (docs/agent.md)
+        down = self.home.models_down()  # models with an outage (a fallback answers)
         return {
             "loop": loop,
             "ready": r.ready,
             "problem": r.problem,
             "detail": r.detail,
             "subagents": running,
+            "models_down": down,
         }
 
     def problems(self) -> list[str]:
@@ -491,6 +509,7 @@ class Gateway:
             ops=ops,
             stopping=self.stop_event,
         )
+        mcp_routes, self._close_mcp = compose.mcp_http(home, ops=ops)
         app = compose.http_app(
             home,
             channel_routes=list(self.channels.routes()) if self.channels is not None else [],
@@ -500,6 +519,7 @@ class Gateway:
             metrics=self.metrics,
             secret=self.home_lock.secret,
             audit=self._audit_control,
+            doors=[*compose.openai_api(home, inflight=ops.inflight), *mcp_routes],
         )
         web = home.config.bot.gateway
         config = uvicorn.Config(

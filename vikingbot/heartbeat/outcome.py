@@ -72,6 +72,7 @@ class TurnFacts:
     wrote: bool = False
     tools_run: tuple[str, ...] = ()
     sends: tuple[SendStatus, ...] = ()  # one per delivery attempt, in order
+    model: str | None = None  # "provider/model" that answered
 
 
 @dataclass(frozen=True)
@@ -243,6 +244,7 @@ def _row(facts: TurnFacts, ctx: Ctx) -> LedgerRow:
         tokens_in=facts.tokens_in,
         tokens_out=facts.tokens_out,
         cost_usd=facts.cost_usd,
+        model=facts.model,
     )
 
 

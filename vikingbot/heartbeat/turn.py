@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
+from vikingbot import telemetry
 from vikingbot.agentio import Lane
 from vikingbot.config.schema import Config
 from vikingbot.delivery.adapter import TurnDelivery
@@ -102,6 +103,56 @@ class Turns:
         return self.delivery.outbox.texts_of_run(run_id)
 
     async def make(
+        self,
+        cycle_id: str,
+        workspace: str,
+        unit: Unit,
+        eligible: list[SessionMeta],
+        path: Path,
+        context: str | None,
+        run_id: str | None = None,
+        *,
+        fence: Callable[[str], Awaitable[None]] | None = None,
+        tasks: Sequence[Entry] = (),
+        state: EntryState | None = None,
+    ) -> TurnFacts:
+        """One heartbeat turn (:meth:`_make`), traced as ``heartbeat.run`` with the
+        decision that led to it (``heartbeat.decide``) and the agent's turn inside."""
+        entry = unit.entry.ident if unit.entry is not None else None
+        attrs = {"vikingbot.workspace": workspace, "vikingbot.heartbeat.entry": entry}
+        with telemetry.span(
+            "heartbeat.run", {**attrs, "vikingbot.heartbeat.cycle": cycle_id}
+        ) as sp:
+            with telemetry.span(
+                "heartbeat.decide",
+                {
+                    **attrs,
+                    "vikingbot.heartbeat.decision": "run",
+                    "vikingbot.heartbeat.unit": unit.kind,
+                    "vikingbot.heartbeat.continuation": unit.continuation,
+                    "vikingbot.heartbeat.slot": unit.slot.isoformat() if unit.slot else None,
+                },
+            ):
+                pass
+            facts = await self._make(
+                cycle_id,
+                workspace,
+                unit,
+                eligible,
+                path,
+                context,
+                run_id,
+                fence=fence,
+                tasks=tasks,
+                state=state,
+            )
+            sp.set("vikingbot.heartbeat.ended", facts.ended)
+            sp.set("vikingbot.model", facts.model)
+            if facts.error:
+                sp.fail(facts.error)
+            return facts
+
+    async def _make(
         self,
         cycle_id: str,
         workspace: str,
@@ -245,4 +296,5 @@ class Turns:
             duration_s=time.monotonic() - t0,
             wrote=result.wrote,
             tools_run=tuple(result.tools_run),
+            model=result.model,
         )

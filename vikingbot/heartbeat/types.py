@@ -357,6 +357,7 @@ class LedgerRow:
     tokens_out: int = 0
     cost_usd: float = 0.0
     error: str | None = None
+    model: str | None = None  # "provider/model" that answered (a fallback's, in an outage)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:

@@ -61,6 +61,9 @@ heartbeat_runs = Table(
     Column("tokens_out", Integer, nullable=False, default=0),
     Column("cost_usd", Float, nullable=False, default=0.0),
     Column("error", Text),
+    Column(
+        "model", String(400)
+    ),  # "provider/model" that answered (0008; a fallback's in an outage)
 )
 
 # Per workspace and entry: the schedule and lifecycle state of HEARTBEAT.md entries.
