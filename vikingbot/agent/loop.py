@@ -31,7 +31,13 @@ from vikingbot.errors import (
     WorkspaceError,
 )
 from vikingbot.mcp.tool import McpTool
-from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
+from vikingbot.providers.base import (
+    INVALID_ARGUMENTS,
+    ChatMessage,
+    ChatRequest,
+    ImagePart,
+    ToolCall,
+)
 from vikingbot.providers.factory import create_provider
 from vikingbot.session.types import SessionKey
 from vikingbot.skills.discover import catalog
@@ -206,6 +212,7 @@ class BuiltinLoop(AgentLoop):
     ) -> TurnResult:
         key = to_key(session_key)
         meta = dict(metadata or {})
+        images = _images(meta)
         while self._retired:
             await self._retired.pop().aclose()
         provider = await self._provider_for(meta)
@@ -226,7 +233,7 @@ class BuiltinLoop(AgentLoop):
                 user_skills=self.user_skills,
             )
             try:
-                await self._run(turn, ctx, provider, model, prompt, tools)
+                await self._run(turn, ctx, provider, model, prompt, tools, images)
             finally:
                 turn.result.messages_sent = ctx.messages_sent
 
@@ -251,6 +258,7 @@ class BuiltinLoop(AgentLoop):
         model: str,
         prompt: str,
         tools: dict[str, Tool],
+        images: list[ImagePart] | None = None,
     ) -> None:
         agents = self.config.bot.agents
         now = self.clock.now()
@@ -284,9 +292,10 @@ class BuiltinLoop(AgentLoop):
             if agents.history_window and not light
             else []
         )
-        user = ChatMessage("user", prompt)
+        user = ChatMessage("user", prompt, images=list(images or []))
         messages = [ChatMessage("system", system), *history_messages(history), user]
-        turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
+        said = {"via": turn.metadata["via"]} if turn.metadata.get("via") else {}
+        turn.writes.append(to_session(user, now, metadata={**turn.message_meta(), **said}))
         request = ChatRequest(
             model=model,
             messages=messages,
@@ -421,6 +430,15 @@ class BuiltinLoop(AgentLoop):
         if not tool.read_only or ctx.messages_sent > sent_before:
             result.wrote = True
         return record(str(text), approved=True, error=False)
+
+
+def _images(meta: dict[str, Any]) -> list[ImagePart]:
+    """The images a person sent with the prompt (metadata ``images``, taken out of it);
+    none for a turn nobody watches (an unattended turn stays text-only)."""
+    given = meta.pop("images", None) or []
+    if is_unattended(meta):
+        return []
+    return [i for i in given if isinstance(i, ImagePart)]
 
 
 def action_of(tool: Tool) -> Action:

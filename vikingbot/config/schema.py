@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from vikingbot.config.base import Model
 from vikingbot.config.mcp import McpServerConfig, check_server_names
+from vikingbot.config.media import MediaConfig, TranscriptionConfig
 from vikingbot.grammar import time_of_day, to_seconds
 
 # Durations and times of day: one grammar for config, HEARTBEAT.md and the CLI
@@ -239,6 +240,8 @@ class AgentsConfig(Model):
     turn_timeout_s: float = Field(default=600, ge=0)  # 0: no bound (not advised)
     max_reply_chars: int = Field(default=100_000, ge=1000)
     acp: AcpConfig = Field(default_factory=AcpConfig)
+    # does the model see images? auto: from media/vision.py's list (docs/media.md)
+    vision: Literal["auto", "on", "off"] = "auto"
 
     @field_validator("loop")
     @classmethod
@@ -457,6 +460,8 @@ class BotConfig(Model):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
+    transcription: TranscriptionConfig = Field(default_factory=TranscriptionConfig)
 
     @model_validator(mode="after")
     def _provider_named(self) -> BotConfig:
