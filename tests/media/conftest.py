@@ -7,10 +7,14 @@ import shutil
 import struct
 import subprocess
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
+
+from vikingbot.testing.fake_anthropic import FakeAnthropic
+from vikingbot.testing.fake_openai import FakeOpenAI
 
 
 def photo(width: int, height: int, fmt: str = "JPEG", mode: str = "RGB") -> bytes:
@@ -69,3 +73,40 @@ def silence(folder: Path, seconds: float, name: str) -> Path:
 @pytest.fixture(scope="session")
 def voice_note(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return speech(tmp_path_factory.mktemp("voice"), "please water the plants at six")
+
+
+def text_pdf(*lines: str) -> bytes:
+    """A one-page PDF with ``lines`` as real text (Helvetica), written object by object."""
+    body = "BT /F1 14 Tf 72 720 Td 18 TL " + " ".join(f"({s}) '" for s in lines) + " ET"
+    objects = [
+        "<< /Type /Catalog /Pages 2 0 R >>",
+        "<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] "
+        "/Resources << /Font << /F1 4 0 R >> >> /Contents 5 0 R >>",
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        f"<< /Length {len(body)} >>\nstream\n{body}\nendstream",
+    ]
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for n, obj in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{n} 0 obj\n{obj}\nendobj\n".encode("latin-1")
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
+    return out
+
+
+@pytest.fixture
+def fake_openai() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI.start() as fake:
+        yield fake
+
+
+@pytest.fixture
+def fake_anthropic() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic.start() as fake:
+        yield fake
