@@ -15,7 +15,7 @@ def safe_name(name: str, ext: str) -> str:
     """``name`` as a plain file name (letters, digits, ``._-``), at most 80 characters,
     ending in ``.ext``; never empty, never hidden."""
     base = name.replace("\\", "/").rsplit("/", 1)[-1]
-    stem = base.rsplit(".", 1)[0] if "." in base else base
+    stem = base.rsplit(".", 1)[0] if "." in base.lstrip(".") else base
     stem = _UNSAFE.sub("-", stem).strip(".-")[:60] or "file"
     return f"{stem}.{_UNSAFE.sub('', ext)[:10] or 'bin'}"
 
