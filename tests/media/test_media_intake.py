@@ -195,3 +195,20 @@ async def test_empty_and_overlong_audio_and_no_endpoint_are_refused(tmp_path: Pa
     unset = await take(tmp_path, config(), given("v.ogg", long.read_bytes(), kind="audio")[0])
     assert unset.refused == ["no-transcription"]
     assert "bot.transcription" in unset.notices[0] and "kept as inbox/" in unset.notices[0]
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [
+        ("noise.ogg", bytes(range(256)) * 40),  # no container at all
+        ("cut.ogg", b"OggS\x00\x02" + b"\x00" * 40),  # an OGG page header and nothing
+        ("voice.mp3", b"ID3\x04\x00\x00\x00\x00\x00\x00"),  # a tag and no frames
+    ],
+)
+async def test_broken_audio_is_refused_in_one_line_and_kept(
+    tmp_path: Path, name: str, data: bytes
+) -> None:
+    cfg = config(transcription={"api_base": "http://127.0.0.1:9/v1"})
+    taken = await take(tmp_path, cfg, given(name, data, kind="audio")[0])
+    assert taken.refused in (["corrupt"], ["empty-audio"]), taken.notices
+    assert "the audio is kept as inbox/" in taken.notices[0]
