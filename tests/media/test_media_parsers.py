@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from vikingbot.channels.matrix_media import media_ref
+from vikingbot.channels.slack_files import file_refs, host_allowed
 from vikingbot.config.schema import Config
 from vikingbot.media.audio import parse_duration
 from vikingbot.media.inbox import dated_name, keep, safe_name
@@ -113,3 +114,36 @@ def test_parse_duration(text: str, want: float | None) -> None:
 def test_sees_images(model: str, vision: str, want: bool) -> None:
     cfg = Config.model_validate({"bot": {"agents": {"model": model, "vision": vision}}})
     assert sees_images(cfg) is want
+
+
+@given(
+    st.dictionaries(
+        st.sampled_from(["files", "text"]),
+        st.none() | st.text(max_size=20) | st.lists(
+            st.none() | st.integers() | st.dictionaries(
+                st.sampled_from(["name", "url_private", "url_private_download", "size",
+                                 "mimetype", "subtype", "title"]),
+                st.none() | st.integers() | st.text(max_size=30) | st.booleans()),
+            max_size=25),
+    )
+)  # fmt: skip
+def test_slack_file_refs_is_total(event: dict[str, Any]) -> None:
+    refs = file_refs(event)
+    assert len(refs) <= 20 and all(isinstance(r.url, str) for r in refs)
+
+
+@pytest.mark.parametrize(
+    ("url", "api_base", "ok"),
+    [
+        ("https://files.slack.com/files-pri/T1-F1/a.jpg", None, True),
+        ("http://files.slack.com/files-pri/T1-F1/a.jpg", None, False),
+        ("https://files.slack.com.evil.test/a.jpg", None, False),
+        ("https://evil.test/a.jpg", None, False),
+        ("http://127.0.0.1:5000/files-pri/a.jpg", "http://127.0.0.1:5000/api/", True),
+        ("http://127.0.0.1:6000/files-pri/a.jpg", "http://127.0.0.1:5000/api/", False),
+    ],
+)
+def test_the_slack_token_goes_only_to_the_file_host(
+    url: str, api_base: str | None, ok: bool
+) -> None:
+    assert host_allowed(url, api_base) is ok
