@@ -7,7 +7,7 @@ import base64
 from pathlib import Path
 
 from tests.media.conftest import text_pdf
-from vikingbot.agent.loop import _images
+from vikingbot.agent.history import take_images
 from vikingbot.bus import MessageBus
 from vikingbot.config.schema import Config, ProviderConfig
 from vikingbot.providers.anthropic_provider import AnthropicProvider
@@ -62,9 +62,10 @@ async def test_anthropic_gets_the_image_as_a_base64_image_block(
 
 
 def test_an_unattended_turn_sends_no_images() -> None:
-    assert _images({"images": [PIC]}) == [PIC]
-    assert _images({"images": [PIC], "unattended": True}) == []
-    assert _images({"images": ["not an image"]}) == []
+    meta: dict[str, object] = {"images": [PIC], "sender": "42"}
+    assert take_images(meta) == [PIC] and meta == {"sender": "42"}  # the bytes go no further
+    assert take_images({"images": [PIC], "unattended": True}) == []
+    assert take_images({"images": ["not an image"]}) == []
 
 
 async def test_read_file_reads_the_text_of_a_pdf_in_the_inbox(tmp_path: Path) -> None:

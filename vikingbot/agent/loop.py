@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
-from vikingbot.agent.history import TurnLog, run_locked, to_key
+from vikingbot.agent.history import TurnLog, run_locked, take_images, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
     NotConfiguredError,
@@ -212,7 +212,7 @@ class BuiltinLoop(AgentLoop):
     ) -> TurnResult:
         key = to_key(session_key)
         meta = dict(metadata or {})
-        images = _images(meta)
+        images = take_images(meta)
         while self._retired:
             await self._retired.pop().aclose()
         provider = await self._provider_for(meta)
@@ -430,15 +430,6 @@ class BuiltinLoop(AgentLoop):
         if not tool.read_only or ctx.messages_sent > sent_before:
             result.wrote = True
         return record(str(text), approved=True, error=False)
-
-
-def _images(meta: dict[str, Any]) -> list[ImagePart]:
-    """The images a person sent with the prompt (metadata ``images``, taken out of it);
-    none for a turn nobody watches (an unattended turn stays text-only)."""
-    given = meta.pop("images", None) or []
-    if is_unattended(meta):
-        return []
-    return [i for i in given if isinstance(i, ImagePart)]
 
 
 def action_of(tool: Tool) -> Action:
