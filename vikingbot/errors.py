@@ -26,6 +26,7 @@
     ├── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
     ├── SkillError                  a skill could not be added or removed (skills/manage.py)
     ├── McpError                    an MCP server cannot start, answer or be reached (vikingbot.mcp)
+    ├── MediaError                  a file a person sent cannot be taken in (media/types.py)
     ├── NoServiceManager            no user service manager here (service/manager.py)
     ├── ServiceCommandFailed        systemctl/launchctl refused a step (service/manager.py)
     ├── GatewayRunning              another gateway holds this home (gateway/lock.py)
