@@ -212,3 +212,12 @@ async def test_broken_audio_is_refused_in_one_line_and_kept(
     taken = await take(tmp_path, cfg, given(name, data, kind="audio")[0])
     assert taken.refused in (["corrupt"], ["empty-audio"]), taken.notices
     assert "the audio is kept as inbox/" in taken.notices[0]
+
+
+async def test_a_workspace_that_cannot_be_written_is_one_line_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "ws/inbox").write_text("a file where the folder should be")
+    att, _ = given("p.png", photo(40, 30, "PNG"))
+    taken = await take(tmp_path, config(), att)
+    assert taken.refused == ["not-kept"]
+    assert taken.notices[0].startswith("I could not save p.png in the workspace: ")

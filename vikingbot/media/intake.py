@@ -159,7 +159,12 @@ class MediaIntake:
                 "unsupported", f"I cannot take {what} ({att.name}): I take {TAKEN_KINDS}"
             )
         kind, ext = found
-        path = await asyncio.to_thread(keep, workspace, att.name, ext, data, self.clock.now())
+        try:
+            path = await asyncio.to_thread(keep, workspace, att.name, ext, data, self.clock.now())
+        except OSError as exc:
+            why = exc.strerror or str(exc)
+            said = f"I could not save {att.name} in the workspace: {why}"
+            raise MediaError("not-kept", said) from exc
         rel = path.relative_to(workspace).as_posix()
         size = size_text(len(data))
         if kind == "document":

@@ -20,6 +20,7 @@ Refusal = Literal[
     "no-transcription",  # bot.transcription is not set up
     "no-ffmpeg",  # the endpoint needs another format and ffmpeg is not installed
     "transcription-failed",  # the endpoint refused or failed
+    "not-kept",  # the workspace's inbox/ could not be written (disk full, permissions)
 ]
 
 
