@@ -3,6 +3,7 @@ answer, the vision list. Total on any input (hypothesis)."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from vikingbot.channels.feishu_files import file_ref
 from vikingbot.channels.matrix_media import media_ref
 from vikingbot.channels.slack_files import file_refs, host_allowed
 from vikingbot.config.schema import Config
@@ -147,3 +149,13 @@ def test_the_slack_token_goes_only_to_the_file_host(
     url: str, api_base: str | None, ok: bool
 ) -> None:
     assert host_allowed(url, api_base) is ok
+
+
+@given(st.none() | st.text(max_size=10) | st.sampled_from(["image", "audio", "file", "media"]),
+       st.none() | st.text(max_size=80) | st.dictionaries(
+           st.sampled_from(["image_key", "file_key", "file_name", "duration"]),
+           st.none() | st.integers() | st.text(max_size=20) | st.booleans()).map(json.dumps),
+       st.text(max_size=30))  # fmt: skip
+def test_feishu_file_ref_is_total(kind: Any, content: Any, message_id: str) -> None:
+    found = file_ref(kind, content, message_id)
+    assert found is None or found.resource in ("image", "file")
