@@ -27,6 +27,7 @@
     ├── AgentError                  an agent loop's own agent failed (e.g. an ACP agent process)
     ├── SkillError                  a skill could not be added or removed (skills/manage.py)
     ├── McpError                    an MCP server cannot start, answer or be reached (vikingbot.mcp)
+    ├── MediaError                  a file a person sent cannot be taken in (media/types.py)
     ├── McpRefused                  a call to the bot's own MCP server refused (mcp_server/door.py)
     ├── NoServiceManager            no user service manager here (service/manager.py)
     ├── ServiceCommandFailed        systemctl/launchctl refused a step (service/manager.py)

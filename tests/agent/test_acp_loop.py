@@ -414,3 +414,22 @@ async def test_skills_are_linked_where_claude_code_looks_and_listed_with_paths(
     context = prompt["texts"][0]
     assert "- weekly-report: Does weekly-report. (SKILL.md: " in context
     assert ".claude/skills/weekly-report/SKILL.md)" in context
+
+
+async def test_pictures_go_as_image_blocks_only_to_an_agent_that_takes_them(rig: Rig) -> None:
+    from vikingbot.providers.base import ImagePart
+
+    pic = ImagePart("image/jpeg", b"\xff\xd8\xff" + b"x" * 300)
+    loop = rig.loop({"_images": True, "*": [{"text": "a desk"}]})
+    result = await loop.run_turn("what is it?", CHAT, rig.meta(images=[pic]))
+    assert result.text == "a desk"
+    [prompt] = rig.log("prompt")
+    assert prompt["images"] == [{"mimeType": "image/jpeg", "chars": len(pic.b64())}]
+    assert prompt["texts"][-1] == "what is it?"  # the text stays the last block
+    await loop.aclose()
+    rig.log_file.unlink()
+    blind = rig.loop({"*": [{"text": "ok"}]})
+    await blind.run_turn("and this?", CHAT, rig.meta(images=[pic]))
+    [prompt] = rig.log("prompt")
+    assert prompt["images"] == []
+    assert "this agent does not take images" in prompt["texts"][-1]

@@ -192,3 +192,25 @@ def test_a_heartbeat_result_reaches_the_channel_end_to_end(
             assert code == 0, gw.output[-4000:]
     assert [m["content"] for m in sent] == ["The nightly build is **red**."]
     assert sent[0]["channel_id"] == DM and sent[0]["nonce"]
+
+
+async def test_a_picture_in_a_dm_comes_with_the_message_and_a_strangers_is_never_fetched(
+    fake: tuple[FakeDiscord, str], store: StateStore, bus: MessageBus
+) -> None:
+    from tests.media.conftest import photo
+
+    discord, api = fake
+    pic = photo(320, 240)
+    cfg = config(**section(api, discord.token, allowFrom=[ALICE]))
+    async with running(cfg, store, bus=bus, retry_delay_s=0.05):
+        await discord.wait_ready()
+        discord.push_message(channel_id="9" * 18, user_id=BOB, text="", files=[
+            ("bait.jpg", "image/jpeg", pic)])  # fmt: skip
+        discord.push_message(channel_id=DM, user_id=ALICE, text="", files=[
+            ("cat.jpg", "image/jpeg", pic)])  # fmt: skip
+        msg = await asyncio.wait_for(bus.next_inbound(), 30)
+        assert (msg.sender_id, msg.text) == (ALICE, "")
+        (att,) = msg.attachments
+        assert (att.name, att.mime, att.size) == ("cat.jpg", "image/jpeg", len(pic))
+        assert await att.fetch(25_000_000) == pic
+        assert len(discord.downloads) == 1  # Alice's only: Bob's was refused unfetched

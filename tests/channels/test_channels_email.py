@@ -388,3 +388,38 @@ async def test_a_busy_smtp_server_is_retried_and_a_resend_keeps_the_message_id(
         assert row is not None and row.attempts == 2
     finally:
         await manager.stop()
+
+
+async def test_attachments_and_inline_pictures_come_with_the_mail(
+    rig: MailRig, store: Any, bus: MessageBus, echo: Any, make_config: Callable[..., Config]
+) -> None:
+    from tests.media.conftest import photo, text_pdf
+
+    pic, pdf, inline = photo(800, 600), text_pdf("Invoice 4711"), photo(64, 48, "PNG")
+
+    def build(msg: EmailMessage) -> None:
+        msg.add_alternative('<p>see <img src="cid:chart1"></p>', subtype="html")
+        html = msg.get_payload()[-1]  # type: ignore[index]
+        html.add_related(inline, maintype="image", subtype="png", cid="<chart1>")
+        msg.add_attachment(pic, maintype="image", subtype="jpeg", filename="desk photo.jpg")
+        msg.add_attachment(pdf, maintype="application", subtype="pdf", filename="invoice.pdf")
+
+    manager = await started(make_config(email=rig.section()), bus, store)
+    echo.manager = manager
+    try:
+        rig.mail_to_bot(STRANGER, "Stranger's files f1", "open this", build=build)
+        rig.mail_to_bot(OWNER, "My files f1", "what are these?", build=build)
+        await arrived(rig, OWNER, "My files f1")
+        (msg,) = [m for m in echo.seen if m.metadata["subject"] == "My files f1"]
+        assert "what are these?" in msg.text
+        got = {a.name: (a.mime, await a.fetch(25_000_000)) for a in msg.attachments}
+        assert got == {
+            "inline-3.png": ("image/png", inline),
+            "desk photo.jpg": ("image/jpeg", pic),
+            "invoice.pdf": ("application/pdf", pdf),
+        }
+        assert all(m.sender_id != STRANGER for m in echo.seen)  # its mail never fetched
+        unread = await asyncio.to_thread(rig.dovecot.unseen_subjects, BOT)
+        assert "Stranger's files f1" in unread
+    finally:
+        await manager.stop()

@@ -193,3 +193,34 @@ async def test_an_event_is_answered_when_the_database_cannot_say_whether_it_was(
             await feishu.push(url, feishu.event(chat_id=DM, open_id=ALICE, text="again"))
             await feishu.wait_sent(2)
     assert [m.text for m in echo.seen] == ["hello", "again"]
+
+
+async def test_an_image_and_a_voice_message_come_with_their_files(
+    fake: tuple[FakeFeishu, str], store: StateStore, bus: MessageBus
+) -> None:
+    from tests.media.conftest import photo
+
+    feishu, domain = fake
+    pic = photo(320, 240)
+    cfg = config(feishu, domain, allowFrom=[ALICE])
+    async with (
+        running(cfg, store, bus=bus, retry_delay_s=0.05) as manager,
+        serving(Starlette(routes=manager.routes())) as gateway,
+    ):
+        url = f"{gateway}/feishu/events"
+        await feishu.push(url, feishu.file_event(chat_id=DM, open_id=BOB, message_type="image",
+                                                 key="img_bob", data=pic))  # fmt: skip
+        await feishu.push(url, feishu.file_event(chat_id=DM, open_id=ALICE, message_type="image",
+                                                 key="img_v2_1", data=pic))  # fmt: skip
+        await feishu.push(url, feishu.file_event(chat_id=DM, open_id=ALICE, message_type="audio",
+                                                 key="file_v3_9", data=b"OggS-voice",
+                                                 duration=2500))  # fmt: skip
+        image = await asyncio.wait_for(bus.next_inbound(), 30)
+        voice = await asyncio.wait_for(bus.next_inbound(), 30)
+        (a,) = image.attachments
+        assert (image.sender_id, image.text, a.kind) == (ALICE, "", "image")
+        assert await a.fetch(25_000_000) == pic
+        (v,) = voice.attachments
+        assert (v.kind, v.duration_s) == ("audio", 2.5)
+        assert await v.fetch(25_000_000) == b"OggS-voice"
+        assert [d[1:] for d in feishu.downloads] == [("img_v2_1", "image"), ("file_v3_9", "file")]

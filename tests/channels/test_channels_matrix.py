@@ -408,3 +408,60 @@ async def test_two_gateways_on_postgresql_one_receives_and_the_other_takes_over(
             await b.stop()
     assert hs.texts(alice, room, sender=bot.user_id) == ["echo: first", "echo: second"]
     assert [m.text for m in echo.seen] == ["first", "second"]
+
+
+def upload(hs: Synapse, user: User, data: bytes, name: str, mime: str) -> str:
+    """``data`` in the homeserver's media repository; its ``mxc://`` URI."""
+    answer = hs.http.post(
+        f"/_matrix/media/v3/upload?filename={name}",
+        content=data,
+        headers={"Authorization": f"Bearer {user.token}", "Content-Type": mime},
+    )
+    answer.raise_for_status()
+    return str(answer.json()["content_uri"])
+
+
+async def test_a_photo_and_a_voice_note_are_fetched_through_the_authenticated_media_api(
+    people: People, store: StateStore, tmp_path: Path
+) -> None:
+    from tests.media.conftest import photo, speech
+    from vikingbot.clock import SystemClock
+    from vikingbot.media import MediaIntake
+
+    hs, bot, alice = people.hs, people.bot, people.alice
+    pic = photo(1024, 768)
+    voice = speech(tmp_path, "see you at noon").read_bytes()
+    bus = MessageBus()
+    cfg = config(**section(hs, bot.token, allowFrom=[alice.user_id]))
+    async with running(cfg, store, bus=bus, retry_delay_s=0.05):
+        room = await a_dm(hs, alice, bot)
+        pic_uri = await asyncio.to_thread(upload, hs, alice, pic, "desk.jpg", "image/jpeg")
+        info = {"mimetype": "image/jpeg", "size": len(pic), "w": 1024, "h": 768}
+        await asyncio.to_thread(
+            hs.say, alice, room, "my desk", msgtype="m.image", url=pic_uri, info=info,
+            filename="desk.jpg",
+        )  # fmt: skip
+        got = await asyncio.wait_for(bus.next_inbound(), 30)
+        assert got.text == "my desk"  # filename beside body: the body is the caption
+        (att,) = got.attachments
+        assert (att.name, att.kind, att.size) == ("desk.jpg", "image", len(pic))
+        assert await att.fetch(25_000_000) == pic  # /_matrix/client/v1/media/download
+        legacy = hs.http.get(f"/_matrix/media/v3/download/{pic_uri[len('mxc://') :]}")
+        assert legacy.status_code == 404  # why the legacy path is not used
+
+        ogg_uri = await asyncio.to_thread(upload, hs, alice, voice, "voice.ogg", "audio/ogg")
+        await asyncio.to_thread(
+            hs.say, alice, room, "voice.ogg", msgtype="m.audio", url=ogg_uri,
+            info={"mimetype": "audio/ogg", "size": len(voice), "duration": 1500},
+            **{"org.matrix.msc3245.voice": {}},
+        )  # fmt: skip
+        got = await asyncio.wait_for(bus.next_inbound(), 30)
+        assert got.text == ""
+        intake = MediaIntake(lambda: cfg, clock=SystemClock(), environ={})
+        taken = await intake.take(
+            got.attachments, workspace=tmp_path / "ws", chat="m", sender=alice.user_id,
+            source="matrix",
+        )  # fmt: skip
+        assert taken.refused == ["no-transcription"]  # fetched, measured, kept in inbox/
+        kept = next((tmp_path / "ws/inbox").glob("*-voice.ogg"))
+        assert kept.read_bytes() == voice

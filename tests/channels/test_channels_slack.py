@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -244,5 +245,33 @@ async def test_a_bad_token_is_reported_in_status(
         assert not await send_reply(
             manager, OutboundMessage("slack", OWNER_DM, "x", dedupe_key="b-1")
         )
+    finally:
+        await manager.stop()
+
+
+async def test_a_shared_file_comes_with_the_message_and_the_token_goes_only_to_the_file_host(
+    fake: tuple[FakeSlack, str], store: Any, bus: MessageBus, make_config: Callable[..., Config]
+) -> None:
+    from tests.media.conftest import photo
+
+    slack, api = fake
+    pic = photo(320, 240)
+    manager = await started(make_config(slack=slack_section(slack, api)), bus, store)
+    try:
+        await slack.wait_connected()
+        shared = slack.add_file("whiteboard.jpg", pic, "image/jpeg")
+        elsewhere = dict(shared, name="x.jpg", url_private_download="https://evil.test/x.jpg")
+        slack.push_message(user="USTRANGER", channel="D0OTHER", text="", subtype="file_share",
+                           files=[shared])  # fmt: skip
+        slack.push_message(user="UOWNER", channel=OWNER_DM, text="", subtype="file_share",
+                           files=[shared, elsewhere])  # fmt: skip
+        msg = await asyncio.wait_for(bus.next_inbound(), 30)
+        assert msg.sender_id == "UOWNER"
+        first, second = msg.attachments
+        assert (first.name, first.mime, first.size) == ("whiteboard.jpg", "image/jpeg", len(pic))
+        assert await first.fetch(25_000_000) == pic
+        assert slack.downloads == [("whiteboard.jpg", f"Bearer {slack.bot_token}")]
+        with pytest.raises(ValueError, match=r"not on files\.slack\.com; not fetched"):
+            await second.fetch(25_000_000)
     finally:
         await manager.stop()

@@ -67,6 +67,8 @@ class FakeDiscord:
         self._sinks: list[tuple[asyncio.AbstractEventLoop, asyncio.Queue[dict[str, Any]]]] = []
         self._next_id = 1_000_000_000_000_000_000
         self.base_url = ""
+        self.cdn: dict[str, bytes] = {}  # attachment id -> bytes (push_message files)
+        self.downloads: list[str] = []  # attachment ids fetched from the CDN
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -87,10 +89,19 @@ class FakeDiscord:
         text: str,
         guild_id: str | None = None,
         mention_bot: bool = False,
+        files: list[tuple[str, str, bytes]] | None = None,
     ) -> None:
-        """A person's message arrives on the gateway (a DM when ``guild_id`` is None)."""
+        """A person's message arrives on the gateway (a DM when ``guild_id`` is None),
+        with ``files`` as (name, content type, bytes), served on its fake CDN."""
         with self._cond:
             self.channels.add(channel_id)
+            attachments = []
+            for name, mime, blob in files or []:
+                ident = self._snowflake()
+                self.cdn[ident] = blob
+                url = f"{self.base_url}/attachments/{channel_id}/{ident}/{name}"
+                attachments.append({"id": ident, "filename": name, "size": len(blob),
+                                    "url": url, "proxy_url": url, "content_type": mime})  # fmt: skip
             data: dict[str, Any] = {
                 "id": self._snowflake(),
                 "channel_id": channel_id,
@@ -102,7 +113,7 @@ class FakeDiscord:
                 "mention_everyone": False,
                 "mentions": [self.bot] if mention_bot else [],
                 "mention_roles": [],
-                "attachments": [],
+                "attachments": attachments,
                 "embeds": [],
                 "pinned": False,
                 "type": 0,
@@ -326,8 +337,18 @@ class FakeDiscord:
                 Route("/api/v10/gateway/bot", self._gateway),
                 Route("/api/v10/channels/{channel_id}/messages", self._create, methods=["POST"]),
                 WebSocketRoute("/gateway", self._socket),
+                Route("/attachments/{channel}/{ident}/{name}", self._cdn),
             ]
         )
+
+    async def _cdn(self, request: Request) -> Response:
+        from starlette.responses import Response as Plain
+
+        ident = request.path_params["ident"]
+        with self._cond:
+            self.downloads.append(ident)
+            blob = self.cdn.get(ident)
+        return Plain(blob) if blob is not None else Plain(status_code=404)
 
     @contextmanager
     def serve(self) -> Iterator[str]:

@@ -55,6 +55,8 @@ class FakeFeishu:
         self._limits = 0
         self._ids = itertools.count(1)
         self._cond = threading.Condition()
+        self.resources: dict[tuple[str, str], bytes] = {}  # (message id, key) -> bytes
+        self.downloads: list[tuple[str, str, str]] = []  # (message id, key, type) fetched
 
     # ---- scripting -----------------------------------------------------
 
@@ -197,8 +199,42 @@ class FakeFeishu:
                 ),
                 Route("/open-apis/bot/v3/info", self._bot_info),
                 Route("/open-apis/im/v1/messages", self._create, methods=["POST"]),
+                Route("/open-apis/im/v1/messages/{message_id}/resources/{key}", self._resource),
             ]
         )
+
+    def file_event(
+        self,
+        *,
+        chat_id: str,
+        open_id: str,
+        message_type: str,
+        key: str,
+        data: bytes,
+        **content: Any,
+    ) -> dict[str, Any]:
+        """An ``image``/``audio``/``file`` message whose resource ``key`` serves ``data``."""
+        event = self.event(chat_id=chat_id, open_id=open_id, text="")
+        message = event["event"]["message"]
+        message["message_type"] = message_type
+        field = "image_key" if message_type == "image" else "file_key"
+        message["content"] = json.dumps({field: key, **content})
+        with self._cond:
+            self.resources[(message["message_id"], key)] = data
+        return event
+
+    async def _resource(self, request: Request) -> Response:
+        from starlette.responses import Response as Plain
+
+        if not self._authorized(request):
+            return self._answer(99991663, "Invalid access token for authorization.", 400)
+        ident = (request.path_params["message_id"], request.path_params["key"])
+        with self._cond:
+            self.downloads.append((*ident, request.query_params.get("type", "")))
+            data = self.resources.get(ident)
+        if data is None:
+            return self._answer(234003, "File not in msg.", 400)
+        return Plain(data, headers={"Content-Disposition": 'attachment; filename="x.bin"'})
 
     @contextmanager
     def serve(self) -> Iterator[str]:

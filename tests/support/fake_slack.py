@@ -52,6 +52,8 @@ class FakeSlack:
         self.bot_user_id = bot_user_id
         self.team_id = team_id
         self.posts: list[dict[str, Any]] = []
+        self.files: dict[str, bytes] = {}  # name -> bytes on the fake file host (add_file)
+        self.downloads: list[tuple[str, str]] = []  # (file name, Authorization) fetched
         self.acks: list[str] = []
         self.connections = 0
         self.post_errors: list[tuple[int, str]] = []  # (HTTP status, Slack error) for next posts
@@ -343,8 +345,26 @@ class FakeSlack:
                 Route("/api/conversations.history", self._history, methods=["GET", "POST"]),
                 Route("/api/conversations.replies", self._history, methods=["GET", "POST"]),
                 WebSocketRoute("/socket", self._socket),
+                Route("/files-pri/{name}", self._file),
             ]
         )
+
+    def add_file(self, name: str, data: bytes, mimetype: str) -> dict[str, Any]:
+        """A file on the fake's file host; the ``files`` entry of a ``file_share`` event."""
+        with self._cond:
+            self.files[name] = data
+        url = f"{self.base_url}/files-pri/{name}"
+        return {"id": "F" + name, "name": name, "mimetype": mimetype, "size": len(data),
+                "url_private": url, "url_private_download": url}  # fmt: skip
+
+    async def _file(self, request: Request) -> Response:
+        from starlette.responses import Response as Plain
+
+        name = request.path_params["name"]
+        with self._cond:
+            self.downloads.append((name, request.headers.get("authorization", "")))
+            data = self.files.get(name)
+        return Plain(data) if data is not None else Plain(status_code=404)
 
     @contextmanager
     def serve(self) -> Iterator[str]:

@@ -93,6 +93,8 @@ class FakeTelegram:
         self._polls_open: set[Request] = set()  # those requests, to ask whether they hung up
         self.overlaps = 0  # getUpdates begun while another was in flight (answered 409)
         self.send_errors: list[tuple[int, str, int | None]] = []  # (code, description, retry_after)
+        self.files: dict[str, bytes] = {}  # file_id -> bytes (push_file)
+        self.downloads: list[str] = []  # file ids fetched (getFile), in order
         self._cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1
@@ -131,6 +133,7 @@ class FakeTelegram:
         thread: int | None = None,
         chat_type: str = "private",
         is_bot: bool = False,
+        extra: dict[str, Any] | None = None,
     ) -> int:
         """Script a text message from a person; returns its update id."""
         with self._cond:
@@ -141,7 +144,8 @@ class FakeTelegram:
                 "date": DATE + update_id,
                 "chat": {"id": chat_id, "type": chat_type},
                 "from": {"id": user_id, "is_bot": is_bot, "first_name": f"user{user_id}"},
-                "text": text,
+                **({"text": text} if text or not extra else {}),
+                **(extra or {}),
             }
             if thread is not None:
                 message["message_thread_id"] = thread
@@ -152,6 +156,38 @@ class FakeTelegram:
         if loop is not None:
             loop.call_soon_threadsafe(self._wake)
         return update_id
+
+    def push_file(
+        self,
+        *,
+        chat_id: int,
+        user_id: int,
+        kind: str,
+        data: bytes,
+        caption: str | None = None,
+        file_name: str | None = None,
+        mime: str | None = None,
+        declared_size: int | None = None,
+    ) -> int:
+        """Script a ``photo``, ``voice``, ``audio`` or ``document`` message (its bytes kept
+        for ``getFile`` and the file download); returns its update id."""
+        with self._cond:
+            file_id = f"file-{len(self.files) + 1}"
+            self.files[file_id] = data
+            size = len(data) if declared_size is None else declared_size
+            ref = {"file_id": file_id, "file_unique_id": "u" + file_id, "file_size": size}
+            media: dict[str, Any] = {
+                "photo": [dict(ref, width=90, height=60), dict(ref, width=1280, height=960)],
+                "voice": dict(ref, duration=3, mime_type="audio/ogg"),
+                "audio": dict(ref, duration=3, file_name=file_name, mime_type=mime),
+                "document": dict(ref, file_name=file_name, mime_type=mime),
+            }
+            if kind == "photo":  # the small size is another file, never the one fetched
+                media["photo"][0]["file_id"] = "thumb-" + file_id
+            extra: dict[str, Any] = {kind: media[kind]}
+            if caption is not None:
+                extra["caption"] = caption
+        return self.push_text(chat_id=chat_id, user_id=user_id, text="", extra=extra)
 
     def fail_next_send(
         self, code: int = 429, description: str = "Too Many Requests", retry_after: int | None = 0
@@ -239,6 +275,17 @@ class FakeTelegram:
             if stall:
                 await self.stalls.hold(request)
             return answer
+        if method == "getFile":
+            file_id = str(params.get("file_id", ""))
+            with self._cond:
+                self.downloads.append(file_id)
+                known = file_id in self.files
+            if not known:
+                return self._fail(400, "Bad Request: invalid file_id")
+            size = len(self.files[file_id])
+            path = f"documents/{file_id}"
+            return self._ok({"file_id": file_id, "file_unique_id": "u", "file_size": size,
+                             "file_path": path})  # fmt: skip
         if method in ("deleteWebhook", "close", "logOut"):
             return self._ok(True)
         return self._fail(404, "Not Found: method not found")
@@ -347,7 +394,20 @@ class FakeTelegram:
         from starlette.routing import Route
 
         return Starlette(
-            routes=[Route("/bot{token}/{method}", self._method, methods=["GET", "POST"])]
+            routes=[
+                Route("/bot{token}/{method}", self._method, methods=["GET", "POST"]),
+                Route("/file/bot{token}/documents/{file_id}", self._download, methods=["GET"]),
+            ]
+        )
+
+    async def _download(self, request: Request) -> Response:
+        from starlette.responses import Response as Plain
+
+        if request.path_params["token"] != self.token:
+            return self._fail(401, "Unauthorized")
+        data = self.files.get(request.path_params["file_id"])
+        return (
+            Plain(data, media_type="application/octet-stream") if data else Plain(status_code=404)
         )
 
     @contextmanager

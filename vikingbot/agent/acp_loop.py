@@ -34,7 +34,7 @@ from vikingbot.agent.acp_client import AcpClient, AcpTurn
 from vikingbot.agent.acp_mcp import session_servers
 from vikingbot.agent.acp_process import NO_COMMAND, AgentProcess
 from vikingbot.agent.context import read_context_files, system_prompt
-from vikingbot.agent.history import TurnLog, run_locked, to_key
+from vikingbot.agent.history import TurnLog, run_locked, take_images, to_key
 from vikingbot.agent.types import AgentLoop, Readiness, TurnResult
 from vikingbot.errors import AgentError, NotConfiguredError, ProviderUnavailable, WorkspaceError
 from vikingbot.session.types import SessionKey
@@ -45,6 +45,7 @@ from vikingbot.tools.base import Deliver, ToolContext
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
+    from vikingbot.providers.base import ImagePart
     from vikingbot.session.store import SessionStore
 
 CANCEL_GRACE_S = 3.0
@@ -133,6 +134,7 @@ class AcpLoop(AgentLoop):
     ) -> TurnResult:
         key = to_key(session_key)
         meta = dict(metadata or {})
+        images = take_images(meta)
         if not self.config.bot.agents.acp.command:
             raise NotConfiguredError(NO_COMMAND)
         workspace = self._workspace(key, meta)
@@ -156,7 +158,7 @@ class AcpLoop(AgentLoop):
             turn.user(prompt)
             turn.result.model_calls = 1
             try:
-                await self._prompt(turn, ctx, prompt)
+                await self._prompt(turn, ctx, prompt, images)
             except (AgentError, ProviderUnavailable) as exc:
                 turn.fail(str(exc))
                 # an agent that cannot start or died mid-turn is an outage (provider-down)
@@ -165,8 +167,10 @@ class AcpLoop(AgentLoop):
 
         return await run_locked(self.config, self.sessions, self.clock, key, meta, body)
 
-    async def _prompt(self, turn: TurnLog, ctx: ToolContext, prompt: str) -> None:
-        from acp import RequestError, text_block
+    async def _prompt(
+        self, turn: TurnLog, ctx: ToolContext, prompt: str, images: list[ImagePart] | None = None
+    ) -> None:
+        from acp import RequestError, image_block, text_block
 
         cwd = Path(self.config.bot.agents.acp.cwd or ctx.workspace)
         skills = await ctx.io.run(self._skills, ctx.workspace, cwd)  # before a session starts
@@ -179,7 +183,13 @@ class AcpLoop(AgentLoop):
             context += "\n\nSince your last turn vikingbot sent the user this in this chat:\n" + (
                 "\n---\n".join(news)
             )
-        blocks: list[Any] = [text_block(context), text_block(prompt)]
+        # pictures only to an agent that says it takes them (promptCapabilities.image);
+        # before the prompt's text, which stays the last block
+        shown = [image_block(i.b64(), i.mime) for i in images or [] if self.agent.takes_images]
+        if images and not shown:
+            turn.log.warning("the ACP agent does not take images: {} not sent", len(images))
+            prompt += "\n(The picture could not be shown: this agent does not take images.)"
+        blocks: list[Any] = [text_block(context), *shown, text_block(prompt)]
         task = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=blocks))
         try:
             resp = await self._answer(task)

@@ -145,6 +145,7 @@ class AgentProcess:
     transport: LineTransport | None = None
     load_session: bool = False
     mcp_transports: frozenset[str] = frozenset({"stdio"})  # what session/new may carry
+    takes_images: bool = False  # promptCapabilities.image: image blocks may be sent
     deaths: int = 0
     died_at: float = 0.0
     last_death: str = ""
@@ -256,6 +257,8 @@ class AgentProcess:
             ) from exc
         caps_in = init.agent_capabilities
         self.load_session = bool(caps_in and caps_in.load_session)
+        prompt_caps = caps_in.prompt_capabilities if caps_in else None
+        self.takes_images = bool(prompt_caps is not None and prompt_caps.image)
         mcp_caps = caps_in.mcp_capabilities if caps_in else None
         self.mcp_transports = frozenset(
             {"stdio"}

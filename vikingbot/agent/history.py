@@ -30,6 +30,7 @@ from loguru import logger
 
 from vikingbot.agent.types import TurnResult
 from vikingbot.agentio import running_turn
+from vikingbot.providers.base import ImagePart
 from vikingbot.replies import is_noop
 from vikingbot.session.types import Message, SessionKey
 from vikingbot.tools.base import is_unattended
@@ -194,3 +195,13 @@ def write(
     if messages:
         meta = sessions.append(turn.key, *messages)
         turn.written, turn.written_at = len(messages), meta.updated_at
+
+
+def take_images(meta: dict[str, Any]) -> list[ImagePart]:
+    """The pictures a person sent with the prompt (metadata ``images``, taken out of it so
+    nothing else sees the bytes); none for a turn nobody watches (unattended turns stay
+    text-only)."""
+    given = meta.pop("images", None) or []
+    if is_unattended(meta):
+        return []
+    return [i for i in given if isinstance(i, ImagePart)]

@@ -26,7 +26,7 @@ from vikingbot.agent import compact
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.compactor import Compactor, TurnContext, compact_session
 from vikingbot.agent.context import read_context_files, system_prompt, to_session
-from vikingbot.agent.history import TurnLog, run_locked, to_key
+from vikingbot.agent.history import TurnLog, run_locked, take_images, to_key
 from vikingbot.agent.subagents import Subagents, TurnSpawner
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
@@ -37,7 +37,13 @@ from vikingbot.errors import (
     WorkspaceError,
 )
 from vikingbot.mcp.tool import McpTool
-from vikingbot.providers.base import INVALID_ARGUMENTS, ChatMessage, ChatRequest, ToolCall
+from vikingbot.providers.base import (
+    INVALID_ARGUMENTS,
+    ChatMessage,
+    ChatRequest,
+    ImagePart,
+    ToolCall,
+)
 from vikingbot.providers.factory import create_provider
 from vikingbot.providers.fallback import Link, Outages, chain, is_outage
 from vikingbot.session.types import SessionKey
@@ -241,6 +247,7 @@ class BuiltinLoop(AgentLoop):
     ) -> TurnResult:
         key = to_key(session_key)
         meta = dict(metadata or {})
+        images = take_images(meta)
         while self._retired:
             await self._retired.pop().aclose()
         provider = await self._provider_for(meta)
@@ -284,7 +291,9 @@ class BuiltinLoop(AgentLoop):
                 spawner=spawner,
             )
             try:
-                await self._run(turn, ctx, _Models(self, provider, links), model, prompt, tools)
+                await self._run(
+                    turn, ctx, _Models(self, provider, links), model, prompt, tools, images
+                )
                 if spawner is not None:
                     await spawner.finish()
             except BaseException:  # cancelled or timed out: its sub-agents stop too
@@ -342,6 +351,7 @@ class BuiltinLoop(AgentLoop):
         model: str,
         prompt: str,
         tools: dict[str, Tool],
+        images: list[ImagePart] | None = None,
     ) -> None:
         agents = self.config.bot.agents
         now = self.clock.now()
@@ -371,7 +381,7 @@ class BuiltinLoop(AgentLoop):
             split, seen = await ctx.io.run(self.compactor.load, turn.key)
         else:
             split, seen = compact.Split(None, []), 0
-        user = ChatMessage("user", prompt)
+        user = ChatMessage("user", prompt, images=list(images or []))
         tctx = TurnContext(
             system=system,
             memory="".join(f"\n\n## {n}\n\n{t}" for n, t in memory),
@@ -381,7 +391,8 @@ class BuiltinLoop(AgentLoop):
             seen=seen,
             turn=[user],
         )
-        turn.writes.append(to_session(user, now, metadata=turn.message_meta()))
+        said = {"via": turn.metadata["via"]} if turn.metadata.get("via") else {}
+        turn.writes.append(to_session(user, now, metadata={**turn.message_meta(), **said}))
         await self.compactor.fit(tctx, turn.key, models.primary, model, turn.result)
         request = ChatRequest(
             model=model,

@@ -104,6 +104,8 @@ class Readiness:
 #   timeout_s: float     - bound the whole turn (default bot.agents.turn_timeout_s)
 #   provider: str        - a bot.providers section (or kind) for this turn (heartbeat.provider)
 #   model: str           - the model for this turn (heartbeat.model, an entry's model:)
+#   images: list[ImagePart] - pictures the person sent (vikingbot.media); not on unattended turns
+#   via: str             - how the prompt came: "audio" (a transcribed voice note), kept in history
 ApprovalCallback = Callable[[str, dict[str, Any]], Awaitable[bool]]
 ToolObserver = Callable[[ToolCallRecord], None]
 

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from loguru import logger
 from pydantic import SecretStr
 
-from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
@@ -108,6 +108,21 @@ def _sdk_errors() -> tuple[type[BaseException], ...]:
     import discord
 
     return (discord.DiscordException, aiohttp.ClientError, asyncio.TimeoutError, OSError)
+
+
+def _attachment(item: discord.Attachment) -> Attachment:
+    """A file of a message, read from Discord's CDN only when taken in."""
+
+    async def fetch(limit: int) -> bytes:
+        if item.size > limit:
+            raise ValueError(f"{item.filename} is over the {limit}-byte limit for a file")
+        try:
+            return await item.read()
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"download of {item.filename}") from exc
+
+    kind: Literal["audio"] | None = "audio" if item.is_voice_message() else None
+    return Attachment(item.filename, fetch, mime=item.content_type, size=item.size, kind=kind)
 
 
 def _client(section: DiscordSettings) -> discord.AutoShardedClient:
@@ -228,7 +243,9 @@ class DiscordChannel(Channel):
     async def on_message(self, message: discord.Message) -> None:
         """discord.py's ``on_message``: a person's message, addressed to the bot, is a turn."""
         author = message.author
-        if author.bot or author.id == self.bot_id or not message.content.strip():
+        if author.bot or author.id == self.bot_id:
+            return
+        if not message.content.strip() and not message.attachments:
             return
         self.last_error = None
         dm = message.guild is None and getattr(message, "guild_id", None) is None
@@ -242,6 +259,7 @@ class DiscordChannel(Channel):
                 sender_id=str(author.id),
                 text=strip_mention(message.content, self.bot_id),
                 metadata={"message_id": str(message.id), "mentioned": mentioned, "dm": dm},
+                attachments=tuple(_attachment(a) for a in message.attachments[:20]),
             )
         )
 

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from loguru import logger
 from pydantic import SecretStr
 
-from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.feishu_files import FeishuFile, download, file_ref
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import (
@@ -309,8 +310,12 @@ class FeishuChannel(Channel):
             if getattr(getattr(m, "id", None), "open_id", None) == self.bot_open_id and m.key
         ]
         text = None
-        if getattr(message, "message_type", "") == "text":
-            text = message_text(getattr(message, "content", None), mine)
+        kind, content = getattr(message, "message_type", ""), getattr(message, "content", None)
+        if kind == "text":
+            text = message_text(content, mine)
+        found = file_ref(kind, content, str(getattr(message, "message_id", "") or ""))
+        if found is not None:
+            text = ""
         if text is None:
             logger.debug("feishu: skipped a message in {} (not text)", chat_id)
             return
@@ -327,8 +332,23 @@ class FeishuChannel(Channel):
                 sender_id=sender_id,
                 text=text,
                 metadata={"message_id": message.message_id, "mentioned": bool(mine)},
+                attachments=() if found is None else (self._file(message.message_id, found),),
             )
         )
+
+    def _file(self, message_id: str, ref: FeishuFile) -> Attachment:
+        """A message's file, downloaded (message-resource API) only when taken in."""
+
+        async def fetch(limit: int) -> bytes:
+            if self._client is None:
+                raise ChannelError("Feishu channel is not started")
+            try:
+                data, _name = await download(self._client, message_id, ref)
+            except _sdk_errors() as exc:
+                raise _convert(exc, f"download of {ref.name}") from exc
+            return data
+
+        return Attachment(ref.name, fetch, kind=ref.kind, duration_s=ref.duration_s)
 
     # ---- outbound --------------------------------------------------------
 

@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 from loguru import logger
 from pydantic import SecretStr
 
-from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.matrix_media import MediaRef, download, media_ref
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
@@ -79,6 +80,7 @@ class Text(NamedTuple):
     ts: int
     thread: str | None
     mentioned: bool
+    media: MediaRef | None = None  # the file of an m.image / m.audio / m.file
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -104,7 +106,10 @@ def text_event(room: str, event: Any, me: str) -> Text | None:
     content = _dict(event.get("content"))
     sender, body = event.get("sender"), content.get("body")
     event_id, ts = event.get("event_id"), event.get("origin_server_ts")
-    if event.get("type") != "m.room.message" or content.get("msgtype") not in TAKEN_TYPES:
+    media = media_ref(content)
+    if event.get("type") != "m.room.message" or (
+        content.get("msgtype") not in TAKEN_TYPES and media is None
+    ):
         return None
     if not isinstance(sender, str) or sender == me or not isinstance(body, str) or not body.strip():
         return None
@@ -115,7 +120,9 @@ def text_event(room: str, event: Any, me: str) -> Text | None:
         return None  # an edit: the original was the message
     root = relates.get("event_id")
     thread = root if relates.get("rel_type") == "m.thread" and isinstance(root, str) else None
-    return Text(room, sender, body, event_id, ts, thread, _mentions(content, body, me))
+    if media is not None:
+        body = media.caption
+    return Text(room, sender, body, event_id, ts, thread, _mentions(content, body, me), media)
 
 
 def invite_from(state: Any, me: str) -> str | None:
@@ -358,8 +365,22 @@ class MatrixChannel(Channel):
                 text=_strip_mention(text.text, self.user_id),
                 thread=text.thread,
                 metadata={"event_id": text.event_id, "mentioned": text.mentioned},
+                attachments=() if text.media is None else (self._attachment(text.media),),
             )
         )
+
+    def _attachment(self, ref: MediaRef) -> Attachment:
+        """``ref`` as an attachment, downloaded (authenticated media API) only when taken in."""
+
+        async def fetch(limit: int) -> bytes:
+            if self._api is None:
+                raise ChannelError("Matrix channel is not started")
+            try:
+                return await download(self._api, self.matrix.homeserver or "", ref, limit)
+            except _sdk_errors() as exc:
+                raise _convert(exc, f"download of {ref.name}") from exc
+
+        return Attachment(ref.name, fetch, mime=ref.mime, size=ref.size, kind=ref.kind)
 
     async def _addressed(self, text: Text) -> bool:
         """A DM always; in a group room a mention, unless ``group_messages`` is ``all``."""

@@ -33,6 +33,7 @@ from pydantic import SecretStr
 
 from vikingbot.bus import InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.slack_files import attachment, file_refs
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
@@ -222,8 +223,12 @@ class SlackChannel(Channel):
         user, chat, text = event.get("user"), event.get("channel"), event.get("text")
         if event.get("bot_id") or not user or user == self.bot_user_id:
             return None
-        if not isinstance(chat, str) or not isinstance(text, str) or not text.strip():
+        files = file_refs(event)
+        if not isinstance(chat, str) or not isinstance(text, str):
             return None
+        if not text.strip() and not files:
+            return None
+        token = self.slack.bot_token.get_secret_value() if self.slack.bot_token else ""
         return InboundMessage(
             channel=self.name,
             chat_id=chat,
@@ -231,6 +236,7 @@ class SlackChannel(Channel):
             text=text,
             thread=event.get("thread_ts"),
             metadata={"ts": event.get("ts"), "channel_type": event.get("channel_type")},
+            attachments=tuple(attachment(f, token, self.slack.api_base) for f in files),
         )
 
     async def send(self, msg: OutboundMessage) -> None:

@@ -1,7 +1,8 @@
 """Telegram through python-telegram-bot: long polling in, ``sendMessage`` out.
 
 Inbound: a background task calls ``getUpdates`` (long polling) and hands each
-text message to the allow-list check; the offset advances past every update,
+text message (or photo, voice note, audio or document, fetched with ``getFile`` only
+once the sender passed) to the allow-list check; the offset advances past every update,
 so a message is processed once while the gateway runs. Forum topics become
 threads (``message_thread_id``).
 
@@ -15,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from loguru import logger
 from pydantic import SecretStr
 
-from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
@@ -93,6 +94,7 @@ class TelegramChannel(Channel):
         }
         if self.telegram.api_base:
             kwargs["base_url"] = self.telegram.api_base.rstrip("/") + "/bot"
+            kwargs["base_file_url"] = self.telegram.api_base.rstrip("/") + "/file/bot"
         return Bot(token.get_secret_value(), **kwargs)
 
     async def start(self, bus: MessageBus) -> None:
@@ -187,21 +189,68 @@ class TelegramChannel(Channel):
                 await position.advance(self._store, self.name, self._offset, self._clock.now())
 
     def inbound_from_update(self, update: Update) -> InboundMessage | None:
-        """An ``InboundMessage`` for a person's text message, None for anything else."""
+        """An ``InboundMessage`` for a person's message (text, or a photo, voice note,
+        audio or document with its caption), None for anything else."""
         message = update.message
-        if message is None or not message.text or message.from_user is None:
+        if message is None or message.from_user is None or message.from_user.is_bot:
             return None
-        if message.from_user.is_bot:
+        attachments = self._attachments(message)
+        text = message.text or message.caption or ""
+        if not text and not attachments:
             return None
         thread = message.message_thread_id if message.is_topic_message else None
         return InboundMessage(
             channel=self.name,
             chat_id=str(message.chat.id),
             sender_id=str(message.from_user.id),
-            text=message.text,
+            text=text,
             thread=str(thread) if thread is not None else None,
             metadata={"message_id": message.message_id, "chat_type": message.chat.type},
+            attachments=attachments,
         )
+
+    def _attachments(self, message: Any) -> tuple[Attachment, ...]:
+        """The files of ``message``, downloaded (``getFile``) only when taken in."""
+        n = message.message_id
+        if message.photo:
+            size = message.photo[-1]  # the largest of the sizes Telegram made
+            return (self._file(size.file_id, f"photo-{n}.jpg", size.file_size, "image"),)
+        if message.voice:
+            v = message.voice
+            return (self._file(v.file_id, f"voice-{n}.ogg", v.file_size, "audio"),)
+        if message.audio:
+            a = message.audio
+            name = a.file_name or f"audio-{n}"
+            return (self._file(a.file_id, name, a.file_size, "audio", a.mime_type),)
+        if message.document:
+            d = message.document
+            name = d.file_name or f"file-{n}"
+            return (self._file(d.file_id, name, d.file_size, None, d.mime_type),)
+        return ()
+
+    def _file(
+        self,
+        file_id: str,
+        name: str,
+        size: int | None,
+        kind: Literal["image", "audio"] | None,
+        mime: str | None = None,
+    ) -> Attachment:
+        """A file of a message (the length of audio is measured once downloaded: PTB's
+        ``duration`` is changing type)."""
+
+        async def fetch(limit: int) -> bytes:
+            from telegram.error import TelegramError
+
+            if self._bot is None:
+                raise ChannelError("Telegram channel is not started")
+            try:
+                found = await self._bot.get_file(file_id)
+                return bytes(await found.download_as_bytearray())
+            except TelegramError as exc:
+                raise _convert(exc, f"download of {name}") from exc
+
+        return Attachment(name, fetch, mime=mime, size=size, kind=kind)
 
     async def send(self, msg: OutboundMessage) -> None:
         from telegram.error import TelegramError

@@ -60,6 +60,12 @@ def chat(
     as_json: Annotated[
         bool, typer.Option("--json", help="With -m: print the turn as JSON.")
     ] = False,
+    attach: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--attach", "-a", help="Send a file with the message (a picture, audio, a document)."
+        ),
+    ] = None,
 ) -> None:
     """Chat with your agent (interactive), or send one message with -m."""
     from vikingbot.errors import SessionError
@@ -73,7 +79,12 @@ def chat(
         fail(str(exc), 2)
     from vikingbot.cli.remote import gateway_client, note_local
 
-    client = gateway_client(ctx)
+    files: list[Path] = []
+    if attach:
+        from vikingbot.cli.chat_attach import check_files
+
+        files = check_files(attach)
+    client = None if files else gateway_client(ctx)  # files: the turn runs here
     if client is not None:
         from vikingbot.cli.chat_remote import interactive, one_shot
 
@@ -84,14 +95,14 @@ def chat(
 
             interactive(client, str(key), home_dir(), compact=lambda: _compact_here(ctx, key))
         return
-    if message is None or not as_json:
+    if (message is None or not as_json) and not files:
         note_local()
     rt = _home(ctx, key)
     try:
         if message is not None:
-            _one_shot(rt, key, message, as_json)
+            _one_shot(rt, key, message, as_json, files)
         else:
-            _interactive(rt, key)
+            _interactive(rt, key, files)
     finally:
         rt.close()
 
@@ -251,7 +262,9 @@ def _escape(text: str) -> str:
     return escape(text)
 
 
-def _one_shot(rt: Home, key: SessionKey, message: str, as_json: bool) -> None:
+def _one_shot(
+    rt: Home, key: SessionKey, message: str, as_json: bool, files: list[Path] | None = None
+) -> None:
     import asyncio
 
     from rich.console import Console
@@ -270,8 +283,16 @@ def _one_shot(rt: Home, key: SessionKey, message: str, as_json: bool) -> None:
     async def run() -> TurnResult:
         try:
             deliver = _local_deliver(rt, key, err)
+            prompt, meta = message, dict[str, Any]()
+            if files:
+                from vikingbot.cli.chat_attach import with_files
+
+                taken = await with_files(rt, key, files, message, err)
+                if taken is None:
+                    fail("nothing to send: every attached file was refused")
+                prompt, meta = taken
             with term.spinner():  # shown only when stderr is a terminal
-                result: TurnResult = await loop.run_turn(message, key, {}, deliver=deliver)
+                result: TurnResult = await loop.run_turn(prompt, key, meta, deliver=deliver)
             return result
         finally:
             await loop.aclose()
@@ -303,7 +324,7 @@ def _one_shot(rt: Home, key: SessionKey, message: str, as_json: bool) -> None:
     typer.echo(result.text or "")
 
 
-def _interactive(rt: Home, key: SessionKey) -> None:
+def _interactive(rt: Home, key: SessionKey, files: list[Path] | None = None) -> None:
     import asyncio
 
     from rich.console import Console
@@ -329,7 +350,15 @@ def _interactive(rt: Home, key: SessionKey) -> None:
             with contextlib.suppress(Exception):  # the turn itself will say what is wrong
                 await asyncio.shield(warm[0])
         deliver = _local_deliver(rt, key, console)
-        return to_reply(await loop.run_turn(text, key, {}, deliver=deliver))
+        prompt, meta = text, dict[str, Any]()
+        if files:  # the files go with the first message
+            from vikingbot.cli.chat_attach import with_files
+
+            taken = await with_files(rt, key, files, text, console)
+            files.clear()
+            if taken is not None:
+                prompt, meta = taken
+        return to_reply(await loop.run_turn(prompt, key, meta, deliver=deliver))
 
     async def reset() -> None:
         rt.sessions.reset(key)

@@ -28,6 +28,7 @@ from pydantic.alias_generators import to_camel
 
 from vikingbot.config.base import Model
 from vikingbot.config.mcp import McpServerConfig, check_server_names
+from vikingbot.config.media import MediaConfig, TranscriptionConfig
 from vikingbot.grammar import time_of_day, to_seconds
 
 # Durations and times of day: one grammar for config, HEARTBEAT.md and the CLI
@@ -254,6 +255,8 @@ class AgentsConfig(Model):
     # tried in order when the turn's model has an outage (docs/fallbacks.md)
     fallback_models: list[FallbackModel] = Field(default_factory=list, max_length=20)
     fallback_probe_s: Duration = Field(default=60, ge=0)  # a failed model is passed over this long
+    # does the model see images? auto: from media/vision.py's list (docs/media.md)
+    vision: Literal["auto", "on", "off"] = "auto"
 
     @field_validator("loop")
     @classmethod
@@ -495,6 +498,8 @@ class BotConfig(Model):
     gateway: GatewayConfig = Field(default_factory=GatewayConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     telemetry: TelemetryConfig = Field(default_factory=TelemetryConfig)
+    media: MediaConfig = Field(default_factory=MediaConfig)
+    transcription: TranscriptionConfig = Field(default_factory=TranscriptionConfig)
 
     @model_validator(mode="after")
     def _provider_named(self) -> BotConfig:

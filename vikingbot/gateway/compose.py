@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.housekeeping.service import HousekeepingService
     from vikingbot.mcp.hub import McpHub
+    from vikingbot.media import MediaIntake
     from vikingbot.metrics import Metrics
     from vikingbot.providers.fallback import OutageEvent
     from vikingbot.session.store import SessionStore
@@ -311,7 +312,16 @@ def dispatch(home: Home) -> Dispatcher:
         sessions=home.sessions,
         store=home.store,
         clock=home.clock,
+        media=media(home),
+        workspace_for=home.workspaces.workspace_for,
     )
+
+
+def media(home: Home) -> MediaIntake:
+    """What takes in the pictures, voice notes and files people send (docs/media.md)."""
+    from vikingbot.media import MediaIntake
+
+    return MediaIntake(home.settings, clock=home.clock, store=home.store, environ=home.environ)
 
 
 def heartbeat(

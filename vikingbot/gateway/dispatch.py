@@ -11,6 +11,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from vikingbot.bus import InboundMessage, MessageBus
     from vikingbot.clock import Clock
     from vikingbot.delivery.service import DeliveryService
+    from vikingbot.media import MediaIntake, Taken
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
 
@@ -44,8 +46,12 @@ class Dispatcher:
         sessions: SessionStore,
         store: StateStore,
         clock: Clock,
+        media: MediaIntake | None = None,
+        workspace_for: Callable[[SessionKey], Path] | None = None,
     ) -> None:
         self.agent = agent
+        self.media = media
+        self.workspace_for = workspace_for
         self.agent_problem = agent_problem
         self.delivery = delivery
         self.sessions = sessions
@@ -116,11 +122,26 @@ class Dispatcher:
         if tries is not None:  # it stopped the bot again and again: do not run it again
             await deliver(apology(msg, tries))
             return
+        prompt, media_meta = msg.text, dict[str, Any]()
+        if msg.attachments and not problem:
+            taken = await self._take_media(msg, key)
+            for line in taken.notices:
+                await deliver(line)
+            prompt = taken.prompt(msg.text)
+            if not prompt.strip():  # every file refused and no words: nothing to answer
+                return
+            media_meta = {"images": taken.images} if taken.images else {}
+            if taken.transcript is not None:
+                media_meta["via"] = "audio"
         out = await run_turn_text(
             self._agent_or_none(),
-            msg.text,
+            prompt,
             key,
-            {"sender": msg.sender_id, **({"reply_to": reply_to} if msg.thread else {})},
+            {
+                "sender": msg.sender_id,
+                **({"reply_to": reply_to} if msg.thread else {}),
+                **media_meta,
+            },
             deliver=deliver,
             problem=f"vikingbot cannot answer yet: {problem}" if problem else None,
             failure="Sorry, that failed: {}",
@@ -129,6 +150,21 @@ class Dispatcher:
             out.text = f"vikingbot cannot answer yet: {problem}"
         if out.text.strip():
             await deliver(out.text)
+
+    async def _take_media(self, msg: InboundMessage, key: SessionKey) -> Taken:
+        """The message's files taken in (``vikingbot.media``); none without an intake."""
+        from vikingbot.media import Taken
+
+        if self.media is None or self.workspace_for is None:
+            return Taken(notices=["Files are not taken in here; only your words reached me."])
+        workspace = await asyncio.to_thread(self.workspace_for, key)
+        return await self.media.take(
+            msg.attachments,
+            workspace=workspace,
+            chat=str(key),
+            sender=msg.sender_id,
+            source=msg.channel,
+        )
 
     async def chat(self, text: str, session: str) -> dict[str, Any]:
         """A control-API chat turn in ``session`` (the terminal's, ``cli:default:local``).

@@ -34,7 +34,10 @@ ANTHROPIC_BASE = "https://api.anthropic.com"
 def _blocks(m: ChatMessage) -> list[dict[str, Any]]:
     if m.role == "tool":
         return [{"type": "tool_result", "tool_use_id": m.tool_call_id or "", "content": m.content}]
-    blocks: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = [
+        {"type": "image", "source": {"type": "base64", "media_type": i.mime, "data": i.b64()}}
+        for i in m.images
+    ]
     if m.content.strip():
         blocks.append({"type": "text", "text": m.content})
     for c in m.tool_calls:

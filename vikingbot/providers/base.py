@@ -45,12 +45,29 @@ class ToolCall(NamedTuple):
 INVALID_ARGUMENTS = "__invalid_json__"
 
 
+@dataclass(frozen=True)
+class ImagePart:
+    """An image a person sent, already downscaled and encoded (``vikingbot.media``)."""
+
+    mime: str  # image/jpeg or image/png
+    data: bytes = field(repr=False)
+
+    def b64(self) -> str:
+        import base64
+
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        return f"data:{self.mime};base64,{self.b64()}"
+
+
 @dataclass
 class ChatMessage:
     """One message of the conversation.
 
     ``assistant`` messages may carry ``tool_calls``; a ``tool`` message is the
-    result of the call ``tool_call_id`` to the tool ``name``.
+    result of the call ``tool_call_id`` to the tool ``name``; a ``user`` message
+    may carry ``images`` (sent only to a model that sees them).
     """
 
     role: Role
@@ -58,6 +75,7 @@ class ChatMessage:
     tool_calls: list[ToolCall] = field(default_factory=list)
     tool_call_id: str | None = None
     name: str | None = None
+    images: list[ImagePart] = field(default_factory=list)
 
 
 @dataclass

@@ -54,6 +54,10 @@ def to_wire_messages(messages: list[ChatMessage]) -> list[dict[str, Any]]:
             )
         elif m.role == "tool":
             out.append({"role": "tool", "tool_call_id": m.tool_call_id or "", "content": m.content})
+        elif m.images:
+            parts: list[dict[str, Any]] = [{"type": "text", "text": m.content}]
+            parts += [{"type": "image_url", "image_url": {"url": i.data_url()}} for i in m.images]
+            out.append({"role": m.role, "content": parts})
         else:
             out.append({"role": m.role, "content": m.content})
     return out

@@ -20,7 +20,8 @@ to a list of steps, replayed in order when that prompt arrives:
 Top-level keys ``"_startup"`` choose a fault before any prompt: ``"exit"``
 (exit 2 at once), ``"silent"`` (never answer ``initialize``), ``"garbage"``
 (write garbage lines, never answer). ``"_load_session": true`` offers
-``session/load``; ``"_mcp": {"http": true, "sse": false}`` is its ``mcpCapabilities``.
+``session/load``; ``"_mcp": {"http": true, "sse": false}`` is its ``mcpCapabilities``;
+``"_images": true`` offers ``promptCapabilities.image`` (image blocks are logged).
 Every request received is appended to LOG as one JSON line (sessions with the
 ``mcpServers`` they were given).
 
@@ -227,6 +228,8 @@ class ScriptedAgent:
         caps: dict[str, Any] = {"loadSession": bool(self.script.get("_load_session"))}
         if isinstance(self.script.get("_mcp"), dict):
             caps["mcpCapabilities"] = self.script["_mcp"]
+        if self.script.get("_images"):
+            caps["promptCapabilities"] = {"image": True}
         return {"protocolVersion": PROTOCOL_VERSION, "agentCapabilities": caps}
 
     def new_session(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -254,7 +257,12 @@ class ScriptedAgent:
             b.get("text", "") if isinstance(b, dict) and b.get("type") == "text" else ""
             for b in blocks
         ]
-        self.log("prompt", session_id=session_id, texts=texts)
+        images = [
+            {"mimeType": b.get("mimeType"), "chars": len(str(b.get("data", "")))}
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "image"
+        ]
+        self.log("prompt", session_id=session_id, texts=texts, images=images)
         steps = self.script.get(texts[-1] if texts else "", self.script.get("*", []))
         stop: Any = "end_turn"
         for step in steps:

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 from vikingbot.fsutil import atomic_write_text, locked_edit
-from vikingbot.tools import reading
+from vikingbot.tools import pdf, reading
 from vikingbot.tools.base import Tool, ToolContext
 from vikingbot.tools.paths import is_inside, resolve_in, shown
 
@@ -66,8 +66,8 @@ async def _write_heartbeat(ctx: ToolContext, path: Path, fn: Callable[[str], str
 class ReadFileTool(Tool):
     name = "read_file"
     description = (
-        "Read a UTF-8 text file from the workspace. Optional 1-based line `offset` and line "
-        "`limit` read a part of a long file."
+        "Read a UTF-8 text file from the workspace (a PDF: its text). Optional 1-based line "
+        "`offset` and line `limit` read a part of a long file."
     )
     parameters: ClassVar[dict[str, Any]] = {
         "type": "object",
@@ -84,7 +84,11 @@ class ReadFileTool(Tool):
         path = _path(ctx, args["path"])
         offset = max(1, int(args.get("offset") or 1))
         limit = max(1, int(args["limit"])) if args.get("limit") else None
-        text = await ctx.io.run(reading.read_lines, path, args["path"], offset, limit)
+        if path.suffix.lower() == ".pdf":  # a PDF's text (inbox/ holds those people send)
+            whole = await ctx.io.run(pdf.pdf_text, path, args["path"])
+            text = pdf.lines_of(whole, args["path"], offset, limit, reading.MAX_READ_CHARS)
+        else:
+            text = await ctx.io.run(reading.read_lines, path, args["path"], offset, limit)
         return text if text else "(empty file)"
 
 

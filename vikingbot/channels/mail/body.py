@@ -25,6 +25,7 @@ from html.parser import HTMLParser
 from typing import NamedTuple
 
 from vikingbot.channels.mail.address import check_address, clean_subject
+from vikingbot.channels.mail.files import MailFile, mail_files
 from vikingbot.errors import ChannelRejected
 
 MAX_TEXT_CHARS = 20_000
@@ -53,6 +54,7 @@ class Mail(NamedTuple):
     text: str
     problem: str | None
     automatic: bool
+    files: tuple[MailFile, ...] = ()  # attachments and inline pictures (mail/files.py)
 
 
 def read_mail(raw: bytes, *, complete: bool = True) -> Mail:
@@ -68,11 +70,14 @@ def read_mail(raw: bytes, *, complete: bool = True) -> Mail:
     refs = _references(msg)
     auto = _automatic(msg, sender)
     text, problem = _new_text(msg)
+    files = mail_files(msg, complete=complete)
     if why is not None:
         text, problem = "", why
+    elif problem is not None and files:
+        text, problem = "", None  # the files are the message
     elif problem is None and not complete and not text:
         problem = "the mail's text part lies past the part that was fetched"
-    return Mail(sender, message_id, subject, refs, text, problem, auto)
+    return Mail(sender, message_id, subject, refs, text, problem, auto, files)
 
 
 def _header(msg: Message, name: str) -> str:

@@ -22,12 +22,13 @@ from typing import Any, ClassVar, NamedTuple
 
 from loguru import logger
 
-from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.channels.mail.address import check_address, clean_subject, subject_for
 from vikingbot.channels.mail.body import Mail
 from vikingbot.channels.mail.compose import compose
-from vikingbot.channels.mail.inbox import Fetched, ImapWatch, Verdict, close
+from vikingbot.channels.mail.files import MailFile
+from vikingbot.channels.mail.inbox import MAIL_FETCH_MAX, Fetched, ImapWatch, Verdict, close
 from vikingbot.channels.mail.settings import EmailSettings
 from vikingbot.channels.mail.thread import message_id_of, thread_of
 from vikingbot.config.schema import ChannelBase
@@ -44,6 +45,21 @@ class ThreadInfo(NamedTuple):
     message_id: str
     subject: str
     references: tuple[str, ...]
+
+
+def _attachment(file: MailFile) -> Attachment:
+    """A file of a fetched mail (the sender passed the allow list before the fetch)."""
+
+    async def fetch(limit: int) -> bytes:
+        if file.data is None:
+            raise ValueError(
+                f"it lies past the first {MAIL_FETCH_MAX // 1_000_000} MB of the mail, "
+                "which is all the bot fetches"
+            )
+        return file.data
+
+    size = None if file.data is None else len(file.data)
+    return Attachment(file.name, fetch, mime=file.mime, size=size)
 
 
 def _smtp_error(exc: Exception, where: str) -> ChannelError:
@@ -172,6 +188,7 @@ class EmailChannel(Channel):
                 text=text,
                 thread=thread,
                 metadata={"message_id": mail.message_id or "", "subject": mail.subject},
+                attachments=tuple(_attachment(f) for f in mail.files),
             )
         )
 

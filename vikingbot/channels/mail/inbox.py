@@ -4,7 +4,8 @@
 look for unseen mail, then wait (IDLE where the server offers it and ``idle`` is
 on, else ``poll_s``), and again. For each unseen mail it fetches the header
 first and asks ``judge`` whether the sender may talk to the bot; only then the
-first ``FETCH_BYTES`` of the mail (a 20 MB attachment stays on the server). A
+whole mail up to ``MAIL_FETCH_MAX`` (its attachments go to the media intake), or the
+first ``FETCH_BYTES`` of a larger one (its attachments stay on the server). A
 mail handed over is marked ``\\Seen``; one refused, automatic or unreadable is
 remembered for this connection and left as it was, so the mailbox's owner still
 sees it unread.
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from aioimaplib import IMAP4
 
 FETCH_BYTES = 1024 * 1024
+MAIL_FETCH_MAX = 26_000_000  # an allowed person's mail up to this is fetched whole
 MAX_BACKOFF_S = 300.0
 IDLE_RENEW_S = 300.0  # servers drop an IDLE after 30 min; renew well before
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
@@ -247,13 +249,16 @@ class ImapWatch:
         if await self.judge(read_mail(header, complete=False)) != "take":
             self._looked.add(uid)
             return
-        whole = await imap.uid("fetch", uid, f"(BODY.PEEK[]<0.{FETCH_BYTES}>)")
+        # an allowed person's mail: all of it up to MAIL_FETCH_MAX (its files are taken
+        # in), a larger one only its start (the text)
+        limit = size if 0 < size <= MAIL_FETCH_MAX else FETCH_BYTES
+        whole = await imap.uid("fetch", uid, f"(BODY.PEEK[]<0.{limit}>)")
         raw = _literal(whole.lines) if whole.result == "OK" else None
         if raw is None:
             self._looked.add(uid)
             logger.warning("email: could not fetch mail {} ({})", uid, whole.lines[-1:])
             return
-        complete = size <= FETCH_BYTES
+        complete = size <= limit
         await self.take(Fetched(uid, read_mail(raw, complete=complete), complete))
         stored = await imap.uid("store", uid, "+FLAGS", "(\\Seen)")
         if stored.result != "OK":
