@@ -30,10 +30,10 @@ USERS = (BOT, OWNER, STRANGER, FRIEND)
 AUTHSERV = "mx.example.test"  # the receiving server's name in Authentication-Results
 
 
-def vouched(raw: bytes, result: str = "dmarc=pass header.from=example.test") -> bytes:
+def vouched(raw: bytes, value: str = f"{AUTHSERV}; dmarc=pass header.from=example.test") -> bytes:
     """``raw`` as the receiving server hands it on: its own ``Authentication-Results``
-    on top (Dovecot's LMTP then adds its trace headers above it)."""
-    return f"Authentication-Results: {AUTHSERV}; {result}\r\n".encode() + raw
+    (``value``) on top (Dovecot's LMTP then adds its trace headers above it)."""
+    return f"Authentication-Results: {value}\r\n".encode() + raw
 _ids = itertools.count(1)
 
 
@@ -102,7 +102,7 @@ class MailRig:
         return ident
 
     def raw_to_bot(self, raw: bytes, sender: str = OWNER, *, server: bytes | None = None) -> None:
-        """``raw`` into the bot's INBOX; ``server`` the receiving server's own
+        """``raw`` into the bot's INBOX; ``server`` the receiving server's own whole
         Authentication-Results value (default: dmarc passed), b"" for none."""
         if server is None:
             raw = vouched(raw)
