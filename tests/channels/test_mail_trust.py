@@ -210,7 +210,9 @@ async def test_two_hundred_unread_strangers_do_not_hide_the_owners_mail(
         for n in range(200):
             raw = f"From: {STRANGER}\r\nSubject: Newsletter n{n}\r\n\r\nbuy\r\n".encode()
             lmtp.sendmail(STRANGER, [BOT], vouched(raw))
-    manager = await running(make_config(email=rig.section(idle=False, pollS=0.2)), bus, store, Told())
+    manager = await running(
+        make_config(email=rig.section(idle=False, pollS=0.2)), bus, store, Told()
+    )
     echo.manager = manager
     try:
         rig.mail_to_bot(OWNER, "Through the crowd c1", "hello")

@@ -34,6 +34,8 @@ def vouched(raw: bytes, value: str = f"{AUTHSERV}; dmarc=pass header.from=exampl
     """``raw`` as the receiving server hands it on: its own ``Authentication-Results``
     (``value``) on top (Dovecot's LMTP then adds its trace headers above it)."""
     return f"Authentication-Results: {value}\r\n".encode() + raw
+
+
 _ids = itertools.count(1)
 
 

@@ -253,9 +253,7 @@ class Channel(ABC):
         self._strangers_seen[who] = now
         return self._store is not None
 
-    def _audit_refusal(
-        self, msg: InboundMessage, reason: str = "sender not in allow_from"
-    ) -> None:
+    def _audit_refusal(self, msg: InboundMessage, reason: str = "sender not in allow_from") -> None:
         if self._store is None:
             return
         try:

@@ -548,4 +548,6 @@ def http_app(
     )
     gateway = home.config.bot.gateway
     guarded = ControlGuard(app, secret=secret, token=token_text, audit=audit)
-    return WebGuard(guarded, own_names(gateway.host, gateway.allowed_hosts))
+    from vikingbot.gateway.bodycap import BodyCap
+
+    return BodyCap(WebGuard(guarded, own_names(gateway.host, gateway.allowed_hosts)))
