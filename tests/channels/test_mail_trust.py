@@ -138,8 +138,8 @@ class Told:
         return True
 
 
-async def running(config: Config, bus: MessageBus, store: Any, told: Told) -> ChannelManager:
-    manager = ChannelManager(config, bus=bus, store=store, retry_delay_s=0.01, tell=told)
+async def running(config: Config, bus: MessageBus, db: Any, told: Told) -> ChannelManager:
+    manager = ChannelManager(config, bus=bus, store=db, retry_delay_s=0.01, tell=told)
     await manager.start()
     return manager
 
