@@ -2,7 +2,7 @@
 
 Run as ``python mcp_faults.py``. Tools: ``ok`` (echo), ``crash`` (the process exits
 mid-call), ``hang`` (never answers), ``flood`` (``mb`` megabytes of text), ``garbage``
-(a line that is not JSON-RPC on stdout, then an answer), ``grow`` (adds the tool
+(a line that is not JSON-RPC on stdout, then an answer), ``environ`` (its variables' names), ``grow`` (adds the tool
 ``added`` and sends ``notifications/tools/list_changed``). With ``FAULT_DUPES=1`` it
 also lists ``a.b`` and ``a b``, which sanitise to one name. Every start appends a
 line to ``$FAULT_STARTS`` when set, so a test can count starts.
@@ -42,6 +42,12 @@ async def hang() -> str:
 def flood(mb: int) -> str:
     """Return mb megabytes of text."""
     return "x" * (mb * 1024 * 1024)
+
+
+@server.tool()
+def environ() -> str:
+    """The names of the variables in this server's environment, one a line."""
+    return "\n".join(sorted(os.environ))
 
 
 @server.tool()

@@ -5,8 +5,8 @@ unfinished line with ``buffer + chunk`` and splits it again, which is quadratic 
 a line's length, all on the gateway's event loop (figures in bench/README.md). Here lines are read by asyncio's ``StreamReader`` (linear),
 up to ``MAX_LINE`` bytes; a longer line is read through and dropped, and the
 session is handed an error in its place. Everything else follows the SDK's
-transport: a small inherited environment (``INHERITED``, the SDK's list and what
-reaching the network needs), the server in its own session (process group), and on close: stdin closed, 2 s to
+transport: a small inherited environment (``INHERITED``: PATH, HOME, locale, TZ and
+what reaching the network needs, nothing else), the server in its own session (process group), and on close: stdin closed, 2 s to
 exit, then SIGTERM and SIGKILL to the whole group. Windows uses the SDK's own.
 """
 
@@ -24,23 +24,22 @@ from loguru import logger
 MAX_LINE = 128 * 1024 * 1024  # one JSON-RPC message from a server, at most
 EXIT_GRACE_S = 2.0
 
-# What a stdio server inherits from vikingbot's environment (its ``env`` adds to it): the
-# SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``), locale and temp
-# folders, how this machine reaches the network (proxies, CA bundles: without them
-# ``uvx``/``npx`` cannot fetch a server behind a TLS-inspecting proxy), and the runners'
-# own settings (``UV_*``, ``PIP_*``, ``NPM_CONFIG_*``, ``PYENV_*``). API keys and the
-# like are not passed unless the entry's ``env`` names them.
+# What a stdio server inherits from vikingbot's environment (its ``env`` adds to it), and
+# nothing else: where programs are and whose home it is, the locale and time zone, and
+# how this machine reaches the network (proxies, CA bundles: without them ``uvx``/``npx``
+# cannot fetch a server behind a TLS-inspecting proxy). Tokens in the gateway's
+# environment (``UV_PUBLISH_TOKEN``, ``PIP_INDEX_URL`` with a password, npm auth tokens,
+# API keys) reach a server only when its entry's ``env`` names them (docs/mcp.md).
 INHERITED = frozenset(
     {
-        "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE",
-        "TMPDIR", "TZ", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+        "HOME", "PATH", "LANG", "LANGUAGE", "TZ",
         "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
         "http_proxy", "https_proxy", "no_proxy", "all_proxy",
         "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
         "NODE_EXTRA_CA_CERTS",
     }
 )  # fmt: skip
-INHERITED_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_", "npm_config_", "PYENV_")
+INHERITED_PREFIXES = ("LC_",)  # the locale's categories
 
 
 def inherited(environ: dict[str, str] | Any) -> dict[str, str]:
