@@ -18,10 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.mcp.conftest import mcp_config  # noqa: E402
-from tests.support.mcp_servers import faults  # noqa: E402
-from vikingbot.mcp.hub import McpHub  # noqa: E402
-from vikingbot.mcp.stdio import inherited  # noqa: E402
+from tests.mcp.conftest import mcp_config
+from tests.support.mcp_servers import faults
+from vikingbot.mcp.hub import McpHub
+from vikingbot.mcp.stdio import inherited
 
 PLANTED = {
     "UV_PUBLISH_TOKEN": "pypi-planted",

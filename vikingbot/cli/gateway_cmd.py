@@ -34,7 +34,6 @@ def register(app: typer.Typer) -> None:
         from vikingbot.gateway.supervisor import Gateway
         from vikingbot.logs import setup_logging
         from vikingbot.onboard import ensure_first_start
-
         from vikingbot.private import keep_private
 
         config, paths = get_config(ctx)
