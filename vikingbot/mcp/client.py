@@ -38,6 +38,17 @@ MAX_BACKOFF_S = 60.0
 MAX_PAGES = 50  # tools/list pages followed per listing
 
 
+START_BACKOFF_S = 30.0  # after a start that failed or kept a turn waiting, doubling
+MAX_START_BACKOFF_S = 600.0
+
+
+def start_backoff_s(failures: int) -> float:
+    """Seconds before a server whose start failed (or outlasted a turn's wait) is tried
+    again: 30 s, 60 s, ... up to 10 minutes. A server stuck in ``initialize`` then costs
+    at most one turn's wait per period, not every turn (docs/mcp.md)."""
+    return min(MAX_START_BACKOFF_S, START_BACKOFF_S * 2 ** max(0, failures - 1))
+
+
 def backoff_s(failures: int) -> float:
     """Seconds to wait before starting again after ``failures`` failures in a row: the
     first is retried at once (a server that died is restarted for the next call), then
@@ -77,6 +88,7 @@ class Connection:
         self._stale = False
         self._busy = 0
         self._lock = asyncio.Lock()
+        self.stuck = False  # a start outlasted a turn's wait (see ``outlasted``)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -105,18 +117,49 @@ class Connection:
             await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT_S)
         except TimeoutError:
             self._stop.set()
-            self._failed(f"MCP server {self.name!r} did not answer within {START_TIMEOUT_S:.0f} s")
+            self._failed(
+                f"MCP server {self.name!r} did not answer within {START_TIMEOUT_S:.0f} s",
+                starting=True,
+            )
             raise McpError(self.problem or "") from None
         except McpError as exc:
-            self._failed(str(exc))
+            self._failed(str(exc), starting=True)
             raise
         self.problem = None
+        self.stuck = False
 
-    def _failed(self, problem: str) -> None:
+    def outlasted(self, wait_s: float) -> None:
+        """A turn's wait for this starting server ran out: counted as a failed start, so
+        the next turns go without it (at once) until its back-off ends; the start itself
+        goes on and is used if it succeeds meanwhile."""
+        if self.state != "starting" or self.stuck:
+            return
+        self.stuck = True
+        self.failures += 1
+        self.retry_at = self.clock() + start_backoff_s(self.failures)
+        self.problem = (
+            f"MCP server {self.name!r} did not finish starting within a turn's wait ({wait_s:g} s)"
+        )
+        logger.warning(
+            "{}; turns go without it for {:.0f} s", self.problem, start_backoff_s(self.failures)
+        )
+
+    def backing_off(self) -> bool:
+        """Whether a turn should go without this server now, without waiting for it."""
+        return (
+            self.state in ("starting", "failed")
+            and self.retry_at > self.clock()
+            and (self.stuck or self.state == "failed")
+        )
+
+    def _failed(self, problem: str, *, starting: bool = False) -> None:
         self.state = "failed"
         self.problem = problem
-        self.failures += 1
-        self.retry_at = self.clock() + backoff_s(self.failures)
+        if not (starting and self.stuck):  # a stuck start was counted when it outlasted a turn
+            self.failures += 1
+        wait = start_backoff_s(self.failures) if starting else backoff_s(self.failures)
+        self.retry_at = max(self.retry_at, self.clock() + wait)
+        self.stuck = False
         logger.warning("{}", problem)
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
@@ -220,6 +263,8 @@ class Connection:
         self._stop.set()
         task, self._task = self._task, None
         if task is not None:
+            if self.state == "starting":  # stuck in initialize: nothing to wait for
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(task), 10)
             if not task.done():

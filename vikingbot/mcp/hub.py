@@ -41,6 +41,12 @@ def approvable(server: str) -> tuple[str, str]:
 ProblemSink = Callable[[str, str], None]  # (server, problem) -> tell the owner
 
 
+def _consume(fut: asyncio.Future[Any]) -> None:
+    """Read a left-behind start's outcome (no "exception was never retrieved")."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 class McpHub:
     """The configured MCP servers and their sessions."""
 
@@ -100,6 +106,9 @@ class McpHub:
     async def tools_for(self, *, unattended: bool) -> dict[str, Tool]:
         """The MCP tools a turn is offered, by the name the model sees."""
         names = self.servers(unattended=unattended)
+        # a server backing off (its start failed, or outlasted a turn's wait) is left out
+        # at once: it costs no turn a wait until its back-off ends
+        names = [n for n in names if not self._conn(n).backing_off()]
         if not names:
             return {}
         starts = {n: asyncio.ensure_future(self._listing(n)) for n in names}
@@ -110,6 +119,8 @@ class McpHub:
                 listings[name] = fut.result()
             elif not fut.done():
                 logger.info("MCP server {} is still starting; this turn goes without it", name)
+                self._conn(name).outlasted(self.turn_wait_s)
+                fut.add_done_callback(_consume)
         return self._tools(listings)
 
     async def _listing(self, name: str) -> list[Listed]:

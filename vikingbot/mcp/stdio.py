@@ -6,8 +6,8 @@ a line's length, all on the gateway's event loop (figures in bench/README.md). H
 up to ``MAX_LINE`` bytes; a longer line is read through and dropped, and the
 session is handed an error in its place. Everything else follows the SDK's
 transport: a small inherited environment (``INHERITED``: PATH, HOME, locale, TZ and
-what reaching the network needs, nothing else), the server in its own session (process group), and on close: stdin closed, 2 s to
-exit, then SIGTERM and SIGKILL to the whole group. Windows uses the SDK's own.
+what reaching the network needs, nothing else), the server in its own session (process group), and on close: stdin closed, 0.5 s to
+exit, then SIGTERM to the whole group, 1 s, SIGKILL. Windows uses the SDK's own.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from typing import IO, Any
 from loguru import logger
 
 MAX_LINE = 128 * 1024 * 1024  # one JSON-RPC message from a server, at most
-EXIT_GRACE_S = 2.0
+EXIT_GRACE_S = 0.5  # after stdin is closed, to leave on its own
+TERM_GRACE_S = 1.0  # after SIGTERM to its process group, before SIGKILL
 
 # What a stdio server inherits from vikingbot's environment (its ``env`` adds to it), and
 # nothing else: where programs are and whose home it is, the locale and time zone, and
@@ -142,12 +143,12 @@ async def _stop(proc: asyncio.subprocess.Process) -> None:
     with contextlib.suppress(OSError, RuntimeError):
         if proc.stdin is not None:
             proc.stdin.close()
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+    for sig, grace in ((None, EXIT_GRACE_S), (signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 2)):
         if sig is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, sig)
         try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_S)
+            await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
         except TimeoutError:
             continue
         break
