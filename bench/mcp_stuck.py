@@ -20,16 +20,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.mcp.conftest import mcp_config  # noqa: E402
-from tests.support.mcp_servers import faults  # noqa: E402
-from vikingbot.agent.loop import BuiltinLoop  # noqa: E402
-from vikingbot.clock import FakeClock  # noqa: E402
-from vikingbot.mcp.client import start_backoff_s  # noqa: E402
-from vikingbot.mcp.hub import McpHub  # noqa: E402
-from vikingbot.session.store import SessionStore  # noqa: E402
-from vikingbot.session.types import SessionKey  # noqa: E402
-from vikingbot.store.db import StateStore  # noqa: E402
-from vikingbot.testing.fake_openai import FakeOpenAI, reply  # noqa: E402
+from tests.mcp.conftest import mcp_config
+from tests.support.mcp_servers import faults
+from vikingbot.agent.loop import BuiltinLoop
+from vikingbot.clock import FakeClock
+from vikingbot.mcp.client import start_backoff_s
+from vikingbot.mcp.hub import McpHub
+from vikingbot.session.store import SessionStore
+from vikingbot.session.types import SessionKey
+from vikingbot.store.db import StateStore
+from vikingbot.testing.fake_openai import FakeOpenAI, reply
 
 STUCK = {"command": sys.executable, "args": ["-c", "import time; time.sleep(3600)"]}
 
