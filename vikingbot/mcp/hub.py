@@ -20,7 +20,7 @@ from loguru import logger
 
 from vikingbot.errors import McpError
 from vikingbot.mcp.client import Connection
-from vikingbot.mcp.naming import enabled, name_tools, server_prefix
+from vikingbot.mcp.naming import enabled, name_tools, names_a_tool_of
 from vikingbot.mcp.pins import Pins
 from vikingbot.mcp.tool import McpTool
 from vikingbot.mcp.types import Listed, ServerStatus
@@ -31,11 +31,6 @@ if TYPE_CHECKING:
     from vikingbot.tools.base import Tool
 
 TURN_WAIT_S = 15.0
-
-
-def approvable(server: str) -> tuple[str, str]:
-    """How a ``safe_tools`` entry naming one of ``server``'s tools begins."""
-    return (server_prefix(server), f"mcp__{server}__")
 
 
 ProblemSink = Callable[[str, str], None]  # (server, problem) -> tell the owner
@@ -101,7 +96,7 @@ class McpHub:
         # nobody watching: a server none of whose tools bot.heartbeat.safe_tools can name
         # would offer nothing, so it is not started at all
         safe = self.config.bot.heartbeat.safe_tools
-        return [n for n in found if any(e.strip().startswith(approvable(n)) for e in safe)]
+        return [n for n in found if any(names_a_tool_of(e, n) for e in safe)]
 
     async def tools_for(self, *, unattended: bool) -> dict[str, Tool]:
         """The MCP tools a turn is offered, by the name the model sees."""
