@@ -65,7 +65,7 @@ from vikingbot.errors import StoreError
 from vikingbot.mcp.naming import tool_name
 from vikingbot.mcp.pins import same
 from vikingbot.mcp.types import McpAction
-from vikingbot.redact import mask_text
+from vikingbot.redact import mask_identity, mask_text
 from vikingbot.tools.base import is_unattended
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def _repointed(name: str, mcp: McpAction | None) -> Verdict | None:
     was = mcp.pinned.split(" ", 1)[-1]
     return Verdict(
         "deny",
-        f"{name}: MCP server {mcp.server!r} now runs {mask_text(mcp.identity)[:200]!r}, but it "
+        f"{name}: MCP server {mcp.server!r} now runs {mask_identity(mcp.identity)[:200]!r}, but it "
         f"was approved as {was!r}; approvals do not move with a repointed entry. The owner "
         f"can approve it again with: vikingbot mcp trust {mcp.server}",
     )

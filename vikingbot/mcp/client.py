@@ -256,7 +256,7 @@ class Connection:
         return f"bot.tools.mcp_servers.{self.name}.{key}"
 
     def _shown(self) -> str:
-        return mask_text(self.config.identity)[:200]
+        return self.config.shown[:200]
 
     async def stop(self) -> None:
         """Stop the session (and its process); waits for the owner task to finish."""

@@ -24,7 +24,6 @@ from vikingbot.mcp.naming import enabled, name_tools, names_a_tool_of
 from vikingbot.mcp.pins import Pins
 from vikingbot.mcp.tool import McpTool
 from vikingbot.mcp.types import Listed, ServerStatus
-from vikingbot.redact import mask_text
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
@@ -209,7 +208,7 @@ class McpHub:
                 ServerStatus(
                     name=name,
                     kind=cfg.kind,
-                    identity=mask_text(cfg.identity),
+                    identity=cfg.shown,
                     state="disabled" if not cfg.enabled else (conn.state if conn else "stopped"),
                     tools=len(conn.listed) if conn else 0,
                     starts=conn.starts if conn else 0,
