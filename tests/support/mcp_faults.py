@@ -3,8 +3,8 @@
 Run as ``python mcp_faults.py``. Tools: ``ok`` (echo), ``crash`` (the process exits
 mid-call), ``hang`` (never answers), ``flood`` (``mb`` megabytes of text), ``garbage``
 (a line that is not JSON-RPC on stdout, then an answer), ``environ`` (its variables' names), ``grow`` (adds the tool
-``added`` and sends ``notifications/tools/list_changed``). With ``FAULT_DUPES=1`` it
-also lists ``a.b`` and ``a b``, which sanitise to one name. Every start appends a
+``added`` and sends ``notifications/tools/list_changed``). With ``FAULT_MANY=N`` it lists N more
+tools; with ``FAULT_DUPES=1`` it also lists ``a.b`` and ``a b``, which sanitise to one name. Every start appends a
 line to ``$FAULT_STARTS`` when set, so a test can count starts.
 """
 
@@ -73,6 +73,10 @@ async def grow(ctx: Context) -> str:
 if os.environ.get("FAULT_DUPES") == "1":
     server.add_tool(lambda: "dot", name="a.b", description="one")
     server.add_tool(lambda: "space", name="a b", description="two")
+
+if os.environ.get("FAULT_MANY"):  # a server listing thousands of tools
+    for n in range(int(os.environ["FAULT_MANY"])):
+        server.add_tool(lambda: "many", name=f"t{n}", description="d" * 500)
 
 if __name__ == "__main__":
     starts = os.environ.get("FAULT_STARTS")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +26,7 @@ from loguru import logger
 from vikingbot.clock import wait_event
 from vikingbot.config.loader import expand_vars
 from vikingbot.errors import ConfigError, McpError
+from vikingbot.mcp.naming import enabled
 from vikingbot.mcp.results import render
 from vikingbot.mcp.stdio import inherited, stdio_transport
 from vikingbot.mcp.types import Listed, State
@@ -36,6 +38,9 @@ if TYPE_CHECKING:
 START_TIMEOUT_S = 60.0
 MAX_BACKOFF_S = 60.0
 MAX_PAGES = 50  # tools/list pages followed per listing
+MAX_TOOLS = 128  # tools kept per server (each is in every chat request); docs/mcp.md
+MAX_SCHEMA_CHARS = 16_000  # a tool whose input schema is longer is left out
+MAX_DESCRIPTION_CHARS = 2000
 
 
 START_BACKOFF_S = 30.0  # after a start that failed or kept a turn waiting, doubling
@@ -298,15 +303,36 @@ class Connection:
     async def _list(self) -> None:
         listed: list[Listed] = []
         cursor: str | None = None
+        offered = big = 0
         for _ in range(MAX_PAGES):
             async with asyncio.timeout(self.config.tool_timeout_s):  # not wait_for (3.11)
                 page = await self._client.list_tools(cursor=cursor, cache_mode="refresh")
             for tool in page.tools:
+                if not enabled(self.name, tool.name, self.config.enabled_tools):
+                    continue
+                offered += 1
+                if len(listed) >= MAX_TOOLS:
+                    continue
                 schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-                listed.append(Listed(tool.name, (tool.description or "")[:2000], schema))
+                if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+                    big += 1
+                    continue
+                description = (tool.description or "")[:MAX_DESCRIPTION_CHARS]
+                listed.append(Listed(tool.name, description, schema))
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or offered > MAX_TOOLS * 4:
                 break
+        if offered > len(listed):
+            logger.warning(
+                "MCP server {} offers {}{} tools; {} kept (at most {}, schemas of at most {} "
+                "characters: bot.tools.mcp_servers.<name>.enabled_tools picks which)",
+                self.name,
+                offered,
+                "+" if cursor else "",
+                len(listed),
+                MAX_TOOLS,
+                MAX_SCHEMA_CHARS,
+            )
         self.listed = listed
         self._stale = False
 

@@ -3,8 +3,9 @@
 Why not the SDK's ``stdio_client``: it joins each new chunk of stdout onto the
 unfinished line with ``buffer + chunk`` and splits it again, which is quadratic in
 a line's length, all on the gateway's event loop (figures in bench/README.md). Here lines are read by asyncio's ``StreamReader`` (linear),
-up to ``MAX_LINE`` bytes; a longer line is read through and dropped, and the
-session is handed an error in its place. Everything else follows the SDK's
+up to ``MAX_LINE`` bytes; a longer line is read through and dropped (never held
+whole), and the request it answered fails with an error saying so (the session is
+handed an error when no request id is found in its first 4 KiB). Everything else follows the SDK's
 transport: a small inherited environment (``INHERITED``: PATH, HOME, locale, TZ and
 what reaching the network needs, nothing else), the server in its own session (process group), and on close: stdin closed, 0.5 s to
 exit, then SIGTERM to the whole group, 1 s, SIGKILL. Windows uses the SDK's own.
@@ -14,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import re
 import signal
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from loguru import logger
 
-MAX_LINE = 128 * 1024 * 1024  # one JSON-RPC message from a server, at most
+MAX_LINE = 16 * 1024 * 1024  # one JSON-RPC message from a server, at most (docs/mcp.md)
+_ID = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]{0,200}")')
 EXIT_GRACE_S = 0.5  # after stdin is closed, to leave on its own
 TERM_GRACE_S = 1.0  # after SIGTERM to its process group, before SIGKILL
 
@@ -91,12 +95,19 @@ async def stdio_transport(
                     line = await stdout.readuntil(b"\n")
                 except asyncio.IncompleteReadError:
                     return  # the server closed stdout (it exited)
-                except asyncio.LimitOverrunError:
-                    await _skip_line(stdout)
-                    await read_send.send(
-                        LineTooLong(f"a message over {max_line} bytes was dropped")
+                except asyncio.LimitOverrunError as exc:
+                    head = (
+                        await stdout.readexactly(min(exc.consumed, 4096)) if exc.consumed else b""
                     )
-                    continue
+                    await _skip_line(stdout)
+                    said = f"the server's answer was over {max_line // (1024 * 1024)} MiB and was dropped"
+                    found = _ID.search(head[:4096])
+                    if found is None:  # no request to fail: the session is told
+                        await read_send.send(LineTooLong(said))
+                        continue
+                    error = {"jsonrpc": "2.0", "id": json.loads(found.group(1)),
+                             "error": {"code": -32603, "message": said}}  # fmt: skip
+                    line = json.dumps(error).encode()
                 if not line.strip():
                     continue
                 try:
