@@ -104,7 +104,7 @@ async def test_a_server_with_thousands_of_tools_is_offered_capped(
     fake_openai: FakeOpenAI, make_agent: Callable[..., Agent], workspace: Path
 ) -> None:
     config = mcp_config(fake_openai.base_url, {"f": faults({"FAULT_MANY": "3000"})})
-    loop, hub = make_agent(config, approval_callback=yes)
+    _, hub = make_agent(config, approval_callback=yes)
     tools = await hub.tools_for(unattended=False)
     assert len(tools) == MAX_TOOLS
 
