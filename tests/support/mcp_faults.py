@@ -3,7 +3,9 @@
 Run as ``python mcp_faults.py``. Tools: ``ok`` (echo), ``crash`` (the process exits
 mid-call), ``hang`` (never answers), ``flood`` (``mb`` megabytes of text), ``garbage``
 (a line that is not JSON-RPC on stdout, then an answer), ``environ`` (its variables' names), ``grow`` (adds the tool
-``added`` and sends ``notifications/tools/list_changed``). With ``FAULT_MANY=N`` it lists N more
+``added`` and sends ``notifications/tools/list_changed``). ``FAULT_IGNORE_TERM=1`` ignores SIGTERM; ``FAULT_SETSID=mark`` starts a
+grandchild with ``mark`` in its command line in a session of its own.
+With ``FAULT_MANY=N`` it lists N more
 tools; with ``FAULT_DUPES=1`` it also lists ``a.b`` and ``a b``, which sanitise to one name. Every start appends a
 line to ``$FAULT_STARTS`` when set, so a test can count starts.
 """
@@ -79,6 +81,17 @@ if os.environ.get("FAULT_MANY"):  # a server listing thousands of tools
         server.add_tool(lambda: "many", name=f"t{n}", description="d" * 500)
 
 if __name__ == "__main__":
+    if os.environ.get("FAULT_IGNORE_TERM") == "1":
+        import signal
+
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    if os.environ.get("FAULT_SETSID"):  # a grandchild in a session of its own
+        import subprocess
+
+        subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(3600)", os.environ["FAULT_SETSID"]],
+            start_new_session=True,
+        )
     starts = os.environ.get("FAULT_STARTS")
     if starts:
         with open(starts, "a", encoding="utf-8") as fh:

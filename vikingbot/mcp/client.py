@@ -27,6 +27,7 @@ from vikingbot.clock import wait_event
 from vikingbot.config.loader import expand_vars
 from vikingbot.errors import ConfigError, McpError
 from vikingbot.mcp.naming import enabled
+from vikingbot.mcp.reaper import Running
 from vikingbot.mcp.results import render
 from vikingbot.mcp.stdio import inherited, stdio_transport
 from vikingbot.mcp.types import Listed, State
@@ -73,12 +74,14 @@ class Connection:
         idle_s: float,
         errlog: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
+        running: Running | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self.environ = environ
         self.idle_s = idle_s
         self.errlog = errlog
+        self.running = running
         self.clock = clock
         self.state: State = "stopped"
         self.problem: str | None = None
@@ -230,6 +233,7 @@ class Connection:
                     env={**inherited(self.environ), **env},
                     cwd=os.path.expanduser(cwd) if cwd else None,
                     errlog=self._errlog(stack),
+                    running=self.running,
                 )
             url = expand_vars(cfg.url or "", self.environ, self._where("url"))
             headers = {

@@ -22,6 +22,7 @@ from vikingbot.errors import McpError
 from vikingbot.mcp.client import Connection
 from vikingbot.mcp.naming import enabled, name_tools, names_a_tool_of
 from vikingbot.mcp.pins import Pins
+from vikingbot.mcp.reaper import Running
 from vikingbot.mcp.tool import McpTool
 from vikingbot.mcp.types import Listed, ServerStatus
 
@@ -59,6 +60,10 @@ class McpHub:
         self.logs = logs
         self.on_problem = on_problem
         self.pins = Pins(pins)
+        # the stdio servers running from this data folder (beside the approvals): those a
+        # killed gateway left are ended now (vikingbot/mcp/reaper.py)
+        self.running = Running(pins.parent / "running.json" if pins is not None else None)
+        self.running.reap_left()
         self.turn_wait_s = turn_wait_s  # how long a turn waits for servers that are starting
         self._conns: dict[str, Connection] = {}
         self._told: set[str] = set()
@@ -80,6 +85,7 @@ class McpHub:
                 environ=self.environ,
                 idle_s=self.config.bot.tools.mcp_idle_s,
                 errlog=errlog,
+                running=self.running,
             )
             self._conns[name] = conn
         return conn

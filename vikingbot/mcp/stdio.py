@@ -16,13 +16,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import re
-import signal
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from loguru import logger
+
+from vikingbot.mcp.reaper import Running, descendants, end_tree
 
 MAX_LINE = 16 * 1024 * 1024  # one JSON-RPC message from a server, at most (docs/mcp.md)
 _ID = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]{0,200}")')
@@ -65,6 +65,7 @@ async def stdio_transport(
     cwd: str | None,
     errlog: IO[Any],
     max_line: int = MAX_LINE,
+    running: Running | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server with exactly ``env``; yield the (read, write) streams the SDK's
     session takes."""
@@ -84,6 +85,8 @@ async def stdio_transport(
         limit=max_line,
     )
     assert proc.stdin is not None and proc.stdout is not None
+    if running is not None:
+        await asyncio.to_thread(running.add, proc.pid)
     stdin, stdout = proc.stdin, proc.stdout
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[Any](0)
@@ -132,6 +135,8 @@ async def stdio_transport(
         for stream in (write_send, read_recv):
             await stream.aclose()
         await _stop(proc)
+        if running is not None:
+            await asyncio.to_thread(running.remove, proc.pid)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -150,18 +155,18 @@ async def _skip_line(stdout: asyncio.StreamReader) -> None:
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Close stdin, give the server ``EXIT_GRACE_S`` to leave, then end its process group."""
+    """Close stdin and give the server ``EXIT_GRACE_S`` to leave; then end its process
+    group and every process descended from it (``reaper.end_tree``: a ``setsid``
+    grandchild too), SIGTERM, ``TERM_GRACE_S``, SIGKILL."""
+    family = await asyncio.to_thread(descendants, proc.pid)  # before they can be orphaned
     with contextlib.suppress(OSError, RuntimeError):
         if proc.stdin is not None:
             proc.stdin.close()
-    for sig, grace in ((None, EXIT_GRACE_S), (signal.SIGTERM, TERM_GRACE_S), (signal.SIGKILL, 2)):
-        if sig is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), grace)
-        except TimeoutError:
-            continue
-        break
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # what the server itself started
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_S)
+    alive = proc.returncode is None  # else its pid may be another process's by now
+    await asyncio.to_thread(
+        end_tree, proc.pid, grace_s=TERM_GRACE_S, also=tuple(family), alive=alive
+    )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), 2)
