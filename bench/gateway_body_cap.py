@@ -25,8 +25,8 @@ import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.support.fake_feishu import FakeFeishu  # noqa: E402
-from tests.support.gateway_proc import GatewayProcess  # noqa: E402
+from tests.support.fake_feishu import FakeFeishu
+from tests.support.gateway_proc import GatewayProcess
 
 PATHS = ("/feishu/events", "/webhook/inbound", "/api/v1/chat", "/ui/login")
 
