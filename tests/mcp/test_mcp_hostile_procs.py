@@ -1,5 +1,7 @@
-"""A hostile stdio server (SIGTERM ignored, a ``setsid`` grandchild) is ended whole on
-stop, and what a killed gateway left is ended when the next hub starts."""
+"""A hostile stdio server (SIGTERM ignored, a ``setsid`` grandchild, 3,000 tools, tokens
+planted in the gateway's environment) gets only PATH, HOME, locale, TZ, proxy and CA
+settings plus its entry's ``env``, is offered capped, and is ended whole on stop; what
+a killed gateway left is ended when the next hub starts."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from tests.mcp.conftest import mcp_config
 from tests.support.mcp_servers import faults
+from vikingbot.mcp.client import MAX_TOOLS
 from vikingbot.mcp.hub import McpHub
 
 
@@ -42,14 +45,42 @@ def wait_gone(mark: str, timeout: float = 10) -> list[int]:
     return left
 
 
-async def test_stop_ends_a_server_ignoring_sigterm_and_its_setsid_grandchild(
+PLANTED = {
+    "UV_PUBLISH_TOKEN": "pypi-planted",
+    "UV_INDEX_7_PASSWORD": "planted",
+    "PIP_INDEX_URL": "https://user:planted@pypi.example/simple",
+    "NPM_CONFIG__AUTH": "planted",
+    "npm_config_//registry.npmjs.org/:_authToken": "planted",
+    "PYENV_GITHUB_TOKEN": "ghp_planted",
+    "OPENAI_API_KEY": "sk-planted",
+}
+KEPT = {
+    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+    "HOME": "/tmp/home-of-test",
+    "LANG": "C.UTF-8",
+    "LC_TIME": "C",
+    "TZ": "UTC",
+    "HTTPS_PROXY": "http://proxy.example:3128",
+    "SSL_CERT_FILE": "/etc/ssl/certs/ca-certificates.crt",
+}
+
+
+async def test_a_hostile_server_sees_no_token_is_offered_capped_and_ended_whole(
     tmp_path: Path,
 ) -> None:
     mark = f"hostile-a-{os.getpid()}"
-    config = mcp_config("http://127.0.0.1:9", {"h": hostile(mark)})
-    hub = McpHub(config, environ=dict(os.environ), logs=tmp_path, pins=tmp_path / "mcp" / "p.json")
-    text, _ = await hub.call("h", "ok", {"text": "hi"})
-    assert text == "hi"
+    entry = hostile(mark)
+    entry["env"] = {**entry["env"], "FAULT_MANY": "3000", "PIP_INDEX_URL": "${PIP_INDEX_URL}"}  # type: ignore[dict-item]
+    config = mcp_config("http://127.0.0.1:9", {"h": entry})
+    pins = tmp_path / "mcp" / "p.json"
+    hub = McpHub(config, environ={**KEPT, **PLANTED}, logs=tmp_path, pins=pins)
+    text, _ = await hub.call("h", "environ", {})
+    seen = set(text.split("\n"))
+    # what is kept, what the entry names, and what Python sets itself at start
+    given = {*KEPT, *entry["env"]}  # type: ignore[misc]
+    assert seen - {"LC_CTYPE", "PYTHONUNBUFFERED"} == given
+    assert not seen & (set(PLANTED) - {"PIP_INDEX_URL"})
+    assert len(await hub.tools_for(unattended=False)) == MAX_TOOLS  # of 3,000 and more
     assert len(marked(mark)) == 2  # the server (its env) and the grandchild
     began = time.monotonic()
     await hub.aclose()
