@@ -25,7 +25,8 @@ from vikingbot.testing.server import serving
 KEY = "encrypt-key-of-the-app"
 
 
-def test_the_sdk_decrypts_what_the_fake_platform_encrypts() -> None:
+async def test_the_sdk_decrypts_what_the_fake_platform_encrypts() -> None:
+    # async: lark_oapi makes an event loop at import when none runs (never closed)
     from lark_oapi.core.utils.decryptor import AESCipher
 
     assert AESCipher(KEY).decrypt_str(encrypt('{"a": "\\u00e9"}', KEY)) == '{"a": "\\u00e9"}'
