@@ -2,7 +2,8 @@
 
 :func:`keep_private` sets the process umask to ``077`` (every file and folder
 created afterwards: the state database and its WAL, logs, sessions, MCP logs,
-pins) and tightens what an older version left readable in the data folder
+pins) and tightens what an older version left readable in the data folder; ``fsutil.new_file_mode``
+gives a file made by an atomic edit the same mode
 (``state.db*``, ``logs/``). Never raises: a path it cannot change is skipped.
 """
 

@@ -23,6 +23,8 @@ def test_state_db_and_logs_are_0600_and_old_ones_are_tightened(tmp_path: Path) -
         "sqlite3.connect(data / 'state.db').execute('create table t (x)').connection.commit()\n"
         "(data / 'logs' / 'mcp-x.log').write_text('new')\n"
         "(data / 'sessions').mkdir()\n"
+        "from vikingbot.fsutil import locked_edit\n"
+        "locked_edit(data / 'sessions' / 'HEARTBEAT.md', lambda text: 'edited')\n"
     )
     subprocess.run([sys.executable, "-c", script, str(data)], check=True, timeout=60)
     modes = {
@@ -36,6 +38,8 @@ def test_state_db_and_logs_are_0600_and_old_ones_are_tightened(tmp_path: Path) -
         "logs/mcp-x.log": "0o600",
         "state.db": "0o600",
         "sessions": "0o700",
+        "sessions/HEARTBEAT.md": "0o600",
+        "sessions/.HEARTBEAT.md.lock": "0o600",
     }
     assert sqlite3.connect(data / "state.db").execute("select count(*) from t").fetchone() == (0,)
     assert os.access(data / "state.db", os.R_OK)
