@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repo: tests.
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.home import Home
-from tests.support.mailrig import BOT, FRIEND, OWNER, MailRig
+from tests.support.mailrig import BOT, FRIEND, OWNER, MailRig, vouched
 from vikingbot.testing.fake_openai import FakeOpenAI, reply
 
 
@@ -46,7 +46,8 @@ def timed(rig: MailRig, mails: int, send_reply: Callable[[], None] | None = None
         before = len(rig.relay.received)
         question = f"From: {OWNER}\r\nSubject: Question {n}\r\n\r\nIs the build green?\r\n"
         # the baseline's questions go to another mailbox: the bot must not answer them later
-        rig.dovecot.deliver(question.encode(), BOT if send_reply is None else FRIEND, OWNER)
+        raw = vouched(question.encode())  # the receiving server's verdict on top
+        rig.dovecot.deliver(raw, BOT if send_reply is None else FRIEND, OWNER)
         start = time.perf_counter()
         if send_reply is not None:
             send_reply()

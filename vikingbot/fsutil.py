@@ -55,6 +55,18 @@ LATE_WRITE_GRACE_S = 0.02
 Identity = tuple[int, int, int, int, int]
 
 
+def new_file_mode() -> int:
+    """The mode a new file gets here: ``0o666`` less the process umask (a gateway sets
+    ``077``: ``0o600``), read without changing it (``/proc``; else the usual ``022``)."""
+    umask = 0o022
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                umask = int(line.split()[1], 8)
+                break
+    return 0o666 & ~umask
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` via a temp file in the same folder, fsync, rename."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -268,7 +280,7 @@ def _replace_if_unchanged(
         try:
             mode = path.stat().st_mode & 0o7777
         except FileNotFoundError:
-            mode = 0o644
+            mode = new_file_mode()
     old = _open_old(path) if expected is not None else None
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

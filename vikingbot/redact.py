@@ -114,6 +114,83 @@ def mask_text(text: str) -> str:
     return _CREDENTIALS.sub(_credential, text)
 
 
+# A command line's secrets: the argument after a flag that names one (``--api-key V``,
+# ``-token V``), or the value of ``--api-key=V``; an MCP entry's ``secret_args`` names more
+# flags. A URL's path segment that looks like a key: 20+ characters of letters, digits,
+# ``-``/``_``, at least 3 of them digits, in an http(s)/ws(s) URL
+# (``https://mcp.example/sse/AbC123...``).
+_SECRET_FLAG = re.compile(
+    r"^--?[A-Za-z0-9_.-]*?(?:key|token|secret|password|passwd|pwd|auth|credential)"
+    r"[A-Za-z0-9_.-]*$",
+    re.IGNORECASE,
+)
+_PATH_KEY = re.compile(r"^[A-Za-z0-9_-]{20,}$")
+
+
+def secret_args(args: list[str], more_flags: Iterable[str] = ()) -> set[str]:
+    """The arguments of a command line that are secrets (see above)."""
+    extra = {f.strip() for f in more_flags if f.strip()}
+    found: set[str] = set()
+    for i, arg in enumerate(args[:1000]):
+        if not isinstance(arg, str):
+            continue
+        flag, eq, value = arg.partition("=")
+        is_flag = bool(_SECRET_FLAG.match(flag)) or flag in extra
+        if is_flag and eq and value:
+            found.add(value)
+        elif is_flag and not eq and i + 1 < len(args):
+            following = args[i + 1]
+            if isinstance(following, str) and following and not following.startswith("-"):
+                found.add(following)
+    return found
+
+
+def secret_path_parts(url: str) -> set[str]:
+    """The path segments of ``url`` that look like keys (see above)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.lower() not in ("http", "https", "ws", "wss"):
+        return set()
+    path = rest.partition("/")[2].split("?", 1)[0].split("#", 1)[0]
+    return {
+        part
+        for part in path.split("/")[:50]
+        if _PATH_KEY.match(part)
+        and sum(c.isdigit() for c in part) >= 3
+        and any(c.isalpha() for c in part)
+    }
+
+
+def mask_command(args: list[str], more_flags: Iterable[str] = ()) -> list[str]:
+    """``args`` with the secrets :func:`secret_args` finds replaced by ``***``."""
+    found = secret_args(args, more_flags)
+    out = []
+    for arg in args:
+        flag, eq, value = arg.partition("=")
+        if eq and value in found:
+            out.append(f"{flag}={MASK}")
+        else:
+            out.append(MASK if arg in found else arg)
+    return out
+
+
+def mask_identity(text: str) -> str:
+    """A command line or ``<type> <url>`` as shown: :func:`mask_command` over its words,
+    key-like URL path segments and every other known secret masked."""
+    words = mask_command(text.split(" "))
+    for i, word in enumerate(words):
+        for part in _url_secrets(word):
+            words[i] = words[i].replace(part, MASK)
+    return mask_text(" ".join(words))
+
+
+def _url_secrets(value: str) -> set[str]:
+    found: set[str] = set()
+    if "://" in value:
+        for word in value.split()[:100]:
+            found |= secret_path_parts(word)
+    return found
+
+
 def secrets_in(value: Any, name: str = "", *, in_secret_map: bool = False) -> set[str]:
     """Every value :func:`mask_tree` would hide in ``value`` (plus ``SecretStr`` values and
     URL passwords), to :func:`remember`."""
@@ -122,6 +199,9 @@ def secrets_in(value: Any, name: str = "", *, in_secret_map: bool = False) -> se
         secret_map = name in _SECRET_MAPS
         for k, v in value.items():
             found |= secrets_in(v, str(k), in_secret_map=secret_map)
+        args, more = value.get("args"), value.get("secret_args") or value.get("secretArgs") or []
+        if isinstance(args, list) and isinstance(more, list):
+            found |= secret_args([a for a in args if isinstance(a, str)], more)
     elif isinstance(value, list | tuple):
         for v in value:
             found |= secrets_in(v, name)
@@ -131,6 +211,7 @@ def secrets_in(value: Any, name: str = "", *, in_secret_map: bool = False) -> se
         if in_secret_map or is_secret_name(name):
             found.add(value)
         found.update(m.group(2) for m in _URL_PASSWORD_VALUE.finditer(value))
+        found |= _url_secrets(value)
     return found
 
 
@@ -141,11 +222,19 @@ def mask_tree(value: Any, name: str = "", *, in_secret_map: bool = False) -> Any
     """A JSON-like value with every secret in it masked; ``name`` is the key it sits under."""
     if isinstance(value, dict):
         secret_map = name in _SECRET_MAPS
-        return {k: mask_tree(v, str(k), in_secret_map=secret_map) for k, v in value.items()}
+        out = {k: mask_tree(v, str(k), in_secret_map=secret_map) for k, v in value.items()}
+        args, more = value.get("args"), value.get("secret_args") or value.get("secretArgs") or []
+        if isinstance(args, list) and all(isinstance(a, str) for a in args):
+            out["args"] = [
+                mask_text(a) for a in mask_command(args, more if isinstance(more, list) else [])
+            ]
+        return out
     if isinstance(value, list):
         return [mask_tree(v, name) for v in value]
     if isinstance(value, str):
         if value and (in_secret_map or is_secret_name(name)):
             return MASK
+        for part in _url_secrets(value):
+            value = value.replace(part, MASK)
         return mask_text(value)
     return value

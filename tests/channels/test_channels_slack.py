@@ -67,6 +67,7 @@ async def test_a_dm_to_the_bot_gets_an_answer(
             "running": False,
             "receiving": False,
             "last_error": None,
+            "failing": None,
         }
         assert {
             "name": "slack",
@@ -74,6 +75,7 @@ async def test_a_dm_to_the_bot_gets_an_answer(
             "running": True,
             "receiving": True,
             "last_error": None,
+            "failing": None,
         } in manager.status()
     finally:
         await manager.stop()

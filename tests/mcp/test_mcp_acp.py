@@ -77,5 +77,9 @@ async def test_heartbeat_mcp_servers_limits_what_an_unattended_session_gets(tmp_
     unattended = {"heartbeat": True, "unattended": True}
     none = await sessions_given(tmp_path / "a", {}, unattended, {"mcpServers": []})
     assert none == []
-    some = await sessions_given(tmp_path / "b", {}, unattended, {"mcpServers": ["local"]})
+    named = {"mcpServers": ["local"], "safeTools": ["mcp__local__get_current_time"]}
+    some = await sessions_given(tmp_path / "b", {}, unattended, named)
     assert [s["name"] for s in some] == ["local"]
+    # allowed by mcp_servers, but safe_tools names none of its tools: not handed over
+    unnamed = await sessions_given(tmp_path / "c", {}, unattended, {"mcpServers": ["local"]})
+    assert unnamed == []

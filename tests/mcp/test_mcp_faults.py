@@ -12,6 +12,7 @@ from typing import Any
 from tests.mcp.conftest import Agent, mcp_config
 from tests.support.mcp_servers import faults
 from vikingbot.mcp.results import MAX_RESULT_CHARS
+from vikingbot.mcp.stdio import MAX_LINE
 from vikingbot.session.types import SessionKey
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
 
@@ -73,17 +74,29 @@ async def test_garbage_on_stdout_is_skipped(
     assert call.result == "answered after garbage"
 
 
-async def test_fifty_megabytes_of_output_reach_the_model_capped(
+async def test_big_output_reaches_the_model_capped_and_a_huge_one_fails_at_once(
     fake_openai: FakeOpenAI, make_agent: Callable[..., Agent], workspace: Path
 ) -> None:
-    fake_openai.script([tool_call("mcp_f_flood", {"mb": 50}), reply("done")])
+    fake_openai.script(
+        [
+            tool_call("mcp_f_flood", {"mb": 4}),
+            tool_call("mcp_f_flood", {"mb": 50}),
+            tool_call("mcp_f_ok", {"text": "still here"}),
+            reply("done"),
+        ]
+    )
     config = mcp_config(fake_openai.base_url, {"f": faults(toolTimeoutS=120)})
     loop, _ = make_agent(config, approval_callback=yes)
+    began = time.monotonic()
     result = await loop.run_turn("go", KEY, {"workspace": str(workspace)})
-    (call,) = result.tool_calls
-    assert not call.error
-    assert len(call.result) < MAX_RESULT_CHARS + 200
-    assert call.result.endswith(f"[... result truncated at {MAX_RESULT_CHARS} characters]")
+    big, huge, ok = result.tool_calls
+    assert not big.error
+    assert len(big.result) < MAX_RESULT_CHARS + 200
+    assert big.result.endswith(f"[... result truncated at {MAX_RESULT_CHARS} characters]")
+    # over MAX_LINE: read through, never held whole, and the call fails with the reason
+    assert huge.error and f"over {MAX_LINE // (1024 * 1024)} MiB" in huge.result
+    assert ok.result == "still here"
+    assert time.monotonic() - began < 60  # not the call's 120 s timeout
 
 
 async def test_a_changed_tool_list_is_offered_on_the_next_turn(

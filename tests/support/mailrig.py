@@ -27,6 +27,15 @@ OWNER = "owner@example.test"
 STRANGER = "stranger@example.test"
 FRIEND = "friend@example.test"
 USERS = (BOT, OWNER, STRANGER, FRIEND)
+AUTHSERV = "mx.example.test"  # the receiving server's name in Authentication-Results
+
+
+def vouched(raw: bytes, value: str = f"{AUTHSERV}; dmarc=pass header.from=example.test") -> bytes:
+    """``raw`` as the receiving server hands it on: its own ``Authentication-Results``
+    (``value``) on top (Dovecot's LMTP then adds its trace headers above it)."""
+    return f"Authentication-Results: {value}\r\n".encode() + raw
+
+
 _ids = itertools.count(1)
 
 
@@ -67,6 +76,7 @@ class MailRig:
             "smtpSecurity": "none",
             "allowFrom": [OWNER, FRIEND],
             "timeoutS": 5,
+            "authservId": AUTHSERV,
         }
         base.update(extra)
         return base
@@ -90,10 +100,16 @@ class MailRig:
         msg.set_content(text)
         if build is not None:
             build(msg)
-        self.dovecot.deliver(msg.as_bytes(), BOT, sender)
+        self.dovecot.deliver(vouched(msg.as_bytes()), BOT, sender)
         return ident
 
-    def raw_to_bot(self, raw: bytes, sender: str = OWNER) -> None:
+    def raw_to_bot(self, raw: bytes, sender: str = OWNER, *, server: bytes | None = None) -> None:
+        """``raw`` into the bot's INBOX; ``server`` the receiving server's own whole
+        Authentication-Results value (default: dmarc passed), b"" for none."""
+        if server is None:
+            raw = vouched(raw)
+        elif server:
+            raw = vouched(raw, server.decode())
         self.dovecot.deliver(raw, BOT, sender)
 
     def inbox(self, user: str) -> list[Message]:

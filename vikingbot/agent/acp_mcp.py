@@ -2,7 +2,8 @@
 
 The agent (Claude Code, Codex, Gemini CLI) starts and calls them itself, so it sees
 the same servers as the built-in loop: every enabled ``bot.tools.mcp_servers`` entry
-(for a session of unattended turns only those ``bot.heartbeat.mcp_servers`` allows),
+(for a session of unattended turns only those ``bot.heartbeat.mcp_servers`` allows
+and ``bot.heartbeat.safe_tools`` names a tool of),
 stdio always, HTTP and SSE only where the agent's ``mcpCapabilities`` says it can.
 ``${VAR}`` is expanded here; an entry whose variable is missing is left out with a
 warning naming it. ``cwd`` has no place in ACP's stdio server and is not passed.
@@ -18,6 +19,7 @@ from loguru import logger
 
 from vikingbot.config.loader import expand_vars
 from vikingbot.errors import ConfigError
+from vikingbot.mcp.naming import names_a_tool_of
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
@@ -30,10 +32,13 @@ def session_servers(
     from acp.schema import EnvVariable, HttpHeader, HttpMcpServer, McpServerStdio, SseMcpServer
 
     only = config.bot.heartbeat.mcp_servers if unattended else None
+    safe = config.bot.heartbeat.safe_tools
     out: list[Any] = []
     for name, cfg in config.bot.tools.mcp_servers.items():
         if not cfg.enabled or (only is not None and name not in only):
             continue
+        if unattended and not any(names_a_tool_of(e, name) for e in safe):
+            continue  # nobody watching: a server no safe_tools entry names is not handed over
         if cfg.kind not in transports:
             logger.info(
                 "MCP server {} ({}) not passed: the ACP agent does not take it", name, cfg.kind

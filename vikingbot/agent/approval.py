@@ -40,8 +40,10 @@ unattended"). Make one with the constructor for its source and pass it to
 - ``mcp_action(server, tool, ...)``: an MCP tool, by the server's name *as
   configured* and the tool's name. Lists name it as the model sees it
   (``mcp_<server>_<tool>``, ``vikingbot.mcp.naming``) or as ACP agents do
-  (``mcp__<server>__<tool>``); ``mcp_<server>_*`` covers the tools of the server
-  configured as ``<server>`` (never those of a server named ``<server>_x``). With
+  (``mcp__<server>__<tool>``); ``mcp_<server>_*`` and ``mcp__<server>__*`` cover the
+  tools of the server configured as ``<server>``, its name exactly as written (never
+  those of a server named ``<server>_x``; ``mcp_a_b_*`` does not cover server ``a.b``,
+  ``mcp__time__*`` not server ``time__shell``). With
   the server's ``identity`` (command line or URL) and the fingerprint its approvals
   were given for (``vikingbot.mcp.pins``), an approval of a server whose entry now
   points elsewhere is refused until the owner approves it again.
@@ -60,10 +62,10 @@ from typing import TYPE_CHECKING, Any, Literal
 from loguru import logger
 
 from vikingbot.errors import StoreError
-from vikingbot.mcp.naming import sanitise, tool_name
+from vikingbot.mcp.naming import tool_name
 from vikingbot.mcp.pins import same
 from vikingbot.mcp.types import McpAction
-from vikingbot.redact import mask_text
+from vikingbot.redact import mask_identity, mask_text
 from vikingbot.tools.base import is_unattended
 
 if TYPE_CHECKING:
@@ -97,8 +99,9 @@ def entry_matches(entry: str, name: str, *, star: bool) -> bool:
     if entry == "*":
         return star
     if _MCP_SERVER_WILDCARD.match(entry):
-        prefix = entry[:-1]
-        return name.startswith(prefix) and len(name) > len(prefix)
+        prefix = entry[:-1]  # mcp__<server>__: the rest is one tool, no separator in it
+        rest = name[len(prefix) :]
+        return name.startswith(prefix) and bool(rest) and "__" not in rest
     return False
 
 
@@ -107,10 +110,16 @@ def first_match(
 ) -> str | None:
     """The first entry that covers ``name`` (for an MCP tool: any of its names, or its
     configured server's ``mcp_<server>_*``)."""
-    names = (name,) if mcp is None else (name, f"mcp__{mcp.server}__{mcp.tool}")
-    server_star = None if mcp is None else f"mcp_{sanitise(mcp.server)}_*"
+    if mcp is None:
+        return next((e for e in entries if entry_matches(e, name, star=star)), None)
+    # an MCP tool: exact names, or a wildcard naming its configured server exactly as
+    # written (``a.b`` is not covered by ``mcp_a_b_*``, ``time__shell`` not by
+    # ``mcp__time__*``): never a match across a separator
+    names = (name, f"mcp__{mcp.server}__{mcp.tool}")
+    stars = (f"mcp_{mcp.server}_*", f"mcp__{mcp.server}__*")
     for e in entries:
-        if e.strip() == server_star or any(entry_matches(e, n, star=star) for n in names):
+        entry = e.strip()
+        if entry in names or entry in stars or (star and entry == "*"):
             return e
     return None
 
@@ -122,7 +131,7 @@ def _repointed(name: str, mcp: McpAction | None) -> Verdict | None:
     was = mcp.pinned.split(" ", 1)[-1]
     return Verdict(
         "deny",
-        f"{name}: MCP server {mcp.server!r} now runs {mask_text(mcp.identity)[:200]!r}, but it "
+        f"{name}: MCP server {mcp.server!r} now runs {mask_identity(mcp.identity)[:200]!r}, but it "
         f"was approved as {was!r}; approvals do not move with a repointed entry. The owner "
         f"can approve it again with: vikingbot mcp trust {mcp.server}",
     )

@@ -44,6 +44,15 @@ def plain_spawn(name: str, factory: Callable[[], Awaitable[Any]]) -> asyncio.Tas
     return asyncio.create_task(run(), name=name)
 
 
+TellOwner = Callable[[str, str], Awaitable[Any]]
+"""``tell_owner(key, text)``: tell the owner once per key (the gateway's notifier)."""
+
+
+async def log_only(key: str, text: str) -> None:
+    """No gateway to tell the owner through: the notice goes to the log."""
+    logger.warning("for the owner ({}): {}", key, text)
+
+
 def has_secret(value: SecretStr | None) -> bool:
     """A secret setting that is present and not empty."""
     return value is not None and bool(value.get_secret_value())
@@ -109,6 +118,11 @@ class Channel(ABC):
         self.last_error: str | None = None
         self.defer_receiving = False
         self.spawn: Spawn = plain_spawn
+        #: the manager hands the gateway's notifier here (``tell_owner(key, text)``)
+        self.tell_owner: TellOwner = log_only
+        #: why the channel's receive loop keeps failing (None: it works); ``/health``
+        #: shows the channel ``degraded`` while it is set (see :meth:`report_loop`)
+        self.loop_error: str | None = None
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
@@ -200,14 +214,35 @@ class Channel(ABC):
         await self._bus.publish_inbound(msg)
         return True
 
-    def _should_audit(self, msg: InboundMessage) -> bool:
-        """Log every refusal; audit one sender in one chat at most once per window."""
+    def report_loop(self, error: str | None) -> None:
+        """A receive loop that handles its own failures says so here: ``error`` while it
+        keeps failing (``/health``: degraded, naming the channel), None once it works."""
+        if error is not None or self.last_error == self.loop_error:
+            self.last_error = error
+        self.loop_error = error
+
+    async def refuse(self, msg: InboundMessage, reason: str) -> None:
+        """Refuse ``msg`` (from an allowed sender id, but not believed): logged and audited
+        with ``reason`` (one audit record per sender and chat per window)."""
         logger.info(
-            "channel {}: ignored a message from {} in chat {} (not in allow_from)",
+            "channel {}: refused a message from {} in chat {}: {}",
             self.name,
             msg.sender_id,
             msg.chat_id,
+            reason,
         )
+        if self._should_audit(msg, quiet=True):
+            await asyncio.to_thread(self._audit_refusal, msg, reason)
+
+    def _should_audit(self, msg: InboundMessage, *, quiet: bool = False) -> bool:
+        """Log every refusal; audit one sender in one chat at most once per window."""
+        if not quiet:
+            logger.info(
+                "channel {}: ignored a message from {} in chat {} (not in allow_from)",
+                self.name,
+                msg.sender_id,
+                msg.chat_id,
+            )
         now = self._clock.now()
         who = (msg.sender_id, msg.chat_id)
         last = self._strangers_seen.get(who)
@@ -218,7 +253,7 @@ class Channel(ABC):
         self._strangers_seen[who] = now
         return self._store is not None
 
-    def _audit_refusal(self, msg: InboundMessage) -> None:
+    def _audit_refusal(self, msg: InboundMessage, reason: str = "sender not in allow_from") -> None:
         if self._store is None:
             return
         try:
@@ -227,7 +262,7 @@ class Channel(ABC):
                 "inbound.refuse",
                 msg.sender_id,
                 "ignored",
-                reason="sender not in allow_from",
+                reason=reason,
                 details={"chat_id": msg.chat_id, "thread": msg.thread, "chars": len(msg.text)},
             )
         except VikingbotError:

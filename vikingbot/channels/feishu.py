@@ -28,9 +28,11 @@ not posted twice.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 from collections import OrderedDict
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from loguru import logger
@@ -252,9 +254,20 @@ class FeishuChannel(Channel):
         )
         raw = lark.RawRequest()
         raw.uri = request.url.path
-        raw.headers = dict(request.headers)
-        raw.body = await request.body()
-        answer = handler.do(raw)
+        # lark-oapi looks headers up by their exact spelling (X-Lark-Signature...);
+        # Starlette lower-cases them: give them back their canonical case
+        raw.headers = {name.title(): value for name, value in request.headers.items()}
+        raw.body = await request.body()  # at most 1 MiB: the gateway's BodyCap
+        with _lark_quiet():
+            answer = handler.do(raw)
+        if answer.status_code and answer.status_code >= 400:
+            said = (answer.content or b"").decode("utf-8", "replace")[:200]
+            logger.warning(
+                "feishu: refused a request from {}: {}",
+                request.client.host if request.client else "?",
+                said,
+            )
+            return Response('{"msg":"refused"}', status_code=401, media_type="application/json")
         for event in events:
             await self._take(event)
         return Response(
@@ -382,3 +395,18 @@ class FeishuChannel(Channel):
         if not response.success():
             status = response.raw.status_code if response.raw else None
             raise _failure(response.code, response.msg or "", status, what)
+
+
+@contextlib.contextmanager
+def _lark_quiet() -> Iterator[None]:
+    """lark-oapi logs a traceback for every request it refuses: a forged request is
+    one line of ours instead (the SDK's logger is muted while it judges one)."""
+    import logging
+
+    lark_log = logging.getLogger("Lark")
+    was = lark_log.disabled
+    lark_log.disabled = True
+    try:
+        yield
+    finally:
+        lark_log.disabled = was

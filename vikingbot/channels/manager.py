@@ -31,7 +31,7 @@ from tenacity import (
 
 from vikingbot import registry
 from vikingbot.bus import InboundMessage, MessageBus
-from vikingbot.channels.base import Channel, Spawn, plain_spawn
+from vikingbot.channels.base import Channel, Spawn, TellOwner, log_only, plain_spawn
 from vikingbot.channels.leadership import Leadership, channel_key
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
@@ -85,6 +85,7 @@ class ChannelManager:
         sender: str | None = None,
         outbox_sweep_s: float | None = None,
         spawn: Spawn | None = None,
+        tell: TellOwner | None = None,
     ) -> None:
         self.config = config
         self.bus = bus
@@ -96,6 +97,7 @@ class ChannelManager:
         self.outbox = Outbox(store, self.clock, sender=sender, dead_after_s=2 * lease_s)
         self.outbox_sweep_s = outbox_sweep_s if outbox_sweep_s is not None else lease_s
         self._spawn: Spawn = spawn or plain_spawn
+        self._tell: TellOwner = tell or log_only
         self.store_wait_s = STORE_WAIT_S
         self._channels: dict[str, Channel] = {}
         self._errors: dict[str, str] = {}
@@ -134,6 +136,7 @@ class ChannelManager:
                     gateway=self.outbox.sender,
                 )
                 channel.spawn = self._spawn
+                channel.tell_owner = self._tell
                 self._channels[name] = channel
                 channel.defer_receiving = channel.exclusive_inbound
                 await channel.start(self.bus)
@@ -252,6 +255,7 @@ class ChannelManager:
                     "running": bool(ch and ch.running),
                     "receiving": bool(ch and ch.running and ch.receiving),
                     "last_error": (ch.last_error if ch else None) or self._errors.get(name),
+                    "failing": ch.loop_error if ch else None,
                 }
             )
         return rows

@@ -161,13 +161,15 @@ class TelegramChannel(Channel):
                     allowed_updates=["message"],
                 )
                 backoff = 1.0
+                if self.loop_error is not None:
+                    self.report_loop(None)  # polling works again: /health ok
             except (InvalidToken, Forbidden) as exc:
                 self.last_error = f"getUpdates: {exc}"
                 self.running = False
                 logger.error("telegram: polling stopped: {}", exc)
                 return
             except TelegramError as exc:
-                self.last_error = f"getUpdates: {exc}"
+                self.report_loop(f"getUpdates: {exc}")  # /health: degraded while it fails
                 hint = " (is another copy of the bot polling?)" if isinstance(exc, Conflict) else ""
                 logger.warning(
                     "telegram: getUpdates failed: {}{}; retrying in {}s", exc, hint, backoff

@@ -34,8 +34,10 @@ def register(app: typer.Typer) -> None:
         from vikingbot.gateway.supervisor import Gateway
         from vikingbot.logs import setup_logging
         from vikingbot.onboard import ensure_first_start
+        from vikingbot.private import keep_private
 
         config, paths = get_config(ctx)
+        keep_private(paths.data_dir)  # state.db, logs, everything written: 0600 / 0700
         rt = build_home(config, paths)
 
         def say(line: str) -> None:

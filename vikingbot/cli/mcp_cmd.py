@@ -78,14 +78,12 @@ def list_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
     live = _gateway_view(ctx)
     rows = []
     for name, cfg in config.bot.tools.mcp_servers.items():
-        from vikingbot.redact import mask_text
-
         seen = live.get(name, {})
         rows.append(
             {
                 "name": name,
                 "type": cfg.kind,
-                "runs": mask_text(cfg.identity),
+                "runs": cfg.shown,
                 "enabled": cfg.enabled,
                 "eager": cfg.eager,
                 "enabled_tools": cfg.enabled_tools,
@@ -237,7 +235,7 @@ def add_cmd(
             entry[key] = dict(p.split("=", 1) for p in pairs)
     config, paths = get_config(ctx)
     try:
-        set_value(paths.config_file, f"bot.tools.mcp_servers.{name}", entry)
+        set_value(paths.config_file, ["bot", "tools", "mcp_servers", name], entry)
     except ConfigError as exc:
         fail(str(exc))
     _hub(config, paths).pins.set(name, None)  # the owner chose it: approvals pin anew
@@ -255,7 +253,7 @@ def remove_cmd(
     config, paths = get_config(ctx)
     _only(config, name)
     try:
-        remove_value(paths.config_file, f"bot.tools.mcp_servers.{name}")
+        remove_value(paths.config_file, ["bot", "tools", "mcp_servers", name])
     except ConfigError as exc:
         fail(str(exc))
     _hub(config, paths).pins.set(name, None)

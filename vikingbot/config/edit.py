@@ -109,17 +109,18 @@ def parse_cli_value(text: str) -> Any:
         return text
 
 
-def set_value(path: Path, key: str, value: Any) -> dict[str, Any]:
+def set_value(path: Path, key: str | list[str], value: Any) -> dict[str, Any]:
     """Set one key in the config file; validate first; keep every other key.
 
     The file is changed through ``fsutil.locked_edit``: under its lock, and
     only if nobody saved it between the read and the write (else the key is
-    set again on what they saved).
+    set again on what they saved). ``key`` as a list is the path already split (a
+    part may then hold a ``.``, as an MCP server's name may).
     """
     return _edit(path, key, lambda raw, parts: _put(raw, parts, value))
 
 
-def remove_value(path: Path, key: str) -> dict[str, Any]:
+def remove_value(path: Path, key: str | list[str]) -> dict[str, Any]:
     """Remove one key from the config file (``ConfigError`` when it is not there)."""
     return _edit(path, key, _drop)
 
@@ -135,8 +136,8 @@ def _drop(raw: dict[str, Any], parts: list[str]) -> None:
     del node[spelled]
 
 
-def _edit(path: Path, key: str, change: Any) -> dict[str, Any]:
-    parts = _split(key)
+def _edit(path: Path, key: str | list[str], change: Any) -> dict[str, Any]:
+    parts = list(key) if isinstance(key, list) else _split(key)
     result: list[dict[str, Any]] = []
 
     def edit(text: str) -> str:

@@ -43,6 +43,9 @@ class McpServerConfig(Model):
     enabled_tools: list[str] = Field(default_factory=lambda: ["*"])
     tool_timeout_s: float = Field(default=30, gt=0)
     eager: bool = False  # start with the gateway instead of on first use
+    # flags whose following argument is a secret, beyond those naming a key, token,
+    # secret or password (masked wherever the command line is shown)
+    secret_args: list[str] = Field(default_factory=list)
 
     @field_validator("type", mode="before")
     @classmethod
@@ -85,6 +88,22 @@ class McpServerConfig(Model):
         if self.kind == "stdio":
             return " ".join([self.command or "", *self.args])
         return f"{self.kind} {self.url}"
+
+    @property
+    def shown(self) -> str:
+        """:attr:`identity` as shown to people: secrets in the arguments (after a flag
+        naming a key, token, secret or password, or one in ``secret_args``) and key-like
+        URL path segments masked, then every other known secret."""
+        from vikingbot.redact import MASK, mask_command, mask_text, secret_path_parts
+
+        if self.kind == "stdio":
+            text = " ".join([self.command or "", *mask_command(self.args, self.secret_args)])
+        else:
+            url = self.url or ""
+            for part in secret_path_parts(url):
+                url = url.replace(part, MASK)
+            text = f"{self.kind} {url}"
+        return mask_text(text)
 
 
 def check_server_names(names: list[str]) -> None:

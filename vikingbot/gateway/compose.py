@@ -296,6 +296,7 @@ def channels(home: Home, sender: str, spawn: Spawn | None = None) -> ChannelMana
         on_resent=home.delivery.record_resent,
         sender=sender,
         spawn=spawn,
+        tell=channel_notices(home),
     )
     home.delivery.connect(manager.send)
     return manager
@@ -428,6 +429,18 @@ def crash_notices(home: Home) -> tuple[Any, Any]:
         return await notes.resolve(NOTICE_WORKSPACE, key)
 
     return tell, forget
+
+
+def channel_notices(home: Home) -> Callable[[str, str], Awaitable[bool]]:
+    """``tell(key, text)`` for channels: the owner is told once per key (``Notifier``)."""
+    from vikingbot.gateway.services import NOTICE_WORKSPACE
+
+    notes = notifier(home)
+
+    async def tell(key: str, text: str) -> bool:
+        return await notes.tell(NOTICE_WORKSPACE, f"channel:{key}", text, kind="channel")
+
+    return tell
 
 
 def mcp_notices(home: Home) -> Callable[[str, str], None]:
@@ -697,4 +710,6 @@ def http_app(
     )
     gateway = home.config.bot.gateway
     guarded = ControlGuard(app, secret=secret, token=token_text, audit=audit)
-    return WebGuard(guarded, own_names(gateway.host, gateway.allowed_hosts))
+    from vikingbot.gateway.bodycap import BodyCap
+
+    return BodyCap(WebGuard(guarded, own_names(gateway.host, gateway.allowed_hosts)))

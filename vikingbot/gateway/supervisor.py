@@ -428,6 +428,8 @@ class Gateway:
             for row in self.channels.status():
                 if row.get("enabled") and not row.get("running"):
                     found.append(f"channel {row['name']} not running: {row.get('last_error')}")
+                elif row.get("enabled") and row.get("failing"):
+                    found.append(f"channel {row['name']} degraded: {row['failing']}")
         return found
 
     def health(self) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +26,8 @@ from loguru import logger
 from vikingbot.clock import wait_event
 from vikingbot.config.loader import expand_vars
 from vikingbot.errors import ConfigError, McpError
+from vikingbot.mcp.naming import enabled
+from vikingbot.mcp.reaper import Running
 from vikingbot.mcp.results import render
 from vikingbot.mcp.stdio import inherited, stdio_transport
 from vikingbot.mcp.types import Listed, State
@@ -36,6 +39,20 @@ if TYPE_CHECKING:
 START_TIMEOUT_S = 60.0
 MAX_BACKOFF_S = 60.0
 MAX_PAGES = 50  # tools/list pages followed per listing
+MAX_TOOLS = 128  # tools kept per server (each is in every chat request); docs/mcp.md
+MAX_SCHEMA_CHARS = 16_000  # a tool whose input schema is longer is left out
+MAX_DESCRIPTION_CHARS = 2000
+
+
+START_BACKOFF_S = 30.0  # after a start that failed or kept a turn waiting, doubling
+MAX_START_BACKOFF_S = 600.0
+
+
+def start_backoff_s(failures: int) -> float:
+    """Seconds before a server whose start failed (or outlasted a turn's wait) is tried
+    again: 30 s, 60 s, ... up to 10 minutes. A server stuck in ``initialize`` then costs
+    at most one turn's wait per period, not every turn (docs/mcp.md)."""
+    return min(MAX_START_BACKOFF_S, START_BACKOFF_S * 2 ** max(0, failures - 1))
 
 
 def backoff_s(failures: int) -> float:
@@ -57,12 +74,14 @@ class Connection:
         idle_s: float,
         errlog: Path | None = None,
         clock: Callable[[], float] = time.monotonic,
+        running: Running | None = None,
     ) -> None:
         self.name = name
         self.config = config
         self.environ = environ
         self.idle_s = idle_s
         self.errlog = errlog
+        self.running = running
         self.clock = clock
         self.state: State = "stopped"
         self.problem: str | None = None
@@ -77,6 +96,7 @@ class Connection:
         self._stale = False
         self._busy = 0
         self._lock = asyncio.Lock()
+        self.stuck = False  # a start outlasted a turn's wait (see ``outlasted``)
 
     # ------------------------------------------------------------ lifecycle
 
@@ -105,18 +125,49 @@ class Connection:
             await asyncio.wait_for(asyncio.shield(ready), START_TIMEOUT_S)
         except TimeoutError:
             self._stop.set()
-            self._failed(f"MCP server {self.name!r} did not answer within {START_TIMEOUT_S:.0f} s")
+            self._failed(
+                f"MCP server {self.name!r} did not answer within {START_TIMEOUT_S:.0f} s",
+                starting=True,
+            )
             raise McpError(self.problem or "") from None
         except McpError as exc:
-            self._failed(str(exc))
+            self._failed(str(exc), starting=True)
             raise
         self.problem = None
+        self.stuck = False
 
-    def _failed(self, problem: str) -> None:
+    def outlasted(self, wait_s: float) -> None:
+        """A turn's wait for this starting server ran out: counted as a failed start, so
+        the next turns go without it (at once) until its back-off ends; the start itself
+        goes on and is used if it succeeds meanwhile."""
+        if self.state != "starting" or self.stuck:
+            return
+        self.stuck = True
+        self.failures += 1
+        self.retry_at = self.clock() + start_backoff_s(self.failures)
+        self.problem = (
+            f"MCP server {self.name!r} did not finish starting within a turn's wait ({wait_s:g} s)"
+        )
+        logger.warning(
+            "{}; turns go without it for {:.0f} s", self.problem, start_backoff_s(self.failures)
+        )
+
+    def backing_off(self) -> bool:
+        """Whether a turn should go without this server now, without waiting for it."""
+        return (
+            self.state in ("starting", "failed")
+            and self.retry_at > self.clock()
+            and (self.stuck or self.state == "failed")
+        )
+
+    def _failed(self, problem: str, *, starting: bool = False) -> None:
         self.state = "failed"
         self.problem = problem
-        self.failures += 1
-        self.retry_at = self.clock() + backoff_s(self.failures)
+        if not (starting and self.stuck):  # a stuck start was counted when it outlasted a turn
+            self.failures += 1
+        wait = start_backoff_s(self.failures) if starting else backoff_s(self.failures)
+        self.retry_at = max(self.retry_at, self.clock() + wait)
+        self.stuck = False
         logger.warning("{}", problem)
 
     async def _own(self, ready: asyncio.Future[None]) -> None:
@@ -182,6 +233,7 @@ class Connection:
                     env={**inherited(self.environ), **env},
                     cwd=os.path.expanduser(cwd) if cwd else None,
                     errlog=self._errlog(stack),
+                    running=self.running,
                 )
             url = expand_vars(cfg.url or "", self.environ, self._where("url"))
             headers = {
@@ -213,13 +265,15 @@ class Connection:
         return f"bot.tools.mcp_servers.{self.name}.{key}"
 
     def _shown(self) -> str:
-        return mask_text(self.config.identity)[:200]
+        return self.config.shown[:200]
 
     async def stop(self) -> None:
         """Stop the session (and its process); waits for the owner task to finish."""
         self._stop.set()
         task, self._task = self._task, None
         if task is not None:
+            if self.state == "starting":  # stuck in initialize: nothing to wait for
+                task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await asyncio.wait_for(asyncio.shield(task), 10)
             if not task.done():
@@ -253,15 +307,36 @@ class Connection:
     async def _list(self) -> None:
         listed: list[Listed] = []
         cursor: str | None = None
+        offered = big = 0
         for _ in range(MAX_PAGES):
             async with asyncio.timeout(self.config.tool_timeout_s):  # not wait_for (3.11)
                 page = await self._client.list_tools(cursor=cursor, cache_mode="refresh")
             for tool in page.tools:
+                if not enabled(self.name, tool.name, self.config.enabled_tools):
+                    continue
+                offered += 1
+                if len(listed) >= MAX_TOOLS:
+                    continue
                 schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
-                listed.append(Listed(tool.name, (tool.description or "")[:2000], schema))
+                if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+                    big += 1
+                    continue
+                description = (tool.description or "")[:MAX_DESCRIPTION_CHARS]
+                listed.append(Listed(tool.name, description, schema))
             cursor = page.next_cursor
-            if not cursor:
+            if not cursor or offered > MAX_TOOLS * 4:
                 break
+        if offered > len(listed):
+            logger.warning(
+                "MCP server {} offers {}{} tools; {} kept (at most {}, schemas of at most {} "
+                "characters: bot.tools.mcp_servers.<name>.enabled_tools picks which)",
+                self.name,
+                offered,
+                "+" if cursor else "",
+                len(listed),
+                MAX_TOOLS,
+                MAX_SCHEMA_CHARS,
+            )
         self.listed = listed
         self._stale = False
 

@@ -20,11 +20,11 @@ from loguru import logger
 
 from vikingbot.errors import McpError
 from vikingbot.mcp.client import Connection
-from vikingbot.mcp.naming import enabled, name_tools, server_prefix
+from vikingbot.mcp.naming import enabled, name_tools, names_a_tool_of
 from vikingbot.mcp.pins import Pins
+from vikingbot.mcp.reaper import Running
 from vikingbot.mcp.tool import McpTool
 from vikingbot.mcp.types import Listed, ServerStatus
-from vikingbot.redact import mask_text
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
@@ -33,12 +33,13 @@ if TYPE_CHECKING:
 TURN_WAIT_S = 15.0
 
 
-def approvable(server: str) -> tuple[str, str]:
-    """How a ``safe_tools`` entry naming one of ``server``'s tools begins."""
-    return (server_prefix(server), f"mcp__{server}__")
-
-
 ProblemSink = Callable[[str, str], None]  # (server, problem) -> tell the owner
+
+
+def _consume(fut: asyncio.Future[Any]) -> None:
+    """Read a left-behind start's outcome (no "exception was never retrieved")."""
+    if not fut.cancelled():
+        fut.exception()
 
 
 class McpHub:
@@ -59,6 +60,10 @@ class McpHub:
         self.logs = logs
         self.on_problem = on_problem
         self.pins = Pins(pins)
+        # the stdio servers running from this data folder (beside the approvals): those a
+        # killed gateway left are ended now (vikingbot/mcp/reaper.py)
+        self.running = Running(pins.parent / "running.json" if pins is not None else None)
+        self.running.reap_left()
         self.turn_wait_s = turn_wait_s  # how long a turn waits for servers that are starting
         self._conns: dict[str, Connection] = {}
         self._told: set[str] = set()
@@ -80,6 +85,7 @@ class McpHub:
                 environ=self.environ,
                 idle_s=self.config.bot.tools.mcp_idle_s,
                 errlog=errlog,
+                running=self.running,
             )
             self._conns[name] = conn
         return conn
@@ -95,11 +101,14 @@ class McpHub:
         # nobody watching: a server none of whose tools bot.heartbeat.safe_tools can name
         # would offer nothing, so it is not started at all
         safe = self.config.bot.heartbeat.safe_tools
-        return [n for n in found if any(e.strip().startswith(approvable(n)) for e in safe)]
+        return [n for n in found if any(names_a_tool_of(e, n) for e in safe)]
 
     async def tools_for(self, *, unattended: bool) -> dict[str, Tool]:
         """The MCP tools a turn is offered, by the name the model sees."""
         names = self.servers(unattended=unattended)
+        # a server backing off (its start failed, or outlasted a turn's wait) is left out
+        # at once: it costs no turn a wait until its back-off ends
+        names = [n for n in names if not self._conn(n).backing_off()]
         if not names:
             return {}
         starts = {n: asyncio.ensure_future(self._listing(n)) for n in names}
@@ -110,6 +119,8 @@ class McpHub:
                 listings[name] = fut.result()
             elif not fut.done():
                 logger.info("MCP server {} is still starting; this turn goes without it", name)
+                self._conn(name).outlasted(self.turn_wait_s)
+                fut.add_done_callback(_consume)
         return self._tools(listings)
 
     async def _listing(self, name: str) -> list[Listed]:
@@ -203,7 +214,7 @@ class McpHub:
                 ServerStatus(
                     name=name,
                     kind=cfg.kind,
-                    identity=mask_text(cfg.identity),
+                    identity=cfg.shown,
                     state="disabled" if not cfg.enabled else (conn.state if conn else "stopped"),
                     tools=len(conn.listed) if conn else 0,
                     starts=conn.starts if conn else 0,

@@ -69,3 +69,19 @@ def name_tools(listed: Iterable[tuple[str, str]]) -> tuple[list[Named], list[str
         who = " and ".join(f"tool {t[:100]!a} of server {s!r}" for s, t in owners)
         problems.append(f"{who} would both be called {name}; neither is offered")
     return named, problems
+
+
+def names_a_tool_of(entry: str, server: str) -> bool:
+    """Whether a ``safe_tools`` entry names a tool of ``server`` (or all of them), with the
+    server's name exactly as configured: ``mcp_<server>_*``, ``mcp__<server>__*``,
+    ``mcp__<server>__<tool>`` (no ``__`` in the tool), or ``mcp_<server>_<tool>``
+    where ``<server>`` needs no sanitising (the model's name for it)."""
+    entry = entry.strip()
+    if entry in (f"mcp_{server}_*", f"mcp__{server}__*"):
+        return True
+    acp = f"mcp__{server}__"
+    if entry.startswith(acp):
+        rest = entry[len(acp) :]
+        return bool(rest) and "__" not in rest and rest != "*"
+    plain = f"mcp_{server}_"
+    return server_prefix(server) == plain and entry.startswith(plain) and len(entry) > len(plain)

@@ -19,7 +19,7 @@ from pathlib import Path
 from loguru import logger
 
 from vikingbot.fsutil import atomic_write_text
-from vikingbot.redact import mask_text
+from vikingbot.redact import mask_identity
 
 
 class Pins:
@@ -75,7 +75,7 @@ class Pins:
 def fingerprint(identity: str) -> str:
     """What is recorded of an identity: a digest (compared) and the masked text (shown)."""
     digest = hashlib.sha256(identity.encode()).hexdigest()[:16]
-    return f"{digest} {mask_text(identity)[:200]}"
+    return f"{digest} {mask_identity(identity)[:200]}"
 
 
 def same(recorded: str, identity: str) -> bool:

@@ -3,44 +3,48 @@
 Why not the SDK's ``stdio_client``: it joins each new chunk of stdout onto the
 unfinished line with ``buffer + chunk`` and splits it again, which is quadratic in
 a line's length, all on the gateway's event loop (figures in bench/README.md). Here lines are read by asyncio's ``StreamReader`` (linear),
-up to ``MAX_LINE`` bytes; a longer line is read through and dropped, and the
-session is handed an error in its place. Everything else follows the SDK's
-transport: a small inherited environment (``INHERITED``, the SDK's list and what
-reaching the network needs), the server in its own session (process group), and on close: stdin closed, 2 s to
-exit, then SIGTERM and SIGKILL to the whole group. Windows uses the SDK's own.
+up to ``MAX_LINE`` bytes; a longer line is read through and dropped (never held
+whole), and the request it answered fails with an error saying so (the session is
+handed an error when no request id is found in its first 4 KiB). Everything else follows the SDK's
+transport: a small inherited environment (``INHERITED``: PATH, HOME, locale, TZ and
+what reaching the network needs, nothing else), the server in its own session (process group), and on close: stdin closed, 0.5 s to
+exit, then SIGTERM to the whole group, 1 s, SIGKILL. Windows uses the SDK's own.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import signal
+import json
+import re
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
 from loguru import logger
 
-MAX_LINE = 128 * 1024 * 1024  # one JSON-RPC message from a server, at most
-EXIT_GRACE_S = 2.0
+from vikingbot.mcp.reaper import Running, descendants, end_tree
 
-# What a stdio server inherits from vikingbot's environment (its ``env`` adds to it): the
-# SDK's own list (``mcp.client.stdio.DEFAULT_INHERITED_ENV_VARS``), locale and temp
-# folders, how this machine reaches the network (proxies, CA bundles: without them
-# ``uvx``/``npx`` cannot fetch a server behind a TLS-inspecting proxy), and the runners'
-# own settings (``UV_*``, ``PIP_*``, ``NPM_CONFIG_*``, ``PYENV_*``). API keys and the
-# like are not passed unless the entry's ``env`` names them.
+MAX_LINE = 16 * 1024 * 1024  # one JSON-RPC message from a server, at most (docs/mcp.md)
+_ID = re.compile(rb'"id"\s*:\s*(-?[0-9]{1,18}|"[^"\\]{0,200}")')
+EXIT_GRACE_S = 0.5  # after stdin is closed, to leave on its own
+TERM_GRACE_S = 1.0  # after SIGTERM to its process group, before SIGKILL
+
+# What a stdio server inherits from vikingbot's environment (its ``env`` adds to it), and
+# nothing else: where programs are and whose home it is, the locale and time zone, and
+# how this machine reaches the network (proxies, CA bundles: without them ``uvx``/``npx``
+# cannot fetch a server behind a TLS-inspecting proxy). Tokens in the gateway's
+# environment (``UV_PUBLISH_TOKEN``, ``PIP_INDEX_URL`` with a password, npm auth tokens,
+# API keys) reach a server only when its entry's ``env`` names them (docs/mcp.md).
 INHERITED = frozenset(
     {
-        "HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER", "LANG", "LC_ALL", "LC_CTYPE",
-        "TMPDIR", "TZ", "XDG_CACHE_HOME", "XDG_CONFIG_HOME", "XDG_DATA_HOME",
+        "HOME", "PATH", "LANG", "LANGUAGE", "TZ",
         "HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "ALL_PROXY",
         "http_proxy", "https_proxy", "no_proxy", "all_proxy",
         "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
         "NODE_EXTRA_CA_CERTS",
     }
 )  # fmt: skip
-INHERITED_PREFIXES = ("UV_", "PIP_", "NPM_CONFIG_", "npm_config_", "PYENV_")
+INHERITED_PREFIXES = ("LC_",)  # the locale's categories
 
 
 def inherited(environ: dict[str, str] | Any) -> dict[str, str]:
@@ -61,6 +65,7 @@ async def stdio_transport(
     cwd: str | None,
     errlog: IO[Any],
     max_line: int = MAX_LINE,
+    running: Running | None = None,
 ) -> AsyncIterator[tuple[Any, Any]]:
     """Start the server with exactly ``env``; yield the (read, write) streams the SDK's
     session takes."""
@@ -80,6 +85,8 @@ async def stdio_transport(
         limit=max_line,
     )
     assert proc.stdin is not None and proc.stdout is not None
+    if running is not None:
+        await asyncio.to_thread(running.add, proc.pid)
     stdin, stdout = proc.stdin, proc.stdout
     read_send, read_recv = anyio.create_memory_object_stream[Any](0)
     write_send, write_recv = anyio.create_memory_object_stream[Any](0)
@@ -91,12 +98,19 @@ async def stdio_transport(
                     line = await stdout.readuntil(b"\n")
                 except asyncio.IncompleteReadError:
                     return  # the server closed stdout (it exited)
-                except asyncio.LimitOverrunError:
-                    await _skip_line(stdout)
-                    await read_send.send(
-                        LineTooLong(f"a message over {max_line} bytes was dropped")
+                except asyncio.LimitOverrunError as exc:
+                    head = (
+                        await stdout.readexactly(min(exc.consumed, 4096)) if exc.consumed else b""
                     )
-                    continue
+                    await _skip_line(stdout)
+                    said = f"the server's answer was over {max_line // (1024 * 1024)} MiB and was dropped"
+                    found = _ID.search(head[:4096])
+                    if found is None:  # no request to fail: the session is told
+                        await read_send.send(LineTooLong(said))
+                        continue
+                    error = {"jsonrpc": "2.0", "id": json.loads(found.group(1)),
+                             "error": {"code": -32603, "message": said}}  # fmt: skip
+                    line = json.dumps(error).encode()
                 if not line.strip():
                     continue
                 try:
@@ -121,6 +135,8 @@ async def stdio_transport(
         for stream in (write_send, read_recv):
             await stream.aclose()
         await _stop(proc)
+        if running is not None:
+            await asyncio.to_thread(running.remove, proc.pid)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -139,18 +155,18 @@ async def _skip_line(stdout: asyncio.StreamReader) -> None:
 
 
 async def _stop(proc: asyncio.subprocess.Process) -> None:
-    """Close stdin, give the server ``EXIT_GRACE_S`` to leave, then end its process group."""
+    """Close stdin and give the server ``EXIT_GRACE_S`` to leave; then end its process
+    group and every process descended from it (``reaper.end_tree``: a ``setsid``
+    grandchild too), SIGTERM, ``TERM_GRACE_S``, SIGKILL."""
+    family = await asyncio.to_thread(descendants, proc.pid)  # before they can be orphaned
     with contextlib.suppress(OSError, RuntimeError):
         if proc.stdin is not None:
             proc.stdin.close()
-    for sig in (None, signal.SIGTERM, signal.SIGKILL):
-        if sig is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, sig)
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_S)
-        except TimeoutError:
-            continue
-        break
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # what the server itself started
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), EXIT_GRACE_S)
+    alive = proc.returncode is None  # else its pid may be another process's by now
+    await asyncio.to_thread(
+        end_tree, proc.pid, grace_s=TERM_GRACE_S, also=tuple(family), alive=alive
+    )
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(asyncio.shield(proc.wait()), 2)

@@ -19,18 +19,23 @@ from __future__ import annotations
 import email
 import email.errors
 import email.header
-import email.utils
+import email.parser
+import itertools
 from email.message import Message
 from html.parser import HTMLParser
 from typing import NamedTuple
 
-from vikingbot.channels.mail.address import check_address, clean_subject
+from vikingbot.channels.mail.address import clean_subject
 from vikingbot.channels.mail.files import MailFile, mail_files
-from vikingbot.errors import ChannelRejected
+from vikingbot.channels.mail.trust import sender_from
 
 MAX_TEXT_CHARS = 20_000
 MAX_REFERENCES = 20
+MAX_BYTES = 4 * 1024 * 1024  # more is cut (the channel fetches at most 1 MiB)
+MAX_MULTIPARTS = 50  # multipart declarations; bounds the nesting the parser recurses into
+MAX_PARTS = 200  # parts looked at for the text
 _PARSE_ERRORS = (
+    RecursionError,
     ValueError,
     LookupError,
     TypeError,
@@ -55,29 +60,59 @@ class Mail(NamedTuple):
     problem: str | None
     automatic: bool
     files: tuple[MailFile, ...] = ()  # attachments and inline pictures (mail/files.py)
+    #: the ``Authentication-Results`` header values, topmost first (raw)
+    auth_results: tuple[str, ...] = ()
+
+
+def _too_nested(raw: bytes) -> str | None:
+    """Why ``raw``'s body is not parsed (too many multipart parts), or None."""
+    found = raw.lower().count(b"multipart/")
+    if found > MAX_MULTIPARTS:
+        return f"the mail has more than {MAX_MULTIPARTS} multipart parts ({found})"
+    return None
 
 
 def read_mail(raw: bytes, *, complete: bool = True) -> Mail:
     """The parts of ``raw`` the channel acts on. ``complete`` False: ``raw`` is the start
-    of a larger mail (its end, e.g. an attachment, was not fetched)."""
+    of a larger mail (its end, e.g. an attachment, was not fetched). Bounded: at most
+    ``MAX_BYTES`` are read, a mail of more than ``MAX_MULTIPARTS`` multipart parts is
+    read for its header only, at most ``MAX_PARTS`` parts are looked at."""
+    if len(raw) > MAX_BYTES:
+        raw, complete = raw[:MAX_BYTES], False
+    nested = _too_nested(raw)
     try:
-        msg = email.message_from_bytes(raw)
+        msg = email.parser.BytesParser().parsebytes(raw, headersonly=nested is not None)
     except _PARSE_ERRORS as exc:
         return Mail(None, None, "", (), "", f"the mail could not be parsed: {exc}", False)
+    try:
+        return _read(msg, complete, nested)
+    except _PARSE_ERRORS as exc:
+        return Mail(None, None, "", (), "", f"the mail could not be read: {exc}", False)
+
+
+def _raw_all(msg: Message, name: str) -> list[str]:
+    try:
+        return [str(v) for v in msg.get_all(name) or []]
+    except _PARSE_ERRORS:
+        return []
+
+
+def _read(msg: Message, complete: bool, nested: str | None) -> Mail:
     sender, why = _sender(msg)
     message_id = _message_id(_header(msg, "Message-ID"))
     subject = clean_subject(_header(msg, "Subject"))
     refs = _references(msg)
     auto = _automatic(msg, sender)
-    text, problem = _new_text(msg)
-    files = mail_files(msg, complete=complete)
+    text, problem = ("", nested) if nested is not None else _new_text(msg)
+    files = () if nested is not None else mail_files(msg, complete=complete)
     if why is not None:
         text, problem = "", why
     elif problem is not None and files:
         text, problem = "", None  # the files are the message
     elif problem is None and not complete and not text:
         problem = "the mail's text part lies past the part that was fetched"
-    return Mail(sender, message_id, subject, refs, text, problem, auto, files)
+    results = tuple(_raw_all(msg, "Authentication-Results")[:20])
+    return Mail(sender, message_id, subject, refs, text, problem, auto, files, results)
 
 
 def _header(msg: Message, name: str) -> str:
@@ -96,19 +131,9 @@ def _header(msg: Message, name: str) -> str:
 
 
 def _sender(msg: Message) -> tuple[str | None, str | None]:
-    raw = _header(msg, "From")
-    if not raw:
-        return None, "the mail has no From address"
-    try:
-        found = [addr for _, addr in email.utils.getaddresses([raw]) if addr]
-    except _PARSE_ERRORS:
-        found = []
-    if len(found) != 1:
-        return None, f"the mail's From header names {len(found)} addresses, not one"
-    try:
-        return check_address(found[0], "From address"), None
-    except ChannelRejected as exc:
-        return None, str(exc)
+    """The From address, read from the raw header before any decoding (trust.py)."""
+    found = sender_from(_raw_all(msg, "From"))
+    return found.address, found.problem
 
 
 def _message_id(value: str) -> str | None:
@@ -171,10 +196,10 @@ def _text_parts(msg: Message) -> tuple[str | None, str | None]:
     plain: str | None = None
     html: str | None = None
     try:
-        parts = list(msg.walk())
+        parts = list(itertools.islice(msg.walk(), MAX_PARTS))
     except _PARSE_ERRORS:
         parts = [msg]
-    for part in parts[:200]:
+    for part in parts[:MAX_PARTS]:
         try:
             if part.is_multipart():
                 continue

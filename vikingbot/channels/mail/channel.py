@@ -24,6 +24,7 @@ from loguru import logger
 
 from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.mail import trust
 from vikingbot.channels.mail.address import check_address, clean_subject, subject_for
 from vikingbot.channels.mail.body import Mail
 from vikingbot.channels.mail.compose import compose
@@ -33,7 +34,7 @@ from vikingbot.channels.mail.settings import EmailSettings
 from vikingbot.channels.mail.thread import message_id_of, thread_of
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
-from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected
+from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, VikingbotError
 
 THREADS_KEPT = 2000
 STOP_WAIT_S = 5.0  # how long stop waits for the cancelled IMAP loop
@@ -107,6 +108,11 @@ class EmailChannel(Channel):
             if not ok
         ]
         notes = [] if section.imap_host else ["no imap_host: can send, cannot receive"]
+        if section.imap_host and section.require_auth_results and not section.authserv_id:
+            notes.append(
+                "no authserv_id: every mail is refused until it names the receiving server "
+                "(or require_auth_results is false)"
+            )
         if "none" in (section.smtp_security, section.imap_security):
             notes.append("a connection without TLS: use it only on loopback")
         return Problems(missing, notes)
@@ -121,7 +127,14 @@ class EmailChannel(Channel):
     async def start_receiving(self) -> None:
         if self._task is not None or not self.mail.imap_host:
             return
-        self.watch = ImapWatch(self.mail, judge=self._judge, take=self._take, report=self._report)
+        self.watch = ImapWatch(
+            self.mail,
+            judge=self._judge,
+            take=self._take,
+            report=self.report_loop,
+            senders=self._senders(),
+            unreadable=self._unreadable,
+        )
         self._task = self.spawn(f"channel:{self.name}:imap", self.watch.run)
         logger.info("email: reading {} on {}", self.mail.folder, self.mail.imap_host)
 
@@ -141,8 +154,16 @@ class EmailChannel(Channel):
         await self.stop_receiving()
         self._bus = None
 
-    def _report(self, error: str | None) -> None:
-        self.last_error = error
+    def _senders(self) -> list[str] | None:
+        """Whose mail the IMAP search asks for: the allowed addresses and the owner's
+        (None: anyone's, with ``allow_from`` ``"*"``)."""
+        allow = self.config.allow_from
+        if "*" in allow:
+            return None
+        found = [a.casefold() for a in allow]
+        if self.owner_chat is not None and "@" in self.owner_chat:
+            found.append(self.owner_chat.casefold())
+        return sorted(set(found))
 
     # ---- inbound ----------------------------------------------------------------
 
@@ -150,18 +171,70 @@ class EmailChannel(Channel):
         return self.mail.address is not None and sender.casefold() == self.mail.address.casefold()
 
     async def _judge(self, mail: Mail) -> Verdict:
-        """From the header alone: fetch this mail (an allowed person wrote it) or leave it."""
+        """From the header alone: fetch this mail (an allowed person wrote it, and the
+        receiving server vouches for the From domain) or leave it."""
         sender = mail.sender
-        if sender is None or self._own(sender):
+        if sender is None:
+            unknown = InboundMessage(self.name, "(unbelieved From)", "(unbelieved From)", "")
+            await self.refuse(unknown, mail.problem or "the mail names no sender")
+            return "leave"
+        if self._own(sender):
             return "leave"
         if mail.automatic:
             logger.info("email: left an automatic mail from {} ({!r})", sender, mail.subject)
             return "leave"
-        if not self.allowed(sender.casefold(), sender.casefold()):
-            stranger = InboundMessage(self.name, sender.casefold(), sender.casefold(), "")
-            await self.accept(stranger)  # refused: logged and audited, the mail left unread
+        who = sender.casefold()
+        if not self.allowed(who, who):
+            await self.accept(InboundMessage(self.name, who, who, ""))  # refused and audited
             return "leave"
+        if self.mail.require_auth_results:
+            vouched = self._vouched(mail, who)
+            if not vouched.passed:
+                reason = f"the receiving server did not vouch for it: {vouched.reason}"
+                await self.refuse(InboundMessage(self.name, who, who, ""), reason)
+                return "leave"
         return "take"
+
+    def _vouched(self, mail: Mail, sender: str) -> trust.Verdict:
+        if self.mail.authserv_id is None:
+            return trust.Verdict(
+                False, "no authserv_id is set (or set require_auth_results false: docs/channels.md)"
+            )
+        domain = sender.rpartition("@")[2]
+        return trust.verdict_from(list(mail.auth_results), self.mail.authserv_id, domain)
+
+    async def _unreadable(self, fetched: Fetched) -> None:
+        """A mail from an allowed sender that cannot be read: logged, audited, the owner
+        told once (per mail), then skipped (the IMAP side marks it seen and flagged)."""
+        mail = fetched.mail
+        sender = (mail.sender or "?").casefold()
+        why = mail.problem or "unreadable"
+        logger.warning(
+            "email: mail {} from {} ({!r}) not answered: {}", fetched.uid, sender, mail.subject, why
+        )
+        if self._store is not None:
+            await asyncio.to_thread(
+                self._audit_unreadable, sender, why, {"uid": fetched.uid, "subject": mail.subject}
+            )
+        text = (
+            f"A mail from {sender} ({mail.subject or 'no subject'}) was not answered: {why}. "
+            "It is marked read and flagged in the bot's mailbox."
+        )
+        await self.tell_owner(f"email:unreadable:{mail.message_id or fetched.uid}", text)
+
+    def _audit_unreadable(self, sender: str, why: str, details: dict[str, Any]) -> None:
+        assert self._store is not None
+        try:
+            self._store.audit(
+                f"channel:{self.name}",
+                "inbound.unreadable",
+                sender,
+                "skipped",
+                reason=why,
+                details=details,
+            )
+        except VikingbotError:
+            logger.exception("email: could not write the audit record")
 
     async def _take(self, fetched: Fetched) -> None:
         mail = fetched.mail

@@ -1,14 +1,15 @@
 """The IMAP side of the email channel: wait for new mail, hand each unseen one over.
 
 :class:`ImapWatch` keeps one connection (aioimaplib): log in, select the folder,
-look for unseen mail, then wait (IDLE where the server offers it and ``idle`` is
+look for unseen mail from the allowed senders with a UID above the last one looked
+at (:func:`search_query`), then wait (IDLE where the server offers it and ``idle`` is
 on, else ``poll_s``), and again. For each unseen mail it fetches the header
 first and asks ``judge`` whether the sender may talk to the bot; only then the
 whole mail up to ``MAIL_FETCH_MAX`` (its attachments go to the media intake), or the
 first ``FETCH_BYTES`` of a larger one (its attachments stay on the server). A
-mail handed over is marked ``\\Seen``; one refused, automatic or unreadable is
-remembered for this connection and left as it was, so the mailbox's owner still
-sees it unread.
+mail handed over is marked ``\\Seen``; one refused or automatic is left as it was
+(the mailbox's owner still sees it unread) and not looked at again; one that cannot
+be read is marked ``\\Seen \\Flagged``, handed to ``unreadable`` and skipped.
 
 A dropped connection, a timeout or a refused login is logged once per new error
 text, kept as ``last_error`` and tried again after a backoff (1 s doubling to
@@ -38,7 +39,25 @@ FETCH_BYTES = 1024 * 1024
 MAIL_FETCH_MAX = 26_000_000  # an allowed person's mail up to this is fetched whole
 MAX_BACKOFF_S = 300.0
 IDLE_RENEW_S = 300.0  # servers drop an IDLE after 30 min; renew well before
+BATCH = 200  # UIDs handled per look; more are taken in the next round, at once
 _SIZE = re.compile(rb"RFC822\.SIZE (\d+)")
+_VALIDITY = re.compile(rb"UIDVALIDITY (\d+)")
+
+
+def search_query(after_uid: int, senders: list[str] | None) -> str:
+    """The ``UID SEARCH`` for unseen mail with a UID above ``after_uid``, from one of
+    ``senders`` (None: from anyone). Asking the server for the allowed senders only means
+    no number of strangers' unread mails can hide the owner's."""
+    query = f"UNSEEN UID {after_uid + 1}:*"
+    if senders is None:
+        return query
+    if not senders:
+        return f'{query} FROM ""'  # nobody is allowed: nothing matches an empty From
+    terms = [f'FROM "{address}"' for address in senders]
+    while len(terms) > 1:
+        right = terms.pop()
+        terms[-1] = f"OR {terms[-1]} {right}"
+    return f"{query} {terms[0]}"
 
 
 class Fetched(NamedTuple):
@@ -98,8 +117,14 @@ class ImapWatch:
         judge: Judge,
         take: Take,
         report: Callable[[str | None], None] | None = None,
+        senders: list[str] | None = None,
+        unreadable: Callable[[Fetched], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
+        self.senders = senders
+        self.unreadable = unreadable
+        self.last_uid = 0  # the highest UID looked at (kept across connections)
+        self._validity: bytes | None = None
         self._report = report or (lambda _error: None)
         self.judge = judge
         self.take = take
@@ -107,7 +132,6 @@ class ImapWatch:
         self.connected = asyncio.Event()
         self.idling = False
         self._lost = asyncio.Event()
-        self._looked: set[str] = set()  # UIDs left alone on this connection
 
     # ---- the loop ---------------------------------------------------------------
 
@@ -168,7 +192,6 @@ class ImapWatch:
         if not s.imap_host or not s.address or s.password is None:
             raise ChannelRejected("email needs address, password and imap_host")
         self._lost = asyncio.Event()
-        self._looked.clear()
         lost = self._lost
 
         def gone(_exc: Exception | None) -> None:
@@ -206,6 +229,10 @@ class ImapWatch:
         selected = await imap.select(s.folder)
         if selected.result != "OK":
             raise ChannelRejected(f"IMAP {s.imap_host}: cannot open folder {s.folder!r}")
+        said = b" ".join(x for x in selected.lines if isinstance(x, bytes))
+        validity = found.group(1) if (found := _VALIDITY.search(said)) else None
+        if validity != self._validity:  # another folder's UIDs: look at all unseen again
+            self._validity, self.last_uid = validity, 0
 
     async def _idle(self, imap: IMAP4) -> None:
         idle = await imap.idle_start(timeout=IDLE_RENEW_S)
@@ -228,26 +255,33 @@ class ImapWatch:
 
     async def _take_new(self, imap: IMAP4) -> None:
         await imap.noop()  # the server tells new mail at a command's end: ask for it now
-        found = await imap.uid_search("UNSEEN", charset=None)
-        if found.result != "OK":
-            raise ChannelError(f"IMAP {self.settings.imap_host}: SEARCH failed: {found.lines}")
-        first = found.lines[0] if found.lines else b""
-        uids = first.split() if isinstance(first, bytes) else []
-        for raw_uid in uids[:200]:
-            uid = raw_uid.decode("ascii", "replace")
-            if uid in self._looked:
-                continue
-            await self._one(imap, uid)
+        while True:
+            query = search_query(self.last_uid, self.senders)
+            found = await imap.uid_search(query, charset=None)
+            if found.result != "OK":
+                raise ChannelError(f"IMAP {self.settings.imap_host}: SEARCH failed: {found.lines}")
+            first = found.lines[0] if found.lines else b""
+            words = first.split() if isinstance(first, bytes) else []
+            # ``n:*`` also matches the last mail when n is past it: keep only newer UIDs
+            uids = sorted(u for w in words if w.isdigit() and (u := int(w)) > self.last_uid)
+            for uid in uids[:BATCH]:
+                await self._one(imap, str(uid))
+                self.last_uid = max(self.last_uid, uid)
+            if len(uids) <= BATCH:
+                return
 
     async def _one(self, imap: IMAP4, uid: str) -> None:
         head = await imap.uid("fetch", uid, "(RFC822.SIZE BODY.PEEK[HEADER])")
         header = _literal(head.lines) if head.result == "OK" else None
         if header is None:
-            self._looked.add(uid)
             return
         size = _size(head.lines) or 0
-        if await self.judge(read_mail(header, complete=False)) != "take":
-            self._looked.add(uid)
+        try:
+            verdict = await self.judge(read_mail(header, complete=False))
+        except Exception:  # supervisor boundary for one mail: it is skipped, the loop goes on
+            logger.exception("email: mail {} could not be judged; skipped", uid)
+            return
+        if verdict != "take":
             return
         # an allowed person's mail: all of it up to MAIL_FETCH_MAX (its files are taken
         # in), a larger one only its start (the text)
@@ -255,12 +289,20 @@ class ImapWatch:
         whole = await imap.uid("fetch", uid, f"(BODY.PEEK[]<0.{limit}>)")
         raw = _literal(whole.lines) if whole.result == "OK" else None
         if raw is None:
-            self._looked.add(uid)
             logger.warning("email: could not fetch mail {} ({})", uid, whole.lines[-1:])
             return
         complete = size <= limit
-        await self.take(Fetched(uid, read_mail(raw, complete=complete), complete))
-        stored = await imap.uid("store", uid, "+FLAGS", "(\\Seen)")
+        fetched = Fetched(uid, read_mail(raw, complete=complete), complete)
+        flags = "(\\Seen)"
+        try:
+            if fetched.mail.problem is not None and self.unreadable is not None:
+                flags = "(\\Seen \\Flagged)"  # marked: the owner's mail client shows it
+                await self.unreadable(fetched)
+            else:
+                await self.take(fetched)
+        except Exception:  # supervisor boundary for one mail, as above
+            logger.exception("email: mail {} could not be handed over; skipped", uid)
+            flags = "(\\Seen \\Flagged)"
+        stored = await imap.uid("store", uid, "+FLAGS", flags)
         if stored.result != "OK":
             logger.warning("email: could not mark mail {} seen: {}", uid, stored.lines[-1:])
-        self._looked.add(uid)

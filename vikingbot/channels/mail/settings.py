@@ -28,6 +28,12 @@ class EmailSettings(ChannelBase):
     is ``starttls`` (587), ``tls`` (465) or ``none``. ``username`` defaults to
     ``address``. ``idle`` False polls every ``poll_s`` seconds even where the
     server offers IDLE.
+
+    ``authserv_id`` names the receiving mail server (the first word of the
+    ``Authentication-Results`` header it adds on top of each mail). With
+    ``require_auth_results`` (the default) an allowed address's mail is taken only
+    when that header says DMARC, or DKIM aligned with the From domain, passed;
+    False trusts the From address alone (for servers that add no such header).
     """
 
     address: str | None = None
@@ -45,6 +51,8 @@ class EmailSettings(ChannelBase):
     poll_s: float = Field(default=60.0, gt=0, le=3600)
     subject_prefix: str = "vikingbot"
     timeout_s: float = Field(default=30.0, gt=0, le=600)
+    authserv_id: str | None = None
+    require_auth_results: bool = True
 
     @field_validator("address")
     @classmethod
@@ -68,7 +76,7 @@ class EmailSettings(ChannelBase):
             raise ValueError("must be one line of printable text (at most 140 characters)")
         return value.strip()
 
-    @field_validator("imap_host", "smtp_host", "folder", "username")
+    @field_validator("imap_host", "smtp_host", "folder", "username", "authserv_id")
     @classmethod
     def _check_plain(cls, value: str | None) -> str | None:
         if value is not None and (
