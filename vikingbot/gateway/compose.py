@@ -436,6 +436,7 @@ def control_ops(
     started_at: str,
     host: str,
     port: int,
+    reload_config: Callable[[], Awaitable[dict[str, Any]]] | None = None,
 ) -> ControlOps:
     from vikingbot.delivery.inbox import Inbox
     from vikingbot.gateway.ops import ControlOps
@@ -453,6 +454,7 @@ def control_ops(
         started_at=started_at,
         host=host,
         port=port,
+        reload_config=reload_config,
     )
 
 
