@@ -120,3 +120,22 @@ def test_an_unknown_key_gets_a_did_you_mean() -> None:
     assert canonical_key("bot.heartbeat.activeHours.start") == "bot.heartbeat.active_hours.start"
     assert canonical_key("bot.providers.openai.apiKey") == "bot.providers.openai.apiKey"
     assert canonical_key("bot.channels.notify.enabled") == "bot.channels.notify.enabled"
+
+
+def test_the_first_config_file_writes_durations_as_the_readme_does() -> None:
+    from vikingbot.config.loader import default_file_data
+    from vikingbot.grammar import duration_text
+
+    data = default_file_data()
+    heartbeat = data["bot"]["heartbeat"]
+    assert (heartbeat["stale_after"], heartbeat["missed_grace"]) == ("2d", "3h")
+    assert heartbeat["task_timeout_s"] == 1800 and isinstance(heartbeat["task_timeout_s"], int)
+    assert Config.model_validate(to_field_names(data, Config)) == Config()  # the same config
+    assert [duration_text(s) for s in (90, 600, 5400, 86400, 0.5, 0)] == [
+        "90s",
+        "10m",
+        "90m",
+        "1d",
+        None,
+        "0s",
+    ]
