@@ -48,7 +48,9 @@ def install(tmp: Path, name: str, extra: list[str], uncached: bool) -> str:
     if not src.exists():
         shutil.copytree(REPO / "vikingbot", src / "vikingbot")
         text = (REPO / "pyproject.toml").read_text()
-        kept = [ln for ln in text.splitlines() if ln.strip() not in ('"mcp>=2.3",', '"apprise>=1.9",')]
+        kept = [
+            ln for ln in text.splitlines() if ln.strip() not in ('"mcp>=2.3",', '"apprise>=1.9",')
+        ]
         (src / "pyproject.toml").write_text("\n".join(kept) + "\n")
         for extra_file in ("README.md", "LICENSE"):
             if (REPO / extra_file).exists():
@@ -90,15 +92,22 @@ def main() -> None:
     base = import_cpu("pass")
     for label, stmt in (
         ("import vikingbot.cli.app", "import vikingbot.cli.app"),
-        ("import mcp (ClientSession, stdio_client)", "from mcp import ClientSession; from mcp.client.stdio import stdio_client"),
+        (
+            "import mcp (ClientSession, stdio_client)",
+            "from mcp import ClientSession; from mcp.client.stdio import stdio_client",
+        ),
         ("import apprise", "import apprise"),
     ):
-        print(f"{label:<44} CPU {import_cpu(stmt) - base:5.2f} s (best of 3, python -c pass subtracted)")
+        print(
+            f"{label:<44} CPU {import_cpu(stmt) - base:5.2f} s (best of 3, python -c pass subtracted)"
+        )
     probe = (
         "import sys, vikingbot.cli.app, vikingbot.gateway.supervisor, vikingbot.mcp.hub, "
         "vikingbot.channels.notify; print(sorted(m for m in ('mcp', 'apprise') if m in sys.modules))"
     )
-    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
     print(f"imported by the CLI and the gateway's modules: {loaded.stdout.strip()} (target [])")
     print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
 
