@@ -74,6 +74,11 @@ def test_config_set_applies_in_the_running_gateway(cli: Cli, home: Path) -> None
             doctor = cli("doctor")
             assert "bot.gateway.port" in doctor.stdout
             assert "restart the gateway to apply" in doctor.stdout
+            status = cli("channels", "status")
+            assert (
+                "bot.gateway.port: in the config, not running: restart the gateway to apply"
+                in status.output
+            )
             assert json.loads((home / "config.json").read_text())["bot"]["gateway"]["port"] == (
                 int(port)
             )

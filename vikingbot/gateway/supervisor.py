@@ -365,17 +365,13 @@ class Gateway:
             self.heartbeat.wake()
         report = Report(generation, applied=True)
         if self.channels is not None:
+            verb = {"start": "started", "stop": "stopped", "restart": "restarted"}
             for done in await self.channels.apply(config):
                 report.channels.append(done._asdict())
-                mark = "✓" if done.ok else "✗"
-                why = f" ({done.error})" if done.error else ""
-                verb = {"start": "started", "stop": "stopped", "restart": "restarted"}
-                said = verb[done.action] if done.ok else "did not start"
-                self.say(
-                    f"↻ Channel {done.channel}: {said}{why}"
-                    if done.ok
-                    else f"{mark} Channel {done.channel}: {said}{why}"
-                )
+                if done.ok:
+                    self.say(f"↻ Channel {done.channel}: {verb[done.action]}")
+                else:
+                    self.say(f"✗ Channel {done.channel}: did not start ({done.error})")
         report.restart_needed = needs_restart(self._started_config, config)
         if report.restart_needed:
             keys = ", ".join(report.restart_needed)
