@@ -44,8 +44,10 @@ def verdict(key: str, report: dict[str, Any], pid: int) -> tuple[bool, list[str]
     return ok, lines
 
 
-def tell_gateway(ctx: typer.Context, key: str, said: str) -> None:
-    """Print ``said`` with whether the running gateway applied it; exit 1 when it did not."""
+def tell_gateway(ctx: typer.Context, key: str, said: str | None) -> None:
+    """Print ``said`` with whether the running gateway applied it; exit 1 when it did not.
+    ``said`` None: the command printed its own line; only the gateway's answer is added
+    (nothing without a gateway)."""
     from vikingbot.cli.common import err_console
     from vikingbot.cli.remote import gateway_client
     from vikingbot.gateway.client import GatewayRefused, GatewayUnavailable
@@ -53,23 +55,26 @@ def tell_gateway(ctx: typer.Context, key: str, said: str) -> None:
     console = err_console()
     client = gateway_client(ctx)
     if client is None:
-        console.print(f"[green]✓[/] {said}", highlight=False, soft_wrap=True)
+        if said is not None:
+            console.print(f"[green]✓[/] {said}", highlight=False, soft_wrap=True)
         return
     pid = client.info.pid
+    what = said or key
     try:
         report = client.request("POST", "/api/v1/config/apply", {}, timeout=APPLY_TIMEOUT_S)
     except (GatewayUnavailable, GatewayRefused) as exc:
         console.print(
-            f"[red]✗[/] {said}: saved, but the running gateway (pid {pid}) did not confirm "
+            f"[red]✗[/] {what}: saved, but the running gateway (pid {pid}) did not confirm "
             f"it applied it: {exc}",
             highlight=False,
             soft_wrap=True,
         )
         raise typer.Exit(1) from None
     ok, lines = verdict(key, report if isinstance(report, dict) else {}, pid)
-    mark = "[green]✓[/]" if ok else "[red]✗[/]"
-    head = said if ok else f"{said}: saved, not applied"
-    console.print(f"{mark} {head}", highlight=False, soft_wrap=True)
+    if said is not None or not ok:
+        mark = "[green]✓[/]" if ok else "[red]✗[/]"
+        head = what if ok else f"{what}: saved, not applied"
+        console.print(f"{mark} {head}", highlight=False, soft_wrap=True)
     for line in lines:
         console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
     if not ok:

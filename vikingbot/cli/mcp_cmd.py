@@ -257,6 +257,9 @@ def add_cmd(
     missing = _missing_sdk()
     if missing:
         typer.echo(f"! {missing}", err=True)
+    from vikingbot.cli.config_apply import tell_gateway
+
+    tell_gateway(ctx, f"bot.tools.mcp_servers.{name}", None)  # the next turn offers it
 
 
 def _missing_sdk() -> str | None:
@@ -286,6 +289,9 @@ def remove_cmd(
         fail(str(exc))
     _hub(config, paths).pins.set(name, None)
     typer.echo(f"removed MCP server {name}")
+    from vikingbot.cli.config_apply import tell_gateway
+
+    tell_gateway(ctx, f"bot.tools.mcp_servers.{name}", None)
 
 
 @app.command("trust")

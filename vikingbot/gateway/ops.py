@@ -215,7 +215,10 @@ class ControlOps:
 
     async def heartbeat_set_enabled(self, value: bool) -> dict[str, Any]:
         data = await asyncio.to_thread(set_heartbeat_enabled, self.config_file, value)
-        self.wake_heartbeat()  # the config watcher applies the edit; wake the loop now
+        if self.reload_config is not None:  # applied before the answer (issue 42)
+            await self.reload_config()
+        else:
+            self.wake_heartbeat()  # the config watcher applies the edit; wake the loop now
         return data
 
     async def heartbeat_pause(self, workspace: str) -> dict[str, Any]:
