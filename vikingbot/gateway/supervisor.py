@@ -170,12 +170,8 @@ class Gateway:
         self.say(f"vikingbot {__version__} gateway")
         self.say(f"  config: {self.home.paths.config_file}")
         self.say(f"  data:   {self.home.paths.data_dir}")
-        ready = self.home.readiness()
-        self._say_agent()
-        if ready.ready:
-            self.services.spawn(
-                "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
-            )
+        if self._say_agent():
+            self._warm()
         await asyncio.to_thread(lambda: self.home.store)  # open + migrate it before serving
         self.config_watch.stat()
 
@@ -360,7 +356,8 @@ class Gateway:
         ):
             state = f"every {new.interval_seconds}s{self._hours()}" if new.enabled else "disabled"
             self.say(f"↻ Heartbeat: {state}")
-        self._say_agent()
+        if self._say_agent():  # ready now: the first chat does not load the SDK
+            self._warm()
         if self.heartbeat is not None:
             self.heartbeat.wake()
         report = Report(generation, applied=True)
@@ -378,16 +375,24 @@ class Gateway:
             self.say(f"! Config: {keys} changed: {RESTART_HINT}")
         return report
 
-    def _say_agent(self) -> None:
-        """Print the agent's readiness when it differs from what was printed last."""
+    def _say_agent(self) -> bool:
+        """Print the agent's readiness when it differs from what was printed last;
+        True when it is ready now and was not (or at start)."""
         ready = self.home.readiness()
         if ready.ready:
             line = f"✓ Agent: ready, {self.home.config.bot.agents.loop}: {ready.detail}"
         else:
             line = f"✗ Agent: {ready.problem}"
+        was_ready = self._agent_said.startswith("✓")
         if line != self._agent_said:
             self._agent_said = line
             self.say(line)
+        return ready.ready and not was_ready
+
+    def _warm(self) -> None:
+        self.services.spawn(
+            "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
+        )
 
     async def reload_config(self) -> Report:
         """Re-read the config file now (the dashboard after an edit, ``config set``)."""
