@@ -83,6 +83,7 @@ def run(
         checks.append(running or _agent(config, paths, full_env, live, gateway=health is not None))
         checks += _heartbeat_model(config, full_env)
         checks += _channels(config, live)
+        checks += _drift(config, health)
         checks += _mcp(config, paths, full_env)
         checks += _workspaces(config, paths, fix)
         checks += _checkers(config, paths, full_env)
@@ -278,6 +279,15 @@ def _channels(config: Config, live: bool = False) -> list[Check]:
         else:
             out.append(Check(f"channel {name}", "ok", "credentials set"))
     return out
+
+
+def _drift(config: Config, health: dict[str, Any] | None) -> list[Check]:
+    """What the config has and the running gateway does not run (gateway/drift.py)."""
+    from vikingbot.gateway.drift import NOT_RUNNING, drift
+
+    if health is None:
+        return []
+    return [Check(d.what, "warn", f"{NOT_RUNNING}: {d.why}") for d in drift(config, health)]
 
 
 def _channel_live(name: str, cls: Any, section: Any, notes: list[str]) -> Check:

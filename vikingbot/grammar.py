@@ -42,6 +42,18 @@ def duration_s(text: str) -> float | None:
     return float(m.group(1)) * UNIT_S[m.group(2).lower()]
 
 
+def duration_text(seconds: float) -> str | None:
+    """Whole seconds in the largest unit that divides them (``172800`` -> ``"2d"``,
+    ``600`` -> ``"10m"``); None for a fraction of a second or a negative number."""
+    if not math.isfinite(seconds) or seconds < 0 or seconds != int(seconds):
+        return None
+    whole = int(seconds)
+    for unit in ("d", "h", "m"):
+        if whole and whole % UNIT_S[unit] == 0:
+            return f"{whole // UNIT_S[unit]}{unit}"
+    return f"{whole}s"
+
+
 def to_seconds(value: Any) -> float:
     """A duration from a config value or an option: text with its unit, or a JSON number
     (seconds). Raises ``ValueError`` saying what was expected."""

@@ -62,6 +62,9 @@ ACP_RECIPES: dict[str, dict[str, Any]] = {
 }
 
 
+PUSH_TARGET = "phone"  # onboard's name for the one push target it sets up
+
+
 @dataclass
 class Answers:
     """What a user answered; ``None`` leaves that part of the config as it is."""
@@ -71,7 +74,7 @@ class Answers:
     model: str | None = None
     api_key: str | None = None  # None: the key stays where it is (environment, config)
     api_base: str | None = None
-    channel: str | None = None  # "telegram", "slack" or None (terminal only)
+    channel: str | None = None  # "telegram", "slack", "notify" or None (terminal only)
     channel_secrets: dict[str, str] = field(default_factory=dict)
     owner: str | None = None  # the owner's id on the channel
     timezone: str | None = None
@@ -95,7 +98,12 @@ def config_changes(answers: Answers) -> list[tuple[str, Any]]:
             changes.append((f"bot.providers.{answers.provider}.api_key", answers.api_key))
         if answers.provider and answers.api_base:
             changes.append((f"bot.providers.{answers.provider}.api_base", answers.api_base))
-    if answers.channel:
+    if answers.channel == "notify":  # push notifications: the owner's results, outbound only
+        url = answers.channel_secrets["url"]
+        changes.append(("bot.channels.notify.targets", {PUSH_TARGET: url}))
+        changes.append(("bot.channels.notify.enabled", True))
+        changes.append(("bot.owner", f"notify:{PUSH_TARGET}"))
+    elif answers.channel:
         section: dict[str, Any] = {"enabled": True, **answers.channel_secrets}
         if answers.owner:
             section["allow_from"] = [answers.owner]

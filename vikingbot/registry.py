@@ -85,10 +85,13 @@ def missing_extra(kind: str, name: str) -> str | None:
                 version(package)
             except PackageNotFoundError:
                 dist = ep.dist.name
-                return (
-                    f"{kind[:-1]} {name!r} needs the {extra!r} extra: pip install "
-                    f"'{dist}[{extra}]' (in a clone: uv sync --extra {extra})"
-                )
+                if dist == "vikingbot":  # the command that keeps the extras installed
+                    from vikingbot.extras import hint
+
+                    how = hint(extra)
+                else:
+                    how = f"pip install '{dist}[{extra}]'"
+                return f"{kind[:-1]} {name!r} needs the {extra!r} extra: {how}"
     return None
 
 

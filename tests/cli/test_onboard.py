@@ -170,3 +170,87 @@ def test_the_key_already_stored_is_the_one_tested(tmp_path: Path, fake: FakeOpen
     result = CliRunner().invoke(app, args, env={"VIKINGBOT_HOME": str(home)})
     assert result.exit_code == 0, result.output
     assert fake.requests[-1].headers.get("authorization") == "Bearer sk-stored-1"
+
+
+def test_dumb_terminal_push_notifications_and_no_service_manager(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """TERM=dumb: the key is not echoed; `notify` is offered and makes the owner a push
+    target; yes to the service on a system without a user service manager writes the
+    settings, exits 0 and names the command to run the gateway."""
+    home = tmp_path / "home"
+    child = spawn(home, TERM="dumb")
+    seen: list[str] = []
+    answer(child, "Agent loop")
+    answer(child, "Model provider")
+    answer(child, "Model")
+    answer(child, "API base URL", fake.base_url)
+    answer(child, "API key", SECRET)
+    child.expect("the model answered")
+    seen.append(screen(child))
+    answer(child, "Chat platform", "notify")
+    answer(child, "Push URL", "not a url")
+    child.expect("not an Apprise URL")
+    seen.append(screen(child))
+    answer(child, "Push URL", "ntfys://ntfy.sh/my-secret-topic")
+    answer(child, "Timezone")
+    answer(child, "Task for HEARTBEAT.md")
+    answer(child, "Run the gateway as a service", "y")
+    child.expect(pexpect.EOF)
+    seen.append(screen(child))
+    child.close()
+    out = "".join(seen)
+    assert child.exitstatus == 0, out
+    assert SECRET not in out and "my-secret-topic" not in out
+    asked = "".join(seen[:2])  # the questions (and the key test between them)
+    assert "| INFO" not in asked and "migration" not in asked  # no log lines among them
+    assert "the settings are written" in out
+    assert "vikingbot gateway`" in out  # as it was typed, not the venv's python --config
+    raw = json.loads((home / "config.json").read_text())
+    assert raw["bot"]["owner"] == "notify:phone"
+    notify = raw["bot"]["channels"]["notify"]
+    assert notify["enabled"] is True
+    assert notify["targets"] == {"phone": "ntfys://ntfy.sh/my-secret-topic"}
+
+
+def test_enter_keeps_the_stored_key_and_ctrl_c_after_the_test_leaves_nothing(
+    tmp_path: Path,
+) -> None:
+    """A re-run says Enter keeps the stored key, tests it, and keeps it; Ctrl-C after the
+    key test (a later question) leaves the home as it was: no workspace, no database."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with FakeOpenAI.start(require_key="sk-stored-1") as fake:
+        stored = {"bot": {"providers": {"openai": {"api_key": "sk-stored-1"}}}}
+        before = json.dumps(stored)
+        (home / "config.json").write_text(before)
+        child = spawn(home)
+        answer(child, "Agent loop")
+        answer(child, "Model provider")
+        answer(child, "Model")
+        answer(child, "API base URL", fake.base_url)
+        child.expect("Enter: keep the stored key")
+        child.send("\r")
+        child.expect("the model answered")
+        child.expect(r"Chat platform[^\n]*\x1b\[\?25h")
+        child.sendintr()
+        child.expect("cancelled: nothing was changed")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 1
+        assert (home / "config.json").read_text() == before
+        assert sorted(p.name for p in home.iterdir()) == ["config.json"]
+        assert fake.requests[-1].headers.get("authorization") == "Bearer sk-stored-1"
+
+        child = spawn(home, "--no-check")
+        for question in ("Agent loop", "Model provider", "Model", "API base URL"):
+            answer(child, question)
+        answer(child, "Enter: keep the stored key")
+        for question in ("Chat platform", "Timezone", "Task for HEARTBEAT.md"):
+            answer(child, question)
+        answer(child, "Run the gateway as a service", "n")
+        child.expect(pexpect.EOF)
+        child.close()
+        assert child.exitstatus == 0
+        raw = json.loads((home / "config.json").read_text())
+        assert raw["bot"]["providers"]["openai"]["api_key"] == "sk-stored-1"

@@ -119,7 +119,11 @@ def test_unreachable_manager_writes_nothing_and_names_the_foreground_command(
     result = machine.run("install", "--manager", "systemd", FAKE_MANAGER_DOWN="1")
     assert result.exit_code == 1
     assert "Failed to connect to bus" in result.output
-    assert "vikingbot --config" in result.output and "gateway" in result.output
+    # the command as the user runs vikingbot (`uv run vikingbot gateway` in a clone),
+    # not the venv's python with the config's full path
+    from vikingbot.cli.typed import typed
+
+    assert result.output.rstrip().endswith("\n  " + typed("gateway"))
     assert not machine.unit.exists()
 
 

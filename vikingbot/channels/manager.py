@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from loguru import logger
 from tenacity import (
@@ -35,7 +35,7 @@ from vikingbot.channels.base import Channel, Spawn, TellOwner, log_only, plain_s
 from vikingbot.channels.leadership import Leadership, channel_key
 from vikingbot.channels.text import split_text
 from vikingbot.clock import Clock, SystemClock
-from vikingbot.config.schema import Config
+from vikingbot.config.schema import ChannelBase, Config
 from vikingbot.delivery.outbox import Outbox
 from vikingbot.delivery.owner import channel_sections, owner_chat_for
 from vikingbot.delivery.service import Outgoing
@@ -58,6 +58,15 @@ if TYPE_CHECKING:
 MAX_BACKOFF_S = 30.0
 STORE_WAIT_S = 600.0  # how long an outbound message waits for an unreachable database
 T = TypeVar("T")
+
+
+class Applied(NamedTuple):
+    """What a reload did to one channel: ``ok`` False when it did not start (``error``)."""
+
+    channel: str
+    action: str
+    ok: bool
+    error: str | None
 
 
 class ChannelManager:
@@ -105,6 +114,7 @@ class ChannelManager:
         self._recovery: asyncio.Task[int] | None = None
         self._sweeper: asyncio.Task[Any] | None = None
         self._leaders: dict[str, tuple[Leadership, asyncio.Task[None]]] = {}
+        self._applying = asyncio.Lock()
         self.lease_ttl_s = lease_s
         self.lease_check_s = lease_s / 3
         # Counters for /metrics (vikingbot_outbox_*): possibly sent rows sent again
@@ -124,32 +134,79 @@ class ChannelManager:
         :meth:`send`, which the gateway connects to the delivery service.
         """
         for name, section in channel_sections(self.config).items():
-            if not section.enabled:
-                continue
-            try:
-                cls = registry.load_ready("channels", name)
-                channel: Channel = cls(
-                    section,
-                    owner_chat=owner_chat_for(self.config, name),
-                    store=self.store,
-                    clock=self.clock,
-                    gateway=self.outbox.sender,
-                )
-                channel.spawn = self._spawn
-                channel.tell_owner = self._tell
-                self._channels[name] = channel
-                channel.defer_receiving = channel.exclusive_inbound
-                await channel.start(self.bus)
-                channel.running = True
-                logger.info("channel {} started", name)
-                if channel.exclusive_inbound:
-                    await self._lead(name, channel)
-            except Exception as exc:
-                self._errors[name] = str(exc) or type(exc).__name__
-                logger.opt(exception=not isinstance(exc, VikingbotError)).error(
-                    "channel {} failed to start: {}", name, exc
-                )
+            if section.enabled:
+                await self._start_one(name, section)
         self._recovery = asyncio.create_task(self._recover(), name="outbox-recovery")
+
+    async def _start_one(self, name: str, section: ChannelBase) -> bool:
+        """Start one channel (a failure is logged and kept for ``status``); True when up."""
+        self._errors.pop(name, None)
+        try:
+            cls = registry.load_ready("channels", name)
+            channel: Channel = cls(
+                section,
+                owner_chat=owner_chat_for(self.config, name),
+                store=self.store,
+                clock=self.clock,
+                gateway=self.outbox.sender,
+            )
+            channel.spawn = self._spawn
+            channel.tell_owner = self._tell
+            self._channels[name] = channel
+            channel.defer_receiving = channel.exclusive_inbound
+            await channel.start(self.bus)
+            channel.running = True
+            logger.info("channel {} started", name)
+            if channel.exclusive_inbound:
+                await self._lead(name, channel)
+        except Exception as exc:
+            self._errors[name] = str(exc) or type(exc).__name__
+            logger.opt(exception=not isinstance(exc, VikingbotError)).error(
+                "channel {} failed to start: {}", name, exc
+            )
+            return False
+        return True
+
+    async def _stop_one(self, name: str) -> None:
+        """Stop one channel and give up its lease; it is no longer a way out."""
+        self._errors.pop(name, None)
+        lead = self._leaders.pop(name, None)
+        if lead is not None:
+            leader, leading = lead
+            leading.cancel()
+            await asyncio.gather(leading, return_exceptions=True)
+            await leader.release()
+        channel = self._channels.pop(name, None)
+        if channel is None:
+            return
+        channel.running = False  # nothing new goes to it while it winds down
+        try:
+            await channel.stop()
+        except Exception:
+            logger.exception("channel {} did not stop cleanly", name)
+        logger.info("channel {} stopped", name)
+
+    async def apply(self, config: Config) -> list[Applied]:
+        """Take the channels to ``config`` without stopping the others (a reload):
+        each channel whose section changed is started, stopped or restarted
+        (``channels/reconcile.py`` decides); what happened, one row per channel."""
+        from vikingbot.channels.reconcile import plan
+
+        running = frozenset(n for n, ch in self._channels.items() if ch.running)
+        steps = plan(self.config, config, running)
+        self.config = config
+        done: list[Applied] = []
+        async with self._applying:
+            for step in steps:
+                if step.action in ("stop", "restart") or step.channel in self._channels:
+                    await self._stop_one(step.channel)
+                if step.action == "stop":
+                    done.append(Applied(step.channel, step.action, True, None))
+                    continue
+                section = channel_sections(config)[step.channel]
+                ok = await self._start_one(step.channel, section)
+                done.append(Applied(step.channel, step.action, ok, self._errors.get(step.channel)))
+        return done
 
     async def _lead(self, name: str, channel: Channel) -> None:
         """Receive on ``channel`` only while this gateway holds its lease (leadership.py)."""
@@ -234,14 +291,19 @@ class ChannelManager:
 
     def routes(self) -> list[Mount]:
         """Each channel's own HTTP routes, mounted at ``/<name>``; they check their own
-        credentials, so the gateway leaves ``/<name>/`` open to them."""
+        credentials, so the gateway leaves ``/<name>/`` open to them. Looked up per
+        request (``channels/live_routes.py``): a channel a reload starts serves at once."""
         from starlette.routing import Mount
 
+        from vikingbot.channels.live_routes import LiveRoutes
+
+        names = [*registry.names("channels"), *channel_sections(self.config), *self._channels]
         return [
-            Mount(f"/{name}", routes=list(found))
-            for name, channel in self._channels.items()
-            if (found := channel.routes())
+            Mount(f"/{name}", app=LiveRoutes(self._finder(name))) for name in dict.fromkeys(names)
         ]
+
+    def _finder(self, name: str) -> Callable[[], Channel | None]:
+        return lambda: self._channels.get(name)
 
     def status(self) -> list[dict[str, Any]]:
         """One row per configured channel: name, enabled, running, last_error."""

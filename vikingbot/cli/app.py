@@ -6,7 +6,6 @@ imports what it needs when it runs, so `vikingbot --help` stays fast.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
 
@@ -51,10 +50,14 @@ def _root(
 ) -> None:
     ctx.obj = common.CliState(config_path=config, verbose=verbose)
     if ctx.invoked_subcommand and not ctx.resilient_parsing:
-        # One-shot commands print results, not the library's debug log. loguru reads
-        # this when first imported (free: nothing is imported here); commands that run
-        # long (gateway) or report progress (onboard) set up their own sinks.
-        os.environ.setdefault("LOGURU_LEVEL", "DEBUG" if verbose else "WARNING")
+        # One-shot commands print results, not the library's log: warnings and errors
+        # only (DEBUG with --verbose), secrets masked. loguru is imported by now, so its
+        # LOGURU_LEVEL would come too late (a DEBUG line before `inbox`, migrations'
+        # INFO lines between onboard's questions); commands that run long (gateway) or
+        # report progress (onboard) set up their own sinks.
+        from vikingbot.logs import setup_logging
+
+        setup_logging(verbose=verbose, quiet=not verbose)
 
 
 def _register() -> None:

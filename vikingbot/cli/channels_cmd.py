@@ -1,4 +1,5 @@
-"""`vikingbot channels status`: what each chat platform is set up to do (from config only)."""
+"""`vikingbot channels status`: what each chat platform is set up to do (from the config),
+and what the running gateway does not run of it ("in the config, not running")."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from vikingbot.cli.common import get_config, print_json
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import ChannelBase, Config
+    from vikingbot.gateway.drift import Drift
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -59,12 +61,14 @@ def status_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
     config, _ = get_config(ctx)
     rows = channel_rows(config)
     owner = owner_of(config)
+    drifted = _drift(ctx, config)
     if json:
         print_json(
             {
                 "owner": str(owner) if owner else None,
                 "send_retries": config.bot.channels.send_retries,
                 "channels": rows,
+                "not_running": [{"what": d.what, "why": d.why} for d in drifted],
             }
         )
         return
@@ -99,6 +103,8 @@ def status_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
         if owner
         else "owner: not set (results go to the most recently active chat, else the inbox)"
     )
+    for d in drifted:
+        typer.echo(f"{d.what}: in the config, not running: {d.why}", err=True)
     for row in rows:
         if row["enabled"]:
             for note in row["notes"]:
@@ -109,3 +115,19 @@ def status_cmd(ctx: typer.Context, json: JsonOpt = False) -> None:
                     f"set bot.channels.{row['name']}.{row['missing'][0]}",
                     err=True,
                 )
+
+
+def _drift(ctx: typer.Context, config: Config) -> list[Drift]:
+    """What the running gateway does not run of the config (none without a gateway)."""
+    from vikingbot.cli.remote import gateway_client
+    from vikingbot.errors import VikingbotError
+    from vikingbot.gateway.drift import drift
+
+    client = gateway_client(ctx)
+    if client is None:
+        return []
+    try:
+        health = client.get("/health", timeout=3)
+    except VikingbotError:
+        return []
+    return drift(config, health) if isinstance(health, dict) else []

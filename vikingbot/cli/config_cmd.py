@@ -64,7 +64,9 @@ def set_cmd(
         str, typer.Argument(help='JSON value (true, 600, "text", [..]) or plain text')
     ],
 ) -> None:
-    """Set one key in the config file (validated, atomic, other keys kept)."""
+    """Set one key in the config file (validated, atomic, other keys kept).
+
+    With the gateway running, returns once it has applied the change, or says why not."""
     from vikingbot.config.edit import parse_cli_value, set_value
     from vikingbot.config.loader import config_path
     from vikingbot.errors import ConfigError
@@ -75,10 +77,11 @@ def set_cmd(
         raw = set_value(path, key, parse_cli_value(value))
     except ConfigError as exc:
         fail(str(exc))
-    from vikingbot.cli.common import err_console
 
     shown = "***" if _holds_secret(raw, key) else value
-    err_console().print(f"[green]✓[/] {key} = {shown}  ({path})", highlight=False, soft_wrap=True)
+    from vikingbot.cli.config_apply import tell_gateway
+
+    tell_gateway(ctx, key, f"{key} = {shown}  ({path})")
 
 
 def _holds_secret(raw: dict[str, object], key: str) -> bool:

@@ -178,8 +178,13 @@ def probe_cmd(
     json: JsonOpt = False,
 ) -> None:
     """Connect to one server, list its tools, and say how long it took."""
+    from loguru import logger
+
     config, paths = get_config(ctx)
     hub = _hub(_only(config, server), paths)
+    missing = _missing_sdk()
+    if missing:
+        fail(missing)
 
     async def run() -> tuple[float, int, list[str]]:
         began = time.perf_counter()
@@ -189,7 +194,12 @@ def probe_cmd(
         finally:
             await hub.aclose()
 
-    took, count, problems = asyncio.run(run())
+    logger.disable("vikingbot.mcp")  # each failure is said once, below, not also logged
+    try:
+        took, count, problems = asyncio.run(run())
+    finally:
+        logger.enable("vikingbot.mcp")
+    problems = list(dict.fromkeys(problems))
     ok = not problems or count > 0
     if json:
         print_json(
@@ -239,7 +249,26 @@ def add_cmd(
     except ConfigError as exc:
         fail(str(exc))
     _hub(config, paths).pins.set(name, None)  # the owner chose it: approvals pin anew
-    typer.echo(f"added MCP server {name}; check it with: vikingbot mcp probe {name}")
+    from vikingbot.cli.typed import typed
+
+    typer.echo(f"added MCP server {name}; check it with: {typed('mcp', 'probe', name)}")
+    missing = _missing_sdk()
+    if missing:
+        typer.echo(f"! {missing}", err=True)
+    from vikingbot.cli.config_apply import tell_gateway
+
+    tell_gateway(ctx, f"bot.tools.mcp_servers.{name}", None)  # the next turn offers it
+
+
+def _missing_sdk() -> str | None:
+    """What to install when the MCP SDK is not (the ``mcp`` extra), else None."""
+    import importlib.util
+
+    if importlib.util.find_spec("mcp") is not None:
+        return None
+    from vikingbot.extras import hint
+
+    return f"the MCP SDK is not installed (the 'mcp' extra): {hint('mcp')}"
 
 
 @app.command("remove")
@@ -258,6 +287,9 @@ def remove_cmd(
         fail(str(exc))
     _hub(config, paths).pins.set(name, None)
     typer.echo(f"removed MCP server {name}")
+    from vikingbot.cli.config_apply import tell_gateway
+
+    tell_gateway(ctx, f"bot.tools.mcp_servers.{name}", None)
 
 
 @app.command("trust")

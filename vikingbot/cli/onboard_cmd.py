@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -19,10 +21,12 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import typer
 
 from vikingbot.cli.common import fail, get_config, print_json, state
+from vikingbot.cli.typed import typed
 from vikingbot.onboard import (
     ACP_RECIPES,
     CLI_SESSION,
     PROVIDERS,
+    PUSH_TARGET,
     Answers,
     add_task,
     config_changes,
@@ -45,6 +49,8 @@ class Cancelled(Exception):
 
 
 def _prompt_asker() -> Ask:
+    import getpass
+
     from prompt_toolkit import PromptSession
 
     session: PromptSession[str] = PromptSession()
@@ -52,7 +58,10 @@ def _prompt_asker() -> Ask:
     def ask(question: str, default: str = "", *, secret: bool = False) -> str:
         shown = "" if secret or not default else f" [{default}]"
         try:
-            text = session.prompt(f"{question}{shown}: ", is_password=secret)
+            if secret:  # the terminal's own no-echo mode: prompt_toolkit echoes on TERM=dumb
+                text = getpass.getpass(f"{question}: ")
+            else:
+                text = session.prompt(f"{question}{shown}: ")
         except (KeyboardInterrupt, EOFError):
             raise Cancelled from None
         return text.strip() or default
@@ -109,9 +118,15 @@ def _converse(ask: Ask, config: Config, paths: Paths, check: bool) -> Answers:
         base = current.api_base if current is not None and current.api_base else ""
         answers.api_base = ask("API base URL (Enter: the provider's own)", base) or None
         answers.api_key = _key(ask, config, paths, answers, env_name, check)
-    answers.channel = _choose(ask, "Chat platform", ["none", "telegram", "slack"], "none")
+    platforms = ["none", "telegram", "slack", "notify"]
+    answers.channel = _choose(
+        ask, "Chat platform (notify: results as push notifications)", platforms, "none"
+    )
     if answers.channel == "none":
         answers.channel = None
+    elif answers.channel == "notify":
+        answers.channel_secrets["url"] = _push_url(ask)
+        answers.owner = PUSH_TARGET
     else:
         for secret in CHANNEL_SECRETS[answers.channel]:
             while not (value := ask(f"{answers.channel} {secret} (hidden)", secret=True)):
@@ -141,14 +156,35 @@ def _converse(ask: Ask, config: Config, paths: Paths, check: bool) -> Answers:
     return answers
 
 
+def _push_url(ask: Ask) -> str:
+    """An Apprise URL the notify channel accepts (asked again until it does)."""
+    from pydantic import ValidationError
+
+    from vikingbot.channels.notify import NotifySettings
+
+    typer.echo("  an Apprise URL, e.g. ntfys://ntfy.sh/<a topic only you know> (the ntfy app)")
+    while True:
+        url = ask("Push URL (hidden)", secret=True)
+        try:
+            NotifySettings.model_validate({"targets": {PUSH_TARGET: url}})
+            return url
+        except ValidationError:
+            typer.echo(
+                "  not an Apprise URL like ntfys://ntfy.sh/topic (one scheme://..., no spaces)"
+            )
+
+
 def _key(
     ask: Ask, config: Config, paths: Paths, answers: Answers, env_name: str, check: bool
 ) -> str | None:
     """The API key: from the environment when it is there, else asked for; tested
     with one small real call when ``check``. None keeps what the config has."""
     key: str | None = None
+    stored = config.bot.providers.get(answers.provider or "")
     if os.environ.get(env_name):
         typer.echo(f"  using {env_name} from the environment")
+    elif stored is not None and stored.api_key is not None:
+        key = ask(f"API key ({env_name}; hidden, Enter: keep the stored key)", secret=True) or None
     else:
         key = ask(f"API key ({env_name}; hidden, Enter: set it later)", secret=True) or None
     while check:
@@ -174,7 +210,11 @@ def _test_call(paths: Paths, answers: Answers, key: str | None) -> str | None:
     trial, _ = load_config(
         paths.config_file, create=False, changes=config_changes(answers) + key_change
     )
-    done = check_agent(trial, paths, os.environ, live=True)
+    # in a throwaway data directory: the test makes no workspace or database in the
+    # home, so Ctrl-C at a later question still leaves everything as it was
+    with tempfile.TemporaryDirectory(prefix="vikingbot-onboard-") as tmp:
+        scratch = replace(paths, data_dir=Path(tmp), database_url=f"sqlite:///{tmp}/state.db")
+        done = check_agent(trial, scratch, os.environ, live=True)
     return None if done.status == "ok" else done.message
 
 
@@ -273,17 +313,29 @@ def onboard(
         typer.echo(f"✓ wrote {len(changed)} settings to {paths.config_file}")
     if answers is not None and answers.task:
         typer.echo(f"✓ added the task to {heartbeat_md}")
-    if service:
-        from vikingbot.cli.service_cmd import install_cmd
-
-        ctx.invoke(install_cmd, ctx=ctx, dry_run=False, manager=None)
+    if service and _install_service(ctx):
         return
     config, _ = get_config(ctx)
     problem = build_home(config, paths).readiness().problem
     if problem:
         typer.echo(f"\nnext: {problem}")
     else:
-        typer.echo("Next: `vikingbot gateway` starts it; `vikingbot chat` talks to it.")
+        typer.echo(f"Next: `{typed('gateway')}` starts it; `{typed('chat')}` talks to it.")
+
+
+def _install_service(ctx: typer.Context) -> bool:
+    """Install the user service; False (said why, nothing failed) when this system has
+    no user service manager: the settings are written, the gateway runs in a terminal."""
+    from vikingbot.cli.service_cmd import foreground, install_or_why
+
+    why = install_or_why(ctx)
+    if why is None:
+        return True
+    typer.echo(
+        f"no user service here ({why}); the settings are written: run the gateway in a "
+        f"terminal with `{foreground(ctx)}`"
+    )
+    return False
 
 
 def _from_flags(

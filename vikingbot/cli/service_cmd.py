@@ -54,13 +54,10 @@ def _launch(ctx: typer.Context) -> Launch:
     )
 
 
-def _no_manager(launch: Launch, why: str) -> NoReturn:
-    from vikingbot.service.manager import foreground_command
-
+def _no_manager(ctx: typer.Context, why: str) -> NoReturn:
     fail(
         f"{why}. There is no user service to install here (a container, Windows, or no "
-        f"login session); run the gateway in the foreground instead:\n  "
-        f"{foreground_command(launch)}"
+        f"login session); run the gateway in the foreground instead:\n  {foreground(ctx)}"
     )
 
 
@@ -73,30 +70,50 @@ def install_cmd(
     manager: ManagerOpt = None,
 ) -> None:
     """Install and start the gateway as a user service (re-run after an upgrade)."""
+    why = install_or_why(ctx, dry_run=dry_run, manager=manager)
+    if why is not None:
+        _no_manager(ctx, why)
+
+
+def install_or_why(
+    ctx: typer.Context, *, dry_run: bool = False, manager: str | None = None
+) -> str | None:
+    """Install (or with ``dry_run`` show) the user service; why not, when this system
+    has no user service manager (a container, no login session): then nothing changed."""
     from vikingbot.errors import VikingbotError
     from vikingbot.service.manager import NoServiceManager, install, plan_install
 
     launch = _launch(ctx)
     target = _target(manager)
     if target is None:
-        _no_manager(launch, f"no systemd or launchd found on {sys.platform}")
+        return f"no systemd or launchd found on {sys.platform}"
     change = plan_install(target, launch)
     if dry_run:
         typer.echo(f"# {target.path} ({change.state})")
         typer.echo(change.text, nl=False)
         for argv in change.commands:
             typer.echo("$ " + " ".join(argv))
-        return
+        return None
     try:
         for line in install(change, os.environ):
             typer.echo(line)
     except NoServiceManager as exc:
-        _no_manager(launch, str(exc))
+        return str(exc)
     except VikingbotError as exc:
         fail(str(exc))
     typer.echo(f"the gateway now runs as a {target.kind} user service")
     if target.kind == "systemd":
         typer.echo("to keep it running after you log out: loginctl enable-linger " + _user_name())
+    return None
+
+
+def foreground(ctx: typer.Context) -> str:
+    """The gateway in the foreground, as the user runs vikingbot (``uv run vikingbot
+    gateway`` in a clone), with the ``--config`` they gave."""
+    from vikingbot.cli.typed import typed
+
+    given = ctx.find_root().params.get("config")
+    return typed(*(["--config", str(given)] if given else []), "gateway")
 
 
 def _user_name() -> str:
@@ -114,7 +131,6 @@ def uninstall_cmd(ctx: typer.Context, manager: ManagerOpt = None) -> None:
     from vikingbot.errors import VikingbotError
     from vikingbot.service.manager import NoServiceManager, uninstall
 
-    launch = _launch(ctx)
     target = _target(manager)
     if target is None:
         typer.echo("nothing to uninstall: no systemd or launchd on this system")
@@ -123,7 +139,7 @@ def uninstall_cmd(ctx: typer.Context, manager: ManagerOpt = None) -> None:
         for line in uninstall(target, os.environ):
             typer.echo(line)
     except NoServiceManager as exc:
-        _no_manager(launch, str(exc))
+        _no_manager(ctx, str(exc))
     except VikingbotError as exc:
         fail(str(exc))
 

@@ -53,6 +53,57 @@ def get_value(config: Config, key: str) -> Any:
     return node
 
 
+def canonical_key(key: str | list[str]) -> str:
+    """``key`` spelled as the schema's fields are (snake_case), checked against it.
+
+    A part the schema does not know raises ``ConfigError`` with the closest known key
+    (``bot.heartbeat.interval``: did you mean ``bot.heartbeat.interval_seconds``?).
+    Below a free-form part (a dict, a channel or plug-in section) the rest is kept as
+    written."""
+    node: Any = Config
+    walked: list[str] = []
+    parts = list(key) if isinstance(key, list) else _split(key)  # a list: already split
+    for i, part in enumerate(parts):
+        fields = getattr(node, "model_fields", None) if isinstance(node, type) else None
+        if fields is None or node.model_config.get("extra") == "allow":
+            return ".".join([*walked, *parts[i:]])
+        name = part if part in fields else _from_camel(part, fields)
+        if name is None:
+            hint = _hint(_snake(part), list(fields))
+            also = f"; did you mean {'.'.join([*walked, hint])}?" if hint else ""
+            raise ConfigError(f"{'.'.join([*walked, part])}: unknown key{also}")
+        walked.append(name)
+        node = _model_of(fields[name].annotation)
+    return ".".join(walked)
+
+
+def _hint(part: str, fields: list[str]) -> str | None:
+    """A close spelling, else the one field that begins with ``part`` (``interval``:
+    ``interval_seconds``)."""
+    found = closest(part, fields)
+    if found is None:
+        longer = [f for f in fields if f.startswith(part + "_")]
+        found = longer[0] if len(longer) == 1 else None
+    return found
+
+
+def _model_of(annotation: Any) -> Any:
+    """The model class an annotation holds (``X``, ``X | None``), else None (a dict or
+    list of models is free-form below: its keys are the user's)."""
+    from typing import get_args, get_origin
+
+    if get_origin(annotation) in (dict, list):
+        return None
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        if get_origin(arg) in (dict, list):
+            return None
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return arg
+    return None
+
+
 def _from_camel(part: str, fields: dict[str, Any]) -> str | None:
     for name in fields:
         if to_camel(name) == part:
@@ -117,6 +168,7 @@ def set_value(path: Path, key: str | list[str], value: Any) -> dict[str, Any]:
     set again on what they saved). ``key`` as a list is the path already split (a
     part may then hold a ``.``, as an MCP server's name may).
     """
+    canonical_key(key)  # an unknown key is refused with a did-you-mean
     return _edit(path, key, lambda raw, parts: _put(raw, parts, value))
 
 

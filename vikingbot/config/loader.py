@@ -94,9 +94,32 @@ def write_raw(path: Path, data: Mapping[str, Any]) -> None:
 
 
 def default_file_data() -> dict[str, Any]:
-    data = Config().model_dump(mode="json", exclude={"storage"})
+    """The config file a first start writes: every default, durations as the README
+    writes them (``"2d"``, not ``172800.0``), whole numbers without ``.0``."""
+    config = Config()
+    data = _as_written(config, config.model_dump(mode="json", exclude={"storage"}))
     data["storage"] = {"workspace": None, "database_url": None}
     return data
+
+
+def _as_written(model: Any, dumped: Any) -> Any:
+    """``dumped`` (``model`` in JSON mode) with each Duration field as text."""
+    from vikingbot.grammar import duration_text, to_seconds
+
+    if not isinstance(model, BaseModel) or not isinstance(dumped, dict):
+        if isinstance(dumped, float) and dumped.is_integer():
+            return int(dumped)
+        return dumped
+    out = {}
+    fields = type(model).model_fields
+    for name, value in dumped.items():
+        info = fields.get(name)
+        is_duration = info is not None and any(
+            getattr(m, "func", None) is to_seconds for m in info.metadata
+        )
+        text = duration_text(value) if is_duration and isinstance(value, float) else None
+        out[name] = text if text is not None else _as_written(getattr(model, name, None), value)
+    return out
 
 
 # ---------------------------------------------------------------- expansion
@@ -148,7 +171,7 @@ def _build(
         """Environment source over an explicit mapping (the process env or a test's)."""
 
         def __init__(self, settings_cls: type[BaseSettings], mapping: Mapping[str, str]) -> None:
-            self._mapping = {k.lower(): v for k, v in mapping.items()}
+            self._mapping = {_env_snake(k.lower()): v for k, v in mapping.items()}
             super().__init__(settings_cls)
 
         def _load_env_vars(self) -> Mapping[str, str | None]:  # type: ignore[override]
@@ -190,6 +213,31 @@ def _build(
 
     settings = Settings()
     return Config(bot=settings.bot, storage=settings.storage)
+
+
+def _env_snake(name: str) -> str:
+    """``vikingbot_bot__heartbeat__intervalseconds`` (a camelCase key in capitals) as
+    ``..._interval_seconds``: the file's camelCase key becomes its field name too, so the
+    two spellings of one key meet as one (the environment wins) instead of clashing."""
+    head, _, rest = name.partition("__")
+    parts = rest.split("__") if rest else []
+    top = Config.model_fields.get(head.removeprefix(ENV_PREFIX.lower()))
+    model = _model_of(top.annotation)[1] if top is not None else None
+    out = []
+    keyed: type[BaseModel] | None = None  # a dict of models: this part is the user's key
+    for part in parts:
+        if keyed is not None:
+            out.append(part)
+            model, keyed = keyed, None
+            continue
+        fields = model.model_fields if model is not None else {}
+        name_of = {f.replace("_", ""): f for f in fields}
+        field = part if part in fields else name_of.get(part.replace("_", ""))
+        out.append(field or part)
+        shape, sub = _model_of(fields[field].annotation) if field else ("", None)
+        model = sub if shape == "model" else None
+        keyed = sub if shape == "dict" else None
+    return "__".join([head, *out]) if parts else name
 
 
 def _snake_top(data: dict[str, Any]) -> dict[str, Any]:

@@ -434,12 +434,25 @@ def _channel_section(name: str, raw: Any) -> ChannelBase:
         raise ValueError(problems) from None
 
 
+def _field_of(settings: type[ChannelBase], key: str) -> str | None:
+    """The field a camelCase key names, or None."""
+    return next((f for f in settings.model_fields if to_camel(f) == key), None)
+
+
 def _env_json(settings: type[ChannelBase], raw: dict[str, Any]) -> dict[str, Any]:
     """``raw`` with a JSON text decoded where the key takes a list or an object and no
     text: how ``VIKINGBOT_BOT__CHANNELS__WEBHOOK__OUTBOUND_URLS='["https://..."]'``
     arrives (the environment reader decodes JSON only for keys this file declares)."""
     by_key = {**settings.model_fields, **{to_camel(k): f for k, f in settings.model_fields.items()}}
-    out = dict(raw)
+    # each field once: the file may spell a key in camelCase (allowFrom) while the
+    # environment can only spell it snake_case (..._ALLOW_FROM); the environment wins
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = key if key in settings.model_fields else _field_of(settings, key)
+        if name is not None and name != key and name in raw:
+            continue  # the snake_case spelling (the environment's) is kept
+        out[key] = value
+    raw = dict(out)
     for key, value in raw.items():
         field = by_key.get(key)
         if field is None or not isinstance(value, str) or value[:1] not in ("[", "{"):

@@ -506,6 +506,7 @@ def control_ops(
     started_at: str,
     host: str,
     port: int,
+    reload_config: Callable[[], Awaitable[dict[str, Any]]] | None = None,
 ) -> ControlOps:
     from vikingbot.delivery.inbox import Inbox
     from vikingbot.gateway.ops import ControlOps
@@ -523,6 +524,7 @@ def control_ops(
         started_at=started_at,
         host=host,
         port=port,
+        reload_config=reload_config,
     )
 
 

@@ -327,6 +327,9 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
             wait_s=opt_int(q.get("wait"), "wait", 0, 0, 60),
         )
 
+    async def config_apply(request: Request) -> Any:
+        return await ops.config_apply()
+
     return [
         Route("/api/v1/gateway", endpoint_(gateway_info), methods=["GET"]),
         Route("/api/v1/heartbeat/status", endpoint_(hb_status), methods=["GET"]),
@@ -341,4 +344,5 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         Route("/api/v1/inbox/read", endpoint_(inbox_read), methods=["POST"]),
         Route("/api/v1/chat", endpoint_(chat), methods=["POST"]),
         Route("/api/v1/events", endpoint_(events), methods=["GET"]),
+        Route("/api/v1/config/apply", endpoint_(config_apply), methods=["POST"]),
     ]

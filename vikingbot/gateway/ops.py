@@ -181,6 +181,8 @@ class ControlOps:
     port: int = 0
     inbox_changed: asyncio.Event = field(default_factory=asyncio.Event)
     inflight: set[asyncio.Task[Any]] = field(default_factory=set)  # requests being served
+    #: re-read the config now; what was applied (``gateway/applying.Report.as_dict``)
+    reload_config: Callable[[], Awaitable[dict[str, Any]]] | None = None
 
     def gateway_info(self) -> dict[str, Any]:
         return {
@@ -191,6 +193,14 @@ class ControlOps:
             "port": self.port,
             "services": self.services(),
         }
+
+    async def config_apply(self) -> dict[str, Any]:
+        """Re-read the config and apply it; the answer says what was applied (issue 42)."""
+        if self.reload_config is None:
+            from vikingbot.gateway.errors import NotFound
+
+            raise NotFound("this gateway cannot reload its config")
+        return await self.reload_config()
 
     async def heartbeat_plan(self, workspace: str | None) -> dict[str, Any]:
         return await asyncio.to_thread(heartbeat_plan, self.heartbeat, workspace)
@@ -205,7 +215,10 @@ class ControlOps:
 
     async def heartbeat_set_enabled(self, value: bool) -> dict[str, Any]:
         data = await asyncio.to_thread(set_heartbeat_enabled, self.config_file, value)
-        self.wake_heartbeat()  # the config watcher applies the edit; wake the loop now
+        if self.reload_config is not None:  # applied before the answer (issue 42)
+            await self.reload_config()
+        else:
+            self.wake_heartbeat()  # the config watcher applies the edit; wake the loop now
         return data
 
     async def heartbeat_pause(self, workspace: str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,11 +20,13 @@ from vikingbot.errors import ConfigError
 
 if TYPE_CHECKING:
     from vikingbot.config.schema import Config
+    from vikingbot.gateway.applying import Report
 
 
 class ConfigWatch:
     """``load()`` re-reads the config (raising ``ConfigError`` on a bad edit);
-    ``apply(config)`` hands a good one to the running gateway. ``path`` is the
+    ``apply(config, generation)`` hands a good one to the running gateway and says
+    what it did (a :class:`~vikingbot.gateway.applying.Report`). ``path`` is the
     config file; ``also`` are the other files it is made from (the ``.env`` files,
     which may not exist yet): a change to any of them is a reload."""
 
@@ -33,7 +35,7 @@ class ConfigWatch:
         path: Path,
         *,
         load: Callable[[], Config],
-        apply: Callable[[Config], None],
+        apply: Callable[[Config, int], Awaitable[Report]],
         also: tuple[Path, ...] = (),
         poll_s: float = 2.0,
     ) -> None:
@@ -43,6 +45,9 @@ class ConfigWatch:
         self.apply = apply
         self.poll_s = poll_s
         self._mtimes: tuple[tuple[int, int] | None, ...] = ()
+        self.generation = 0  # reloads applied since the gateway started
+        self.last: Report | None = None
+        self._lock = asyncio.Lock()
 
     def stat(self) -> None:
         """Remember the files as they are now (edits are changes from this)."""
@@ -80,16 +85,23 @@ class ConfigWatch:
         finally:
             await asyncio.to_thread(watcher.stop)
 
-    async def reload(self) -> None:
-        """Re-read the config now (the watcher, and the dashboard after an edit)."""
-        self.stat()
-        try:
-            config = await asyncio.to_thread(self.load)
-        except ConfigError as exc:
-            logger.error("config change not applied: {}", exc)
-            return
-        self.apply(config)
-        logger.info("config reloaded from {}", self.path)
+    async def reload(self) -> Report:
+        """Re-read the config now and apply it (the watcher; ``config set`` through the
+        control API, which waits for this answer): what was applied, or why not."""
+        from vikingbot.gateway.applying import Report
+
+        async with self._lock:  # one reload at a time: generations are in order
+            self.stat()
+            try:
+                config = await asyncio.to_thread(self.load)
+            except ConfigError as exc:
+                logger.error("config change not applied: {}", exc)
+                self.last = Report(self.generation, applied=False, error=str(exc))
+                return self.last
+            self.generation += 1
+            self.last = await self.apply(config, self.generation)
+            logger.info("config reloaded from {} (generation {})", self.path, self.generation)
+            return self.last
 
 
 def _mtime(path: Path) -> tuple[int, int] | None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from vikingbot.channels.manager import ChannelManager
     from vikingbot.config.schema import Config
     from vikingbot.cron.service import CronService
+    from vikingbot.gateway.applying import Report
     from vikingbot.gateway.dispatch import Dispatcher
     from vikingbot.gateway.lock import HomeLock
     from vikingbot.gateway.ops import ControlOps
@@ -89,6 +90,8 @@ class Gateway:
         self._close_mcp: Callable[[], Awaitable[None]] | None = None
         self._sock: Any = None  # the HTTP port, bound at start (bind_port), served later
         self.membership: Membership | None = None  # this gateway in the registry (beats)
+        self._started_config = home.config  # keys read only at start are compared to it
+        self._agent_said = ""  # the agent's readiness line printed last
 
     @property
     def dispatch(self) -> Dispatcher:
@@ -168,14 +171,8 @@ class Gateway:
         self.say(f"vikingbot {__version__} gateway")
         self.say(f"  config: {self.home.paths.config_file}")
         self.say(f"  data:   {self.home.paths.data_dir}")
-        ready = self.home.readiness()
-        if not ready.ready:
-            self.say(f"✗ Agent: {ready.problem}")
-        else:
-            self.say(f"✓ Agent: {self.home.config.bot.agents.loop}: {ready.detail}")
-            self.services.spawn(
-                "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
-            )
+        if self._say_agent():
+            self._warm()
         await asyncio.to_thread(lambda: self.home.store)  # open + migrate it before serving
         self.config_watch.stat()
 
@@ -359,9 +356,12 @@ class Gateway:
         environ = self.home.environ
         return load_config(self.home.paths.config_file, create=False, environ=environ)[0]
 
-    def _apply_config(self, config: Config) -> None:
-        """A reloaded config: the parts that read it at run time get it; the heartbeat
-        wakes to act on it now."""
+    async def _apply_config(self, config: Config, generation: int) -> Report:
+        """A reloaded config: the parts that read it at run time get it, the channels
+        follow it (started, stopped, restarted), the heartbeat wakes to act on it now;
+        what changed is printed, and what waits for a restart is reported."""
+        from vikingbot.gateway.applying import RESTART_HINT, Report, needs_restart
+
         old = self.home.config.bot.heartbeat
         self.home.reconfigure(config)
         new = config.bot.heartbeat
@@ -372,12 +372,50 @@ class Gateway:
         ):
             state = f"every {new.interval_seconds}s{self._hours()}" if new.enabled else "disabled"
             self.say(f"↻ Heartbeat: {state}")
+        if self._say_agent():  # ready now: the first chat does not load the SDK
+            self._warm()
         if self.heartbeat is not None:
             self.heartbeat.wake()
+        report = Report(generation, applied=True)
+        if self.channels is not None:
+            verb = {"start": "started", "stop": "stopped", "restart": "restarted"}
+            for done in await self.channels.apply(config):
+                report.channels.append(done._asdict())
+                if done.ok:
+                    self.say(f"↻ Channel {done.channel}: {verb[done.action]}")
+                else:
+                    self.say(f"✗ Channel {done.channel}: did not start ({done.error})")
+        report.restart_needed = needs_restart(self._started_config, config)
+        if report.restart_needed:
+            keys = ", ".join(report.restart_needed)
+            self.say(f"! Config: {keys} changed: {RESTART_HINT}")
+        return report
 
-    async def reload_config(self) -> None:
-        """Re-read the config file now (the dashboard after an edit)."""
-        await self.config_watch.reload()
+    def _say_agent(self) -> bool:
+        """Print the agent's readiness when it differs from what was printed last;
+        True when it is ready now and was not (or at start)."""
+        ready = self.home.readiness()
+        if ready.ready:
+            line = f"✓ Agent: ready, {self.home.config.bot.agents.loop}: {ready.detail}"
+        else:
+            line = f"✗ Agent: {ready.problem}"
+        was_ready = self._agent_said.startswith("✓")
+        if line != self._agent_said:
+            self._agent_said = line
+            self.say(line)
+        return ready.ready and not was_ready
+
+    def _warm(self) -> None:
+        self.services.spawn(
+            "agent-warmup", self._warm_agent, "loading the model SDK", restart=False
+        )
+
+    async def reload_config(self) -> Report:
+        """Re-read the config file now (the dashboard after an edit, ``config set``)."""
+        return await self.config_watch.reload()
+
+    async def _reload_for_api(self) -> dict[str, Any]:
+        return (await self.reload_config()).as_dict()
 
     def _hours(self) -> str:
         """``", active 08:00–22:00 Europe/Paris"`` (and whether it is quiet now) for the
@@ -430,7 +468,22 @@ class Gateway:
                     found.append(f"channel {row['name']} not running: {row.get('last_error')}")
                 elif row.get("enabled") and row.get("failing"):
                     found.append(f"channel {row['name']} degraded: {row['failing']}")
+        found += self._config_problems()
         return found
+
+    def _config_problems(self) -> list[str]:
+        """A reload that failed, and keys that wait for a restart (gateway/applying.py)."""
+        from vikingbot.gateway.applying import RESTART_HINT
+
+        last = self.config_watch.last
+        if last is None:
+            return []
+        if last.error:
+            return [f"config change not applied: {last.error}"]
+        if last.restart_needed:
+            keys = ", ".join(last.restart_needed)
+            return [f"in the config, not running: {keys} ({RESTART_HINT})"]
+        return []
 
     def health(self) -> dict[str, Any]:
         problems = self.problems()
@@ -451,10 +504,19 @@ class Gateway:
                 "interval_seconds": cfg.heartbeat.interval_seconds,
             },
             "agent": self._agent_health(),
+            "config": self._config_health(),
             "mcp": [s._asdict() for s in self.home.mcp.status()],
             "channels": self.channels.status() if self.channels is not None else [],
             "gateway_id": self.registry.id if self.registry is not None else None,
             "gateways": self.membership.peers if self.membership is not None else [],
+        }
+
+    def _config_health(self) -> dict[str, Any]:
+        last = self.config_watch.last
+        return {
+            "generation": self.config_watch.generation,
+            "error": last.error if last is not None else None,
+            "restart_needed": last.restart_needed if last is not None else [],
         }
 
     async def health_now(self) -> dict[str, Any]:
@@ -502,6 +564,7 @@ class Gateway:
             started_at=self.started_at.isoformat(),
             host=self.host,
             port=self.port,
+            reload_config=self._reload_for_api,
         )
         dashboard = compose.dashboard_routes(
             home,

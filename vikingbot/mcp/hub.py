@@ -36,12 +36,6 @@ TURN_WAIT_S = 15.0
 ProblemSink = Callable[[str, str], None]  # (server, problem) -> tell the owner
 
 
-def _consume(fut: asyncio.Future[Any]) -> None:
-    """Read a left-behind start's outcome (no "exception was never retrieved")."""
-    if not fut.cancelled():
-        fut.exception()
-
-
 class McpHub:
     """The configured MCP servers and their sessions."""
 
@@ -69,6 +63,7 @@ class McpHub:
         self._told: set[str] = set()
         self._naming: list[str] = []  # collisions found by the last listing
         self._closing: set[asyncio.Task[None]] = set()
+        self._starting: set[asyncio.Future[Any]] = set()  # starts a turn did not wait for
 
     @property
     def configured(self) -> bool:
@@ -120,8 +115,21 @@ class McpHub:
             elif not fut.done():
                 logger.info("MCP server {} is still starting; this turn goes without it", name)
                 self._conn(name).outlasted(self.turn_wait_s)
-                fut.add_done_callback(_consume)
+                self._keep(fut)
         return self._tools(listings)
+
+    def _keep(self, task: asyncio.Future[Any]) -> None:
+        """A start this turn did not wait for: held until it ends (a task nobody holds
+        is destroyed pending, "Task was destroyed but it is pending!"), its failure
+        taken (already told through ``_tell``, not "never retrieved")."""
+        self._starting.add(task)
+
+        def done(t: asyncio.Future[Any]) -> None:
+            self._starting.discard(t)
+            if not t.cancelled():
+                t.exception()
+
+        task.add_done_callback(done)
 
     async def _listing(self, name: str) -> list[Listed]:
         conn = self._conn(name)
@@ -202,7 +210,11 @@ class McpHub:
     async def aclose(self) -> None:
         """Stop every server (the gateway's stop, the end of a CLI run)."""
         conns = list(self._conns.values())  # kept: their status and problems stay readable
-        await asyncio.gather(*(c.stop() for c in conns), *self._closing, return_exceptions=True)
+        for start in list(self._starting):
+            start.cancel()
+        await asyncio.gather(
+            *(c.stop() for c in conns), *self._closing, *self._starting, return_exceptions=True
+        )
 
     # ------------------------------------------------------------ status
 

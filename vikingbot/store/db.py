@@ -37,7 +37,13 @@ from vikingbot.store.tables import audit_events
 BUSY_TIMEOUT_MS = 30_000
 PG_CONNECT_TIMEOUT_S = 10
 _SCHEMA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
-_INSTALL_HINT = "pip install 'vikingbot[postgres]' (or: uv sync --extra postgres)"
+
+
+def _install_hint() -> str:
+    """The command that adds the postgres extra and keeps the others (vikingbot.extras)."""
+    from vikingbot.extras import hint
+
+    return hint("postgres")
 
 
 def mask_url(url: URL | str) -> str:
@@ -147,7 +153,7 @@ def _postgres_engine(url: URL, schema: str | None) -> Engine:
         )
     except ImportError as exc:
         raise StoreError(
-            f"PostgreSQL support is not installed (needed for {mask_url(url)}): {_INSTALL_HINT}"
+            f"PostgreSQL support is not installed (needed for {mask_url(url)}): {_install_hint()}"
         ) from exc
 
 
