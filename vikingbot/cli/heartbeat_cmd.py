@@ -156,15 +156,23 @@ def run_now_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Run even when disabled or outside active hours.")
     ] = False,
+    entry: Annotated[
+        str | None,
+        typer.Option(
+            "--entry",
+            "-e",
+            help="Only this entry (its title or text), now, scheduled or not; "
+            "its schedule does not move.",
+        ),
+    ] = None,
 ) -> None:
     """Run one cycle now and print each result (through the gateway when one runs)."""
     from vikingbot.cli.remote import call, gateway_client, note_local
 
     client = gateway_client(ctx)
     if client is not None:
-        data = call(
-            client, "POST", "/api/v1/heartbeat/run-now", {"workspace": workspace, "force": force}
-        )
+        body = {"workspace": workspace, "force": force, "entry": entry}
+        data = call(client, "POST", "/api/v1/heartbeat/run-now", body)
         results, problem, via = data["results"], data.get("agent_problem"), "gateway"
     else:
         import asyncio
@@ -177,7 +185,7 @@ def run_now_cmd(
 
         async def once() -> list[dict[str, Any]]:
             try:
-                return await heartbeat_run_now(svc, workspace=workspace, force=force)
+                return await heartbeat_run_now(svc, workspace=workspace, force=force, entry=entry)
             finally:
                 await rt.aclose()  # the model client's connections too, in this loop
 
