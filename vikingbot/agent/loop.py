@@ -260,11 +260,12 @@ class BuiltinLoop(AgentLoop):
         )
         files = [] if light else read_context_files(ctx.workspace)
         unattended = is_unattended(turn.metadata)
-        schemas = [  # nobody present: only what approval would let run (one predicate)
-            t.schema()
-            for t in tools.values()
+        offered = [  # nobody present: only what approval would let run (one predicate)
+            name
+            for name, t in tools.items()
             if not unattended or runs_unattended(self.config, action_of(t))
         ]
+        schemas = [tools[name].schema() for name in offered]
         skills = None
         if not light and any(s.name == "skill" for s in schemas):  # only where loadable
             found = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
@@ -278,6 +279,8 @@ class BuiltinLoop(AgentLoop):
             metadata=turn.metadata,
             skills=skills,
             light=light,
+            offered=offered,
+            known=list(tools),
         )
         history = (
             self.sessions.read_messages(turn.key, limit=agents.history_window)
