@@ -97,7 +97,7 @@ def _plan_summary(decisions: list[dict[str, Any]], workspaces: int, problems: in
     from collections import Counter
 
     counts = Counter((d["decision"], d["reason"]) for d in decisions)
-    typer.echo(f"{workspaces} workspaces, {len(decisions)} decisions")
+    typer.echo(f"{_count(workspaces, 'workspace')}, {_count(len(decisions), 'decision')}")
     for (decision, reason), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         typer.echo(f"  {n:>7}  {decision:<4}  {reason}")
     shown = [d for d in decisions if d["decision"] == "run" or d["reason"] in ATTENTION]
@@ -112,6 +112,10 @@ def _plan_summary(decisions: list[dict[str, Any]], workspaces: int, problems: in
     hidden = len(decisions) - len(shown)
     if hidden:
         typer.echo(f"{hidden} routine skips not shown (vikingbot heartbeat plan --all)")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _plan_table(title: str, decisions: list[dict[str, Any]]) -> None:

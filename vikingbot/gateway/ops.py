@@ -64,7 +64,25 @@ def _next_dues(svc: HeartbeatService, workspaces: list[str]) -> dict[tuple[str, 
 def _fix_context(svc: HeartbeatService) -> Any:
     from vikingbot.heartbeat.reasons import FixContext
 
-    return FixContext(svc.workspace_root, svc.cfg.stale_after)
+    return FixContext(svc.workspace_root, svc.cfg.stale_after, _outbound_only(svc))
+
+
+def _outbound_only(svc: HeartbeatService) -> frozenset[str]:
+    """The configured channels nobody writes in (push notifications)."""
+    from vikingbot import registry
+    from vikingbot.errors import VikingbotError
+
+    out = set()
+    for name, section in svc.settings().bot.channels.sections().items():
+        if not section.enabled:  # only the running ones are imported
+            continue
+        try:
+            cls = registry.load("channels", name)
+        except (VikingbotError, ImportError):
+            continue
+        if getattr(cls, "outbound_only", False):
+            out.add(name)
+    return frozenset(out)
 
 
 def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, Any]:
