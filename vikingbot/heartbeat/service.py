@@ -445,6 +445,7 @@ class HeartbeatService:
                 except Exception:
                     logger.bind(workspace=wsin.name).exception("heartbeat run failed")
                 finally:
+                    await self._absorb(wsin.name)
                     self._busy.discard(wsin.name)
                     if self.wakeups.finished(wsin.name, self.now()):
                         self._wake.set()  # a due time passed while it ran
@@ -477,6 +478,22 @@ class HeartbeatService:
                     wsin.entries = {**wsin.entries, e.ident: st}
                     new.append(st)
         self.state.add_entries(new)  # never over a row another gateway wrote meanwhile
+
+    async def _absorb(self, workspace: str) -> None:
+        """After a run: the entries its file holds now are seen (first_seen now, rows
+        already there kept). An entry the turn itself wrote or reworded is then not "new"
+        to the look its save brings, so an agent that edits its own checklist does not
+        start the next turn at once (a loop); the interval paces it."""
+
+        def absorb() -> None:
+            parsed = self.read_file(self.workspace_path(workspace) / "HEARTBEAT.md")
+            now = self.now()
+            self.state.add_entries([EntryState(workspace, e.ident, now) for e in parsed.active])
+
+        try:
+            await asyncio.to_thread(absorb)
+        except (StoreError, SQLAlchemyError, OSError) as exc:
+            logger.bind(workspace=workspace).warning("heartbeat: entries not noted: {}", exc)
 
     def _fold(self, report: CycleReport, d: Decision, trigger: str) -> list[LedgerRow]:
         """A ledger row for a skip, unless it repeats the previous decision for that subject."""
