@@ -29,7 +29,7 @@ async def test_a_new_entry_runs_at_once_and_the_turns_own_edit_does_not(
         path.write_text(with_tasks("- Water the plants", "- Feed the cat"), encoding="utf-8")
         assert checklist(h) == ("run", "due")  # a new entry: at once, not in ten minutes
 
-        def rewrite(request: Any) -> Any:  # the agent rewords its own checklist
+        def rewrite(request: Any, path: Path = path) -> Any:  # the agent rewords its list
             path.write_text(with_tasks("- Water the plants (done Mon)", "- Feed the cat"))
             return reply("HEARTBEAT_OK")
 
