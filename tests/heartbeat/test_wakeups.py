@@ -170,6 +170,7 @@ def test_a_workspace_busy_at_its_due_time_is_looked_at_when_it_finishes() -> Non
     ("name", "expected"),
     [
         ("Brief", ("run", "manual")),  # scheduled, not due: runs now
+        ("brief", ("run", "manual")),  # a title in any case
         ("Minute", ("run", "manual")),
         ("Check the build", ("run", "manual")),  # unscheduled: the checklist runs
         ("Nope", ("skip", "invalid")),
@@ -181,8 +182,10 @@ def test_run_now_entry_runs_that_entry_only(name, expected) -> None:
     )
     assert [(d.decision, d.reason) for d in ds] == [expected]
     d = ds[0]
-    if name in ("Brief", "Minute"):
-        assert d.entry == name and d.unit is not None and d.unit.slot is None  # no slot used
+    if name in ("Brief", "brief", "Minute"):
+        assert (
+            d.entry == name.title() and d.unit is not None and d.unit.slot is None
+        )  # no slot used
     if name == "Check the build":
         assert d.unit is not None and d.unit.kind == "checklist"
     if name == "Nope":

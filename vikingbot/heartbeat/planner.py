@@ -355,8 +355,9 @@ def only_entry(ctx: _Ctx, parsed: ParseResult, name: str) -> list[Decision]:
     does not move (a manual run keeps ``last_fired``; outcome._fired). In checklist mode
     an unscheduled entry runs as the checklist it belongs to. Parked and running entries
     still skip; a workspace without it has an ``invalid`` skip listing its entries."""
+    wanted = name.casefold()  # titles are unique ignoring case
     e = parsed.find(name) or next(
-        (x for x in parsed.active if x.title == name or x.key == name), None
+        (x for x in parsed.active if (x.title or x.key).casefold() == wanted), None
     )
     if e is None or e.error is not None:
         known = ", ".join(sorted({x.title or x.key for x in parsed.active})[:10]) or "none"

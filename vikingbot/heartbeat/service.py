@@ -737,7 +737,7 @@ def _where_entry_is(decisions: list[Decision], entry: str) -> list[Decision]:
 
     found = [d for d in decisions if (d.entry or d.unit or d.workspace == GLOBAL)]
     hits = [d for d in found if not (d.detail or "").startswith(NO_ENTRY)]
-    return hits or found[:1]
+    return hits or found[:1] or decisions[:1]
 
 
 def _invalid(workspace: str, path: str, parsed: ParseResult, d: Decision) -> dict[str, Any]:
