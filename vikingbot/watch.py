@@ -79,7 +79,7 @@ class Watcher:
         name: str,
         recursive: bool = False,
         accept: Accept | None = None,
-        on_change: Callable[[], object] | None = None,
+        on_change: Callable[[set[str]], object] | None = None,
         step_ms: int = STEP_MS,
         pull: bool = False,
     ) -> None:
@@ -92,7 +92,9 @@ class Watcher:
         self.name = name
         self.recursive = recursive
         self.accept = accept
-        self.on_change = on_change  # called from the watcher's thread after new paths arrived
+        # called from the watcher's thread with the paths that just arrived (an empty set:
+        # the watch died, the owner looks and finds it must poll)
+        self.on_change = on_change
         self._lock = threading.Lock()
         self._pending: set[str] = set()
         self._lost = False  # events may have been missed since the last drain
@@ -148,8 +150,9 @@ class Watcher:
                 batch = gen.notify.watch(step, step, timeout, gen.stop)
                 if not isinstance(batch, set):
                     continue  # "timeout", "stop" or "signal"
-                if self._take(batch) and self.on_change is not None:
-                    self.on_change()
+                paths = self._take(batch)
+                if paths and self.on_change is not None:
+                    self.on_change(paths)
         except Exception as exc:
             self._died(gen, exc)
         finally:
@@ -174,14 +177,14 @@ class Watcher:
                     return  # "timeout": nothing more
                 self._take(batch)
 
-    def _take(self, batch: set[tuple[int, str]]) -> bool:
-        """Add a batch's accepted paths to the pending ones; whether there were any."""
+    def _take(self, batch: set[tuple[int, str]]) -> set[str]:
+        """Add a batch's accepted paths to the pending ones; those paths."""
         accept = self.accept
         paths = {p for _, p in batch if accept is None or accept(p)}
         if paths:
             with self._lock:
                 self._pending |= paths
-        return bool(paths)
+        return paths
 
     def _died(self, gen: _Generation, exc: Exception) -> None:
         if gen is self._current:
@@ -190,7 +193,7 @@ class Watcher:
                 self._lost = True
             logger.warning("file watcher {} stopped, polling instead: {}", self.name, exc)
             if self.on_change is not None:
-                self.on_change()  # the owner looks (and finds it must poll)
+                self.on_change(set())  # the owner looks (and finds it must poll)
 
     @staticmethod
     def _close(gen: _Generation) -> None:

@@ -150,6 +150,23 @@ def test_plan_with_a_task_runs_it(cli: Cli, shared: Path) -> None:
     assert " / " in rows[0]["model"]  # the provider and model the turn would use
 
 
+def test_plan_summary_counts_in_words_a_person_would_write(cli: Cli, shared: Path) -> None:
+    add_task(shared, "- [ ] Water the plants\n")
+    result = cli("heartbeat", "plan")
+    assert result.exit_code == 0, result.stderr
+    assert "1 workspace, 1 decision\n" in result.stdout  # not "1 workspaces"
+
+
+def test_run_now_rows_carry_the_name_and_next_due_plan_has(cli: Cli, shared: Path) -> None:
+    add_task(shared, "- every: 30m title: Builds task: Check CI\n")
+    result = cli("heartbeat", "run-now", "--json")
+    assert result.exit_code == 0, result.stderr
+    (row,) = json.loads(result.stdout)
+    assert (row["name"], row["reason"]) == ("Builds", "not-due")
+    planned = {r["name"]: r["next_due"] for r in plan(cli)}  # first seen by the run
+    assert row["next_due"] == planned["Builds"] is not None
+
+
 def test_plan_when_disabled_by_the_environment(cli: Cli, shared: Path) -> None:
     add_task(shared, "- [ ] Water the plants\n")
     rows = plan(cli, env={"VIKINGBOT_BOT__HEARTBEAT__ENABLED": "false"})

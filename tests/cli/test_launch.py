@@ -15,6 +15,10 @@ NONE = {"workspace": None, "force": False}
     ("argv", "body"),
     [
         (["heartbeat", "run-now", "--json"], NONE),
+        (
+            ["heartbeat", "run-now", "--json", "--entry", "Brief"],
+            {"workspace": None, "force": False, "entry": "Brief"},
+        ),
         (["heartbeat", "run-now", "--force", "--json"], {"workspace": None, "force": True}),
         (
             ["heartbeat", "run-now", "--json", "-w", "shared"],

@@ -210,16 +210,23 @@ def test_busy_workspace() -> None:
     assert reasons(plan(ONE_TASK, busy=True)) == [("skip", "busy")]
 
 
+SEEN = {"Check the build": EntryState("shared", "Check the build", NOW - timedelta(days=1))}
+
+
 def test_checklist_cadence_from_persisted_state() -> None:
     recent = WorkspaceState("shared", last_checklist_at=NOW - timedelta(seconds=300))
-    ds = plan(ONE_TASK, state=recent)
+    ds = plan(ONE_TASK, state=recent, entries=SEEN)
     assert reasons(ds) == [("skip", "not-due")]
     assert ds[0].next_due == NOW + timedelta(seconds=300)
     # a manual cycle ignores the cadence
-    assert reasons(plan(ONE_TASK, state=recent, trigger="manual")) == [("run", "manual")]
+    assert reasons(plan(ONE_TASK, state=recent, trigger="manual", entries=SEEN)) == [
+        ("run", "manual")
+    ]
     # a tick a few seconds early still counts
     almost = WorkspaceState("shared", last_checklist_at=NOW - timedelta(seconds=595))
-    assert reasons(plan(ONE_TASK, state=almost)) == [("run", "due")]
+    assert reasons(plan(ONE_TASK, state=almost, entries=SEEN)) == [("run", "due")]
+    # an entry never seen before (just saved) runs the checklist at once
+    assert reasons(plan(ONE_TASK, state=recent)) == [("run", "due")]
 
 
 def test_target_all_fans_out_per_session() -> None:

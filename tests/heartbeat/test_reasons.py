@@ -78,6 +78,21 @@ def test_each_skip_says_how_to_change_it(decision: Decision, shown: str) -> None
     assert with_fix(decision, CTX) == shown
 
 
+def test_a_push_target_is_not_called_stale() -> None:
+    """Issue 42: nobody writes in a push target, and results do reach it."""
+    push = FixContext(CTX.workspace_root, CTX.stale_after_s, frozenset({"notify"}))
+    shown = with_fix(Decision("shared", "skip", "stale", session="notify:default:phone"), push)
+    assert shown is not None and "until someone writes" not in shown
+    assert shown.startswith("notify:default:phone is a push target (outbound only)")
+
+
+def test_the_push_channel_says_it_is_outbound_only() -> None:
+    from vikingbot import registry
+
+    assert registry.load("channels", "notify").outbound_only
+    assert not registry.load("channels", "telegram").outbound_only
+
+
 @pytest.mark.parametrize(
     "reason",
     sorted(

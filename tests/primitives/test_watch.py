@@ -31,11 +31,18 @@ def test_a_pulled_watcher_hands_over_accepted_changes_once(tmp_path: Path) -> No
 
 def test_a_pushed_watcher_calls_on_change_from_its_thread(tmp_path: Path) -> None:
     changed = threading.Event()
-    watcher = Watcher([tmp_path], name="test", on_change=changed.set, step_ms=50)
+    told: list[set[str]] = []
+    watcher = Watcher(
+        [tmp_path],
+        name="test",
+        on_change=lambda paths: (told.append(paths), changed.set()),
+        step_ms=50,
+    )
     assert watcher.start()
     try:
         (tmp_path / "config.json").write_text("{}")
         assert changed.wait(10)
+        assert told[0] == {str(tmp_path / "config.json")}  # the paths that arrived
         assert watcher.drain() == {str(tmp_path / "config.json")}
     finally:
         watcher.stop()

@@ -12,11 +12,13 @@ Everything here is pure except ``read_context_files``.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from vikingbot.agent.offered import can_write_files, tools_note, workspace_line
 from vikingbot.agentio import open_regular
 from vikingbot.errors import ToolError
 from vikingbot.providers.base import ChatMessage, ToolCall
@@ -65,15 +67,23 @@ def system_prompt(
     metadata: dict[str, Any],
     skills: str | None = None,
     light: bool = False,
+    offered: Collection[str] | None = None,
+    known: Collection[str] = (),
 ) -> str:
     """The preamble, then each context file, then ``skills`` (the listing of
     ``skills.prompt.listing``) when there is one. ``light`` (a heartbeat turn with
-    ``bot.heartbeat.context: light``): the preamble alone, no word of the files."""
+    ``bot.heartbeat.context: light``): the preamble alone, no word of the files.
+    ``offered`` (the tools the turn is offered, of the ``known`` ones; None: all): no
+    word of the others, in the preamble or in TOOLS.md (offered.py)."""
     tz = ZoneInfo(timezone) if timezone else None
     local = now.astimezone(tz) if tz else now
     lines = [
         "You are vikingbot, a personal AI agent. You act for your user through tools.",
-        f"Your workspace is {workspace}; file tools and commands work inside it.",
+        (
+            f"Your workspace is {workspace}; file tools and commands work inside it."
+            if offered is None
+            else workspace_line(str(workspace), offered)
+        ),
         f"Current time: {local:%Y-%m-%d %H:%M %Z} ({local:%A}).",
     ]
     if is_unattended(metadata):
@@ -89,11 +99,18 @@ def system_prompt(
     lines.append(
         "The files below say who you are (SOUL.md), who your user is (USER.md), how to work "
         "(AGENTS.md), notes on tools (TOOLS.md) and what you remember (memory/MEMORY.md, "
-        "memory/USER.md). Keep what should last with the memory tool (remember/forget); "
-        "the recall tool searches memory and past conversations."
+        "memory/USER.md)."
     )
+    if offered is None or "memory" in offered:  # versioned, undoable (docs/memory.md)
+        lines[-1] += " Keep what should last with the memory tool (remember/forget)."
+    elif can_write_files(offered):
+        lines[-1] += " Update them with the file tools when you learn something that should last."
+    if offered is None or "recall" in offered:
+        lines[-1] += " The recall tool searches memory and past conversations."
     parts = ["\n".join(lines)]
     for name, text in files:
+        if name == "TOOLS.md" and offered is not None:
+            text = tools_note(text, known, offered)
         parts.append(f"## {name}\n\n{text}")
     if skills:
         parts.append(skills)

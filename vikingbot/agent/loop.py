@@ -361,7 +361,8 @@ class BuiltinLoop(AgentLoop):
         )
         files = [] if light else read_context_files(ctx.workspace)
         # nobody present: only what approval would let run (one predicate)
-        schemas = [t.schema() for t in tools.values() if self._offered(t, turn.metadata)]
+        offered = [name for name, t in tools.items() if self._offered(t, turn.metadata)]
+        schemas = [tools[name].schema() for name in offered]
         skills = None
         if not light and any(s.name == "skill" for s in schemas):  # only where loadable
             found = await ctx.io.run(catalog, workspace=ctx.workspace, user=self.user_skills)
@@ -376,6 +377,8 @@ class BuiltinLoop(AgentLoop):
             metadata=turn.metadata,
             skills=skills,
             light=light,
+            offered=offered,
+            known=list(tools),
         )
         if agents.history_window and not light:
             split, seen = await ctx.io.run(self.compactor.load, turn.key)

@@ -97,6 +97,9 @@ class Channel(ABC):
     #: The platform drops a repeat of a piece sent with the same ``dedupe_key`` (Matrix's
     #: transaction id): a piece in doubt after a crash is simply sent again.
     idempotent_send: ClassVar[bool] = False
+    #: Nobody writes in it (push notifications): its chats never go quiet, results reach
+    #: them when they are a target (`heartbeat plan` says so instead of "stale").
+    outbound_only: ClassVar[bool] = False
 
     def __init__(
         self,

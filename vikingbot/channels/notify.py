@@ -141,6 +141,7 @@ class NotifyChannel(Channel):
     name: ClassVar[str] = "notify"
     settings: ClassVar[type[ChannelBase]] = NotifySettings
     max_message_chars: ClassVar[int | None] = None  # Apprise cuts to each service's limit
+    outbound_only: ClassVar[bool] = True
 
     def __init__(self, config: ChannelBase, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)

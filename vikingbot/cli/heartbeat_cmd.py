@@ -97,7 +97,7 @@ def _plan_summary(decisions: list[dict[str, Any]], workspaces: int, problems: in
     from collections import Counter
 
     counts = Counter((d["decision"], d["reason"]) for d in decisions)
-    typer.echo(f"{workspaces} workspaces, {len(decisions)} decisions")
+    typer.echo(f"{_count(workspaces, 'workspace')}, {_count(len(decisions), 'decision')}")
     for (decision, reason), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         typer.echo(f"  {n:>7}  {decision:<4}  {reason}")
     shown = [d for d in decisions if d["decision"] == "run" or d["reason"] in ATTENTION]
@@ -112,6 +112,10 @@ def _plan_summary(decisions: list[dict[str, Any]], workspaces: int, problems: in
     hidden = len(decisions) - len(shown)
     if hidden:
         typer.echo(f"{hidden} routine skips not shown (vikingbot heartbeat plan --all)")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _plan_table(title: str, decisions: list[dict[str, Any]]) -> None:
@@ -156,15 +160,23 @@ def run_now_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Run even when disabled or outside active hours.")
     ] = False,
+    entry: Annotated[
+        str | None,
+        typer.Option(
+            "--entry",
+            "-e",
+            help="Only this entry (its title or text), now, scheduled or not; "
+            "its schedule does not move.",
+        ),
+    ] = None,
 ) -> None:
     """Run one cycle now and print each result (through the gateway when one runs)."""
     from vikingbot.cli.remote import call, gateway_client, note_local
 
     client = gateway_client(ctx)
     if client is not None:
-        data = call(
-            client, "POST", "/api/v1/heartbeat/run-now", {"workspace": workspace, "force": force}
-        )
+        body = {"workspace": workspace, "force": force, "entry": entry}
+        data = call(client, "POST", "/api/v1/heartbeat/run-now", body)
         results, problem, via = data["results"], data.get("agent_problem"), "gateway"
     else:
         import asyncio
@@ -177,7 +189,7 @@ def run_now_cmd(
 
         async def once() -> list[dict[str, Any]]:
             try:
-                return await heartbeat_run_now(svc, workspace=workspace, force=force)
+                return await heartbeat_run_now(svc, workspace=workspace, force=force, entry=entry)
             finally:
                 await rt.aclose()  # the model client's connections too, in this loop
 

@@ -5,6 +5,7 @@ an HTTP request and its answer printed; Typer (and the pydantic its option
 parsing loads) would cost more than the request. So the exact forms
 
     heartbeat run-now --json [--force] [-w NAME | --workspace NAME | --workspace=NAME]
+                             [-e NAME | --entry NAME]
 
 are parsed here by hand and sent to the gateway with the standard-library client
 (vikingbot/gateway/client.py), printing the same JSON as the full command
@@ -29,7 +30,7 @@ def parse_run_now(argv: list[str]) -> dict[str, Any] | None:
     """
     if argv[:2] != ["heartbeat", "run-now"]:
         return None
-    body: dict[str, Any] = {"workspace": None, "force": False}
+    body: dict[str, Any] = {"workspace": None, "force": False, "entry": None}
     as_json = False
     rest = argv[2:]
     i = 0
@@ -49,9 +50,16 @@ def parse_run_now(argv: list[str]) -> dict[str, Any] | None:
             if not _plain_value(value):
                 return None
             body["workspace"] = value
+        elif arg in ("-e", "--entry") and body["entry"] is None:
+            if i + 1 >= len(rest) or not _plain_value(rest[i + 1]):
+                return None
+            body["entry"] = rest[i + 1]
+            i += 1
         else:
             return None
         i += 1
+    if body["entry"] is None:
+        del body["entry"]
     return body if as_json else None
 
 

@@ -77,10 +77,11 @@ async def run_now(dash: Dashboard, request: Request) -> Response:
     name = _workspace(dash, request)
     if name is None:
         return PlainTextResponse("no such workspace", status_code=404)
+    entry = (await dash.form(request)).get("entry") or None  # one entry's button
 
     async def go() -> None:
         try:
-            await dash.parts.ops.heartbeat_run_now(workspace=name, force=True)
+            await dash.parts.ops.heartbeat_run_now(workspace=name, force=True, entry=entry)
         except Exception:
             logger.exception("dashboard run-now of {} failed", name)
 

@@ -269,7 +269,9 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
     async def hb_run_now(request: Request) -> Any:
         body = await json_body(request)
         return await ops.heartbeat_run_now(
-            workspace=opt_str(body, "workspace", max_len=200), force=opt_bool(body, "force")
+            workspace=opt_str(body, "workspace", max_len=200),
+            force=opt_bool(body, "force"),
+            entry=opt_str(body, "entry", max_len=500),
         )
 
     async def hb_enable(request: Request) -> Any:

@@ -28,24 +28,61 @@ if TYPE_CHECKING:
 
 
 async def heartbeat_run_now(
-    svc: HeartbeatService, *, workspace: str | None, force: bool
+    svc: HeartbeatService, *, workspace: str | None, force: bool, entry: str | None = None
 ) -> list[dict[str, Any]]:
-    """One manual cycle (the scheduled cadence is not moved); the `run-now --json` rows,
-    each skip with ``detail``: the words `plan` shows for it, fix included."""
+    """One manual cycle (the scheduled cadence is not moved; ``entry``: only that entry,
+    scheduled or not); the `run-now --json` rows, each skip with ``detail``: the words
+    `plan` shows for it, fix included; each with its ``name`` and ``next_due`` as `plan
+    --json` has them (after the run)."""
+    from vikingbot.heartbeat.planner import ledger_name
     from vikingbot.heartbeat.reasons import row_fix
 
-    report = await svc.run_cycle("manual", workspace=workspace, force=force)
+    report = await svc.run_cycle("manual", workspace=workspace, force=force, entry=entry)
     fixes = _fix_context(svc)
-    return [
-        {**result, "detail": row_fix(row, fixes)}
+    rows = [
+        {**result, "name": ledger_name(result), "detail": row_fix(row, fixes)}
         for row, result in zip(report.rows, report.results(), strict=True)
     ]
+    names = sorted({r["workspace"] for r in rows if r["workspace"] != "*"})
+    after = await asyncio.to_thread(_next_dues, svc, names)
+    return [{**r, "next_due": after.get((r["workspace"], r["name"]))} for r in rows]
+
+
+def _next_dues(svc: HeartbeatService, workspaces: list[str]) -> dict[tuple[str, str], str]:
+    """(workspace, name) -> when `plan` says it is next due, for these workspaces."""
+    from vikingbot.heartbeat.planner import subject
+
+    out: dict[tuple[str, str], str] = {}
+    for name in workspaces:
+        decisions, _ = svc.plan("scheduled", workspace=name)
+        out.update(
+            {(d.workspace, subject(d)): d.next_due.isoformat() for d in decisions if d.next_due}
+        )
+    return out
 
 
 def _fix_context(svc: HeartbeatService) -> Any:
     from vikingbot.heartbeat.reasons import FixContext
 
-    return FixContext(svc.workspace_root, svc.cfg.stale_after)
+    return FixContext(svc.workspace_root, svc.cfg.stale_after, _outbound_only(svc))
+
+
+def _outbound_only(svc: HeartbeatService) -> frozenset[str]:
+    """The configured channels nobody writes in (push notifications)."""
+    from vikingbot import registry
+    from vikingbot.errors import VikingbotError
+
+    out = set()
+    for name, section in svc.settings().bot.channels.sections().items():
+        if not section.enabled:  # only the running ones are imported
+            continue
+        try:
+            cls = registry.load("channels", name)
+        except (VikingbotError, ImportError):
+            continue
+        if getattr(cls, "outbound_only", False):
+            out.add(name)
+    return frozenset(out)
 
 
 def heartbeat_plan(svc: HeartbeatService, workspace: str | None) -> dict[str, Any]:
@@ -208,8 +245,12 @@ class ControlOps:
     async def heartbeat_status(self) -> dict[str, Any]:
         return await asyncio.to_thread(heartbeat_status, self.heartbeat, self.agent_problem())
 
-    async def heartbeat_run_now(self, *, workspace: str | None, force: bool) -> Any:
-        rows = await heartbeat_run_now(self.heartbeat, workspace=workspace, force=force)
+    async def heartbeat_run_now(
+        self, *, workspace: str | None, force: bool, entry: str | None = None
+    ) -> Any:
+        rows = await heartbeat_run_now(
+            self.heartbeat, workspace=workspace, force=force, entry=entry
+        )
         self.inbox_changed.set()
         return {"results": rows, "agent_problem": self.agent_problem()}
 

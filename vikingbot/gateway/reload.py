@@ -64,7 +64,7 @@ class ConfigWatch:
             list(dict.fromkeys(p.parent for p in self.files)),
             name="config",
             accept=lambda p: os.path.abspath(p) in names,
-            on_change=lambda: loop.call_soon_threadsafe(changed.set),
+            on_change=lambda _paths: loop.call_soon_threadsafe(changed.set),
         )
         await asyncio.to_thread(watcher.start)
         try:

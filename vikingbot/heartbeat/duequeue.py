@@ -3,8 +3,8 @@
 A heap with lazy deletion: putting a name again or dropping it leaves its old
 entry in the heap, skipped when it is popped; the heap is rebuilt when such
 entries outnumber the live ones. The heartbeat keeps two: when a workspace's
-next session goes stale (the index) and when a kept not-due decision expires
-(the scanner's quiet memo).
+next session goes stale (the index) and when a workspace's next unit falls due
+(the loop's wake-ups, wakeups.py).
 """
 
 from __future__ import annotations
@@ -32,6 +32,13 @@ class DueQueue:
     def clear(self) -> None:
         self._at.clear()
         self._heap.clear()
+
+    def next_at(self) -> datetime | None:
+        """The earliest live time, None when empty."""
+        heap = self._heap
+        while heap and self._at.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # replaced or dropped since
+        return heap[0][0] if heap else None
 
     def pop_due(self, now: datetime, *, inclusive: bool) -> set[str]:
         """The names whose time is before ``now`` (or at it, ``inclusive``), removed."""

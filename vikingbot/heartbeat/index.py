@@ -34,6 +34,7 @@ its sessions' age. When a session's last user message grows older than
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -388,8 +389,12 @@ class HeartbeatIndex:
 
     # ------------------------------------------------------------ watching
 
-    def watch(self) -> bool:
-        """Start learning changes from the OS (the gateway); ``False``: polling it is."""
+    def watch(self, saved: Callable[[], object] | None = None) -> bool:
+        """Start learning changes from the OS (the gateway); ``False``: polling it is.
+
+        ``saved`` is called (from the watcher's thread) as soon as a HEARTBEAT.md or a
+        workspace folder changed: the gateway looks at a saved file within seconds.
+        Session files are only collected, for the next cycle."""
         self.sessions_dir.mkdir(parents=True, exist_ok=True)
         self.root.mkdir(parents=True, exist_ok=True)
         sessions_dir, root = str(self.sessions_dir), str(self.root)
@@ -400,8 +405,18 @@ class HeartbeatIndex:
                 return _is_session_file(name)
             return folder == root or (name == HEARTBEAT_FILE and os.path.dirname(folder) == root)
 
-        # pulled: the events are needed once a cycle, minutes apart (watch.py)
-        self.watcher = Watcher(self._watch_paths(), name="heartbeat", accept=accept, pull=True)
+        def changed(paths: set[str]) -> None:
+            if saved is not None and any(os.path.dirname(p) != sessions_dir for p in paths):
+                saved()
+
+        # pushed: a saved file is news at once (each step of the watcher's thread costs
+        # ~0.1 ms of CPU, watch.py); without ``saved``, pulled once a cycle
+        if saved is None:
+            self.watcher = Watcher(self._watch_paths(), name="heartbeat", accept=accept, pull=True)
+        else:
+            self.watcher = Watcher(
+                self._watch_paths(), name="heartbeat", accept=accept, on_change=changed
+            )
         if not self.watcher.start():
             return False
         self.polled -= self._watched

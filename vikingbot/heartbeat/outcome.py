@@ -172,9 +172,12 @@ def settle_missed(
 
 def _fired(unit: Unit, st: EntryState, ctx: Ctx) -> datetime | None:
     """The new ``last_fired``: the slot (scheduled), the cycle's time, or as it was
-    (a manual run of an unscheduled entry does not move its cadence)."""
+    (a continuation, and a manual run of any entry: ``run-now`` does not move a cadence
+    or a schedule)."""
     if unit.kind == "scheduled":
-        return unit.slot or (st.last_fired if unit.continuation else ctx.now)
+        if unit.slot is not None:
+            return unit.slot
+        return st.last_fired if unit.continuation or ctx.trigger == "manual" else ctx.now
     if ctx.trigger == "manual":
         return st.last_fired
     return ctx.now

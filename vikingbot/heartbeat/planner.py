@@ -24,6 +24,7 @@ from vikingbot.heartbeat.types import (
     EntryState,
     ParseResult,
     Reason,
+    Schedule,
     Trigger,
     Unit,
     UnitKind,
@@ -53,17 +54,19 @@ __all__ = [
     "subject",
 ]
 
-# A tick that comes a little early (timer jitter) still counts as on time for the
-# checklist cadence and ``every:`` entries; a ``daily:``/``cron:`` slot never fires early.
+# A cycle that comes a little early (timer jitter) still counts as on time for the
+# checklist cadence (unscheduled entries); a scheduled entry (``every:``, ``daily:``,
+# ``cron:``) never runs before its due time: the gateway wakes for it (wakeups.py).
 CADENCE_SLACK = 0.05
 # A crashed holder's "running" mark (and claim) is stale after the turn timeout plus this.
 CLAIM_MARGIN_S = 60.0
 TERMINAL = "cli"  # the session type of `vikingbot chat`
 CHECKLIST = "checklist"  # how listings name a workspace's unscheduled entries, run as one
+NO_ENTRY = "no active entry"  # how run-now --entry's skip begins when a workspace lacks it
 
 
 def early_by(cfg: HeartbeatConfig) -> timedelta:
-    """How early a tick may come and still run a cadence or ``every:`` entry on time."""
+    """How early a cycle may come and still run the checklist cadence on time."""
     return timedelta(seconds=cfg.interval_seconds) * CADENCE_SLACK
 
 
@@ -172,12 +175,16 @@ def plan_workspace(
     trigger: Trigger,
     today: str,
     provider_down: str | None = None,
+    entry: str | None = None,
 ) -> list[Decision]:
     """Every decision for one workspace.
 
     ``provider_down``: when set (the model provider is down and not yet due
     for another try), every run becomes a ``provider-down`` skip with this as
     its detail; nothing is charged and scheduled slots stay due.
+
+    ``entry`` (with the ``manual`` trigger: ``run-now --entry``): only that entry is
+    decided, and it runs now whatever its schedule (``only_entry``).
     """
     out, eligible = _sessions(ws, now, cfg)
     # standing orders: scheduled entries run whether or not anyone chatted lately, and
@@ -193,6 +200,8 @@ def plan_workspace(
         return [*out, Decision(ws.name, "skip", why[0], detail=why[1])]
     assert ws.parsed is not None  # _workspace_skip returns "empty" otherwise
     ctx = _Ctx(ws.name, cfg, now, tz, trigger == "manual", dict(ws.entries))
+    if entry is not None:
+        return [*out, *only_entry(ctx, ws.parsed, entry)]
     if live:
         out += _unscheduled(ctx, ws.parsed, ws.state, eligible)
     elif ws.parsed.tasks:
@@ -260,13 +269,17 @@ def _unscheduled(
     if not tasks:
         return out
     if ctx.cfg.mode == "checklist":
-        return out + _checklist(ctx, state, eligible)
+        return out + _checklist(ctx, state, eligible, tasks)
     return out + [_task(ctx, e) for e in tasks]
 
 
-def _checklist(ctx: _Ctx, state: WorkspaceState, eligible: list[SessionMeta]) -> list[Decision]:
+def _checklist(
+    ctx: _Ctx, state: WorkspaceState, eligible: list[SessionMeta], tasks: list[Entry]
+) -> list[Decision]:
     last = state.last_checklist_at
-    if not ctx.cadence_due(last):
+    # an entry never seen before (just written) runs at once, not one interval later
+    new = any(e.ident not in ctx.entries for e in tasks)
+    if not new and not ctx.cadence_due(last):
         nxt = ctx.next_cadence(last)
         return [Decision(ctx.name, "skip", "not-due", detail=CHECKLIST, next_due=nxt)]
     if ctx.cfg.target == "all" and len(eligible) > 1:
@@ -313,12 +326,9 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
     sched = e.schedule
     try:
         due = next_due(sched, first_seen, last_fired, ctx.tz)
-        slack = timedelta(0)
-        if sched.kind == "every":  # a jittery tick keeps the rhythm; a clock time never early
-            slack = early_by(ctx.cfg)
-        if ctx.now + slack < due:
+        if ctx.now < due:  # never early
             return skip("not-due", next_due=due, detail=_with_skill(sched.describe(), e))
-        slot = ctx.now if sched.kind == "every" else latest_slot(sched, ctx.now, ctx.tz)
+        slot = every_slot(sched, due, ctx.now) or latest_slot(sched, ctx.now, ctx.tz)
     except (ValueError, OverflowError) as exc:
         return skip("invalid", detail=f"{sched.describe()}: {_plain(exc)}")
     detail = None
@@ -328,6 +338,44 @@ def _scheduled(ctx: _Ctx, e: Entry) -> Decision:
     unit = Unit("scheduled", e, slot=slot)
     detail = _with_skill(detail, e)
     return Decision(ctx.name, "run", "due", entry=e.ident, unit=unit, detail=detail)
+
+
+def every_slot(sched: Schedule, due: datetime, now: datetime) -> datetime | None:
+    """What a due ``every:`` run counts as fired at: its due time while it is less than
+    one period late (the rhythm keeps its own cadence, a run a second late does not push
+    the next one a second later), else now (after sleep or downtime: one run, then the
+    rhythm starts again from it). None for a clock-time schedule."""
+    if sched.kind != "every" or not sched.every_s:
+        return None
+    return due if now - due < timedelta(seconds=sched.every_s) else now
+
+
+def only_entry(ctx: _Ctx, parsed: ParseResult, name: str) -> list[Decision]:
+    """``run-now --entry NAME``: that entry runs now, scheduled or not, and its schedule
+    does not move (a manual run keeps ``last_fired``; outcome._fired). In checklist mode
+    an unscheduled entry runs as the checklist it belongs to. Parked and running entries
+    still skip; a workspace without it has an ``invalid`` skip listing its entries."""
+    wanted = name.casefold()  # titles are unique ignoring case
+    e = parsed.find(name) or next(
+        (x for x in parsed.active if (x.title or x.key).casefold() == wanted), None
+    )
+    if e is None or e.error is not None:
+        known = ", ".join(sorted({x.title or x.key for x in parsed.active})[:10]) or "none"
+        why = f"{NO_ENTRY} {name!r} in HEARTBEAT.md (entries: {known})"
+        return [Decision(ctx.name, "skip", "invalid", entry=name, detail=why)]
+    st = ctx.entries.get(e.ident)
+    if is_parked(e, st):
+        return [Decision(ctx.name, "skip", "parked", entry=e.ident, detail=e.parked)]
+    if in_progress(st, ctx.now, ctx.cfg):
+        return [Decision(ctx.name, "skip", "pending", entry=e.ident)]
+    if e.schedule is not None:
+        unit = Unit("scheduled", e)  # no slot: the run uses none, the schedule stays
+    elif ctx.cfg.mode == "checklist":
+        detail = f"the checklist, with {e.ident}"
+        return [Decision(ctx.name, "run", "manual", detail=detail, unit=Unit("checklist"))]
+    else:
+        unit = Unit("task", e)
+    return [Decision(ctx.name, "run", "manual", entry=e.ident, unit=unit)]
 
 
 def _with_skill(detail: str | None, e: Entry) -> str | None:

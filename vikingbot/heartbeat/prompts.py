@@ -32,9 +32,12 @@ TASK_INSTRUCTION = (
     "reply with just: HEARTBEAT_OK"
 )
 
+# Says nothing of editing the file: an unattended turn is offered file-writing tools
+# only when the config allows them (bot.heartbeat.safe_tools), and the prompt never
+# describes a tool the turn lacks (agent/offered.py).
 CHECKLIST_HEAD = (
     "HEARTBEAT.md as the heartbeat read it just now (its open tasks; scheduled entries run "
-    "on their own; no need to read the file again, edit it with the file tools):"
+    "on their own; no need to read the file again):"
 )
 CUT_NOTE = "[... cut at bot.heartbeat.max_file_bytes; read the rest with read_file]"
 

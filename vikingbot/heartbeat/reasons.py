@@ -50,6 +50,7 @@ class FixContext:
 
     workspace_root: Path
     stale_after_s: float
+    outbound_only: frozenset[str] = frozenset()  # channels nobody writes in (push)
 
 
 def explain(reason: str | None, error: str | None) -> str:
@@ -119,6 +120,11 @@ def _stale(d: Decision, ctx: FixContext) -> str:
         return (
             f"the checklist of workspace {d.workspace} waits for its chat: no message there "
             f"for over {quiet} (bot.heartbeat.stale_after); its scheduled entries still run"
+        )
+    if d.session.split(":", 1)[0] in ctx.outbound_only:
+        return (
+            f"{d.session} is a push target (outbound only): nobody writes there, so it wakes "
+            "no checklist; results reach it when it is the owner or an entry's deliver: target"
         )
     return (
         f"no message in {d.session} for over {quiet} (bot.heartbeat.stale_after): "

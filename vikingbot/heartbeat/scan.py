@@ -109,10 +109,11 @@ class Scanner:
 
     # ------------------------------------------------------------ the index
 
-    def watch(self) -> bool:
-        """Learn changes from file system events from now on (the gateway calls this)."""
+    def watch(self, saved: Callable[[], object] | None = None) -> bool:
+        """Learn changes from file system events from now on (the gateway calls this);
+        ``saved``: called from the watcher's thread when a HEARTBEAT.md changed."""
         with self._lock:
-            return self.index.watch()  # before the first read: no change falls between
+            return self.index.watch(saved)  # before the first read: no change falls between
 
     def close(self) -> None:
         with self._lock:

@@ -4,7 +4,9 @@ A cycle lists sessions, groups them by workspace, reads each HEARTBEAT.md
 (cached by mtime and size), asks the pure planner what to do, records every
 decision in the run ledger, and runs the ``run`` decisions as agent turns,
 concurrently across workspaces up to ``max_concurrency``. Cadence comes from
-persisted state, so restarts neither starve nor double the heartbeat.
+persisted state, so restarts neither starve nor double the heartbeat. When the
+loop wakes (the interval cycle, a workspace's due time, a saved HEARTBEAT.md)
+is wakeups.py's part.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from vikingbot.heartbeat.types import (
     Trigger,
     WorkspaceInput,
 )
+from vikingbot.heartbeat.wakeups import Wakeups
 from vikingbot.session.store import SessionStore
 from vikingbot.session.types import SessionKey
 from vikingbot.store.leases import Leases, default_owner
@@ -93,6 +96,7 @@ class HeartbeatService:
         self.health = ProviderHealth(self.cfg.interval_seconds)
         self._busy: set[str] = set()
         self._wake = asyncio.Event()
+        self.wakeups = Wakeups()  # when the loop looks again (due times, saves)
         self.nap_check_s = NAP_CHECK_S  # how soon a suspended machine's wake is noticed
         # held from a cycle's planning until its runs are marked busy: two cycles at
         # once (two run-nows, or one beside the scheduled cycle) each see the other's
@@ -190,10 +194,16 @@ class HeartbeatService:
         workspace: str | None = None,
         force: bool = False,
         include_idle: bool = True,
+        entry: str | None = None,
     ) -> tuple[list[Decision], list[WorkspaceInput]]:
         """What a cycle would do now; no model call, no writes."""
         _, fresh, inputs = self._plan(
-            trigger, workspace=workspace, force=force, include_idle=include_idle, memo=False
+            trigger,
+            workspace=workspace,
+            force=force,
+            include_idle=include_idle,
+            memo=False,
+            entry=entry,
         )
         return fresh, inputs
 
@@ -205,6 +215,7 @@ class HeartbeatService:
         force: bool,
         include_idle: bool,
         memo: bool,
+        entry: str | None = None,
     ) -> tuple[list[Decision], list[Decision], list[WorkspaceInput]]:
         """(the kept decisions of quiet workspaces, freshly planned decisions, planner
         inputs).
@@ -228,7 +239,14 @@ class HeartbeatService:
         decisions: list[Decision] = []
         for wsin in inputs:
             mine = plan_workspace(
-                wsin, cfg=self.cfg, now=now, tz=tz, trigger=trigger, today=today, provider_down=down
+                wsin,
+                cfg=self.cfg,
+                now=now,
+                tz=tz,
+                trigger=trigger,
+                today=today,
+                provider_down=down,
+                entry=entry,
             )
             decisions += mine
             if memo:
@@ -236,6 +254,8 @@ class HeartbeatService:
                     self.scanner.quiet[wsin.name] = mine
                 else:
                     self.scanner.quiet.pop(wsin.name, None)
+        if entry is not None:
+            decisions = _where_entry_is(decisions, entry)
         return reused, decisions, inputs
 
     def problems(
@@ -273,16 +293,18 @@ class HeartbeatService:
         workspace: str | None = None,
         force: bool = False,
         wait: bool = True,
+        entry: str | None = None,
     ) -> CycleReport:
-        """One cycle. With ``wait=False`` workspace runs continue in the background."""
+        """One cycle. With ``wait=False`` workspace runs continue in the background.
+        ``entry`` (manual): only that entry, now, its schedule unmoved."""
         async with self._planning:
-            report, tasks = await self._plan_and_start(trigger, workspace, force)
+            report, tasks = await self._plan_and_start(trigger, workspace, force, entry)
         if tasks and wait:
             await asyncio.gather(*tasks, return_exceptions=True)
         return report
 
     async def _plan_and_start(
-        self, trigger: Trigger, workspace: str | None, force: bool
+        self, trigger: Trigger, workspace: str | None, force: bool, entry: str | None = None
     ) -> tuple[CycleReport, list[asyncio.Task[None]]]:
         """Plan a cycle, record its skips and start its runs (each workspace marked busy)."""
         now = self.now()
@@ -295,7 +317,12 @@ class HeartbeatService:
 
         def prepare() -> tuple[list[Decision], list[Decision], list[WorkspaceInput]]:
             planned = self._plan(
-                trigger, workspace=workspace, force=force, include_idle=False, memo=memo
+                trigger,
+                workspace=workspace,
+                force=force,
+                include_idle=False,
+                memo=memo,
+                entry=entry,
             )
             self._remember_entries(planned[2], now)
             self.state.load_streaks()  # for the skips' ledger rows (_record_skips)
@@ -418,7 +445,10 @@ class HeartbeatService:
                 except Exception:
                     logger.bind(workspace=wsin.name).exception("heartbeat run failed")
                 finally:
+                    await self._absorb(wsin.name)
                     self._busy.discard(wsin.name)
+                    if self.wakeups.finished(wsin.name, self.now()):
+                        self._wake.set()  # a due time passed while it ran
 
         task = asyncio.create_task(one(), name=f"heartbeat:{wsin.name}")
         self._track(task)
@@ -448,6 +478,22 @@ class HeartbeatService:
                     wsin.entries = {**wsin.entries, e.ident: st}
                     new.append(st)
         self.state.add_entries(new)  # never over a row another gateway wrote meanwhile
+
+    async def _absorb(self, workspace: str) -> None:
+        """After a run: the entries its file holds now are seen (first_seen now, rows
+        already there kept). An entry the turn itself wrote or reworded is then not "new"
+        to the look its save brings, so an agent that edits its own checklist does not
+        start the next turn at once (a loop); the interval paces it."""
+
+        def absorb() -> None:
+            parsed = self.read_file(self.workspace_path(workspace) / "HEARTBEAT.md")
+            now = self.now()
+            self.state.add_entries([EntryState(workspace, e.ident, now) for e in parsed.active])
+
+        try:
+            await asyncio.to_thread(absorb)
+        except (StoreError, SQLAlchemyError, OSError) as exc:
+            logger.bind(workspace=workspace).warning("heartbeat: entries not noted: {}", exc)
 
     def _fold(self, report: CycleReport, d: Decision, trigger: str) -> list[LedgerRow]:
         """A ledger row for a skip, unless it repeats the previous decision for that subject."""
@@ -518,7 +564,8 @@ class HeartbeatService:
         self.state.mark_cycle(GLOBAL, at)
 
     async def run_forever(self, stop: asyncio.Event | None = None) -> None:
-        """Tick at ``interval_seconds`` from the persisted last cycle (at most one catch-up)."""
+        """Cycle at ``interval_seconds`` from the persisted last cycle (at most one
+        catch-up), and in between when a workspace falls due or a HEARTBEAT.md is saved."""
         stop = stop or asyncio.Event()
         logger.info("heartbeat loop started")
         try:
@@ -543,7 +590,12 @@ class HeartbeatService:
         return started
 
     async def _loop(self, stop: asyncio.Event) -> None:
-        if not await asyncio.to_thread(self.scanner.watch):
+        loop = asyncio.get_running_loop()
+
+        def saved() -> None:  # from the watcher's thread
+            loop.call_soon_threadsafe(self._saved)
+
+        if not await asyncio.to_thread(self.scanner.watch, saved):
             logger.info("heartbeat: no file system events, polling for changes each cycle")
         while not stop.is_set() and not self._stopping:
             # before the first await: a wake (or stop) during the hops below is kept
@@ -565,18 +617,45 @@ class HeartbeatService:
                 if join is not None:
                     self._joined = join
                     logger.info("heartbeat: joining the cycle another gateway started")
-                try:
-                    await self.run_cycle("scheduled", wait=False)
-                except Exception as exc:
-                    if disk_problem(exc):  # a full or read-only disk: one line, not a traceback
-                        logger.error("heartbeat cycle failed: {}: {}", disk_problem(exc), exc)
-                    else:
-                        logger.exception("heartbeat cycle failed")
+                await self._cycle(None)  # the interval cycle: every workspace
                 continue
-            wait_s = min((due - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
+            if await self._wake_cycles(now):
+                continue
+            wake_at = self.wakeups.next_at(due)
+            wait_s = min((wake_at - now).total_seconds(), JOIN_POLL_S if self._shared() else 60.0)
             slept = await nap(self._wake, wait_s, self.clock, check_s=self.nap_check_s)
             if slept:
                 logger.info("heartbeat: the machine slept about {:.0f} s; catching up", slept)
+
+    def _saved(self) -> None:
+        """A HEARTBEAT.md was written: look at it once the writes settle (wakeups.py)."""
+        self.wakeups.saved(self.now())
+        self._wake.set()
+
+    async def _wake_cycles(self, now: datetime) -> bool:
+        """The cycles due before the next interval cycle: what a save changed, then each
+        workspace whose due time came. Whether any ran."""
+        ran = False
+        if self.wakeups.take_saved(now):
+            logger.debug("heartbeat: HEARTBEAT.md saved; looking at what changed")
+            await self._cycle(None)  # plans what changed (and what is not quiet)
+            ran = True
+        for name in sorted(self.wakeups.take_due(now)):
+            await self._cycle(name)
+            ran = True
+        return ran
+
+    async def _cycle(self, workspace: str | None) -> None:
+        """A scheduled cycle (of one workspace, or of all that need planning); its
+        decisions set when each workspace it planned is looked at next."""
+        try:
+            report = await self.run_cycle("scheduled", workspace=workspace, wait=False)
+            self.wakeups.learn(report.decisions, self.tz())
+        except Exception as exc:
+            if disk_problem(exc):  # a full or read-only disk: one line, not a traceback
+                logger.error("heartbeat cycle failed: {}: {}", disk_problem(exc), exc)
+            else:
+                logger.exception("heartbeat cycle failed")
 
     async def _store_away(self, exc: Exception, stop: asyncio.Event) -> None:
         """The state database is unreachable: say so once, retry every STORE_RETRY_S."""
@@ -649,6 +728,16 @@ class HeartbeatService:
 
     def heartbeat_session_key(self, workspace: str) -> SessionKey:
         return heartbeat_session_key(workspace)
+
+
+def _where_entry_is(decisions: list[Decision], entry: str) -> list[Decision]:
+    """``run-now --entry``: the decisions of the workspaces that have the entry; when none
+    has it, one such "no entry" skip (it lists the entries there are)."""
+    from vikingbot.heartbeat.planner import NO_ENTRY
+
+    found = [d for d in decisions if (d.entry or d.unit or d.workspace == GLOBAL)]
+    hits = [d for d in found if not (d.detail or "").startswith(NO_ENTRY)]
+    return hits or found[:1] or decisions[:1]
 
 
 def _invalid(workspace: str, path: str, parsed: ParseResult, d: Decision) -> dict[str, Any]:
