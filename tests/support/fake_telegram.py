@@ -87,6 +87,7 @@ class FakeTelegram:
         self.max_poll_s = max_poll_s
         self.updates: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []  # setMyCommands, sendChatAction...
         self.polls = 0
         self.confirmed = 0  # the highest getUpdates offset seen (updates below are gone)
         self.polling = 0  # getUpdates requests in flight right now
@@ -152,6 +153,53 @@ class FakeTelegram:
         if loop is not None:
             loop.call_soon_threadsafe(self._wake)
         return update_id
+
+    def push_press(
+        self, *, chat_id: int, user_id: int, data: str, chat_type: str = "private"
+    ) -> int:
+        """Script a press of an inline button carrying ``data``; returns its update id."""
+        with self._cond:
+            update_id = self._next_update
+            self._next_update += 1
+            self.updates.append(
+                {
+                    "update_id": update_id,
+                    "callback_query": {
+                        "id": f"cq{update_id}",
+                        "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+                        "chat_instance": "ci",
+                        "data": data,
+                        "message": {
+                            "message_id": 1,
+                            "date": DATE,
+                            "chat": {"id": chat_id, "type": chat_type},
+                            "from": {"id": self.bot_id, "is_bot": True, "first_name": "Viking"},
+                            "text": "Allow?",
+                        },
+                    },
+                }
+            )
+            loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake)
+        return update_id
+
+    def calls_of(self, method: str) -> list[dict[str, Any]]:
+        """The recorded ``setMyCommands`` / ``sendChatAction`` / ``answerCallbackQuery`` calls."""
+        with self._cond:
+            return [params for m, params in self.calls if m == method]
+
+    async def wait_call(self, method: str, n: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: len(self.calls_of(method)) >= n, timeout)
+
+    def _record_call(self, method: str, params: dict[str, Any]) -> Response:
+        with self._cond:
+            if self.send_errors and method == "setMyCommands":
+                code, description, retry_after = self.send_errors.pop(0)
+                return self._fail(code, description, retry_after)
+            self.calls.append((method, params))
+            self._cond.notify_all()
+        return self._ok(True)
 
     def fail_next_send(
         self, code: int = 429, description: str = "Too Many Requests", retry_after: int | None = 0
@@ -241,6 +289,8 @@ class FakeTelegram:
             return answer
         if method in ("deleteWebhook", "close", "logOut"):
             return self._ok(True)
+        if method in ("setMyCommands", "sendChatAction", "answerCallbackQuery"):
+            return self._record_call(method, params)
         return self._fail(404, "Not Found: method not found")
 
     def _pending(self, offset: int) -> list[dict[str, Any]]:
@@ -322,14 +372,16 @@ class FakeTelegram:
             message_id = self._next_message
             self._next_message += 1
             thread = params.get("message_thread_id")
-            self.sent.append(
-                {
-                    "chat_id": str(chat),
-                    "text": text,
-                    "message_thread_id": str(thread) if thread else None,
-                    "parse_mode": mode,
-                }
-            )
+            row = {
+                "chat_id": str(chat),
+                "text": text,
+                "message_thread_id": str(thread) if thread else None,
+                "parse_mode": mode,
+            }
+            if params.get("reply_markup"):  # buttons: only asked-for questions carry them
+                markup = params["reply_markup"]
+                row["reply_markup"] = json.loads(markup) if isinstance(markup, str) else markup
+            self.sent.append(row)
             self._cond.notify_all()
         chat_id = int(chat) if str(chat).lstrip("-").isdigit() else 0
         return self._ok(

@@ -27,6 +27,7 @@ from vikingbot.errors import ChannelError, VikingbotError
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from vikingbot.channels.approval_ui import Question
     from vikingbot.store.db import StateStore
 
 STRANGER_AUDIT_EVERY = timedelta(minutes=10)
@@ -173,6 +174,25 @@ class Channel(ABC):
     async def answered(self, msg: InboundMessage) -> None:
         """The reply to ``msg`` was handed to delivery (a channel that keeps accepted
         messages until answered marks it here). Default: nothing to do."""
+        return None
+
+    # ---- chat-side capabilities: each has a working default (text, or nothing) -----
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """Show an approval question in a chat (``channels/approval_ui.py``). Default: its
+        text form, answered by a reply; a platform with buttons overrides this."""
+        from vikingbot.channels.approval_ui import text_form
+
+        await self.send(OutboundMessage(self.name, chat_id, text_form(question), thread=thread))
+
+    async def typing(self, chat_id: str, thread: str | None) -> None:
+        """Show "typing…" in a chat for a few seconds (called again while a turn runs).
+        Default: nothing."""
+        return None
+
+    async def register_commands(self, menu: Sequence[tuple[str, str]]) -> None:
+        """Register the chat commands (``(name, summary)``) in the platform's native menu.
+        Default: nothing (the typed ``/name`` works everywhere)."""
         return None
 
     def allowed(self, sender_id: str, chat_id: str) -> bool:

@@ -27,7 +27,11 @@ from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from telegram import Bot, Update
+
+    from vikingbot.channels.approval_ui import Question
 
 _INT = re.compile(r"-?\d{1,20}")
 MAX_POLL_BACKOFF_S = 60.0
@@ -156,7 +160,7 @@ class TelegramChannel(Channel):
                 updates = await bot.get_updates(
                     offset=self._offset,
                     timeout=self.poll_timeout_s,
-                    allowed_updates=["message"],
+                    allowed_updates=["message", "callback_query"],
                 )
                 backoff = 1.0
             except (InvalidToken, Forbidden) as exc:
@@ -181,7 +185,7 @@ class TelegramChannel(Channel):
                 continue
             for update in updates:
                 self._offset = update.update_id + 1
-                msg = self.inbound_from_update(update)
+                msg = self.inbound_from_update(update) or await self._pressed(bot, update)
                 if msg is not None:
                     await self.accept(msg)
                 await position.advance(self._store, self.name, self._offset, self._clock.now())
@@ -237,3 +241,87 @@ class TelegramChannel(Channel):
                 await self._bot.send_message(chat_id=chat, text=msg.text, message_thread_id=thread)
         except TelegramError as exc:
             raise _convert(exc, f"sendMessage to {msg.chat_id}") from exc
+
+    # ---- chat-side capabilities (channels/approval_ui.py, gateway/steering.py) -----
+
+    async def _pressed(self, bot: Bot, update: Update) -> InboundMessage | None:
+        """A pressed approval button: the command it stands for, from the person who pressed
+        it (then checked like typed text). The press is acknowledged either way."""
+        from telegram.error import TelegramError
+
+        from vikingbot.commands.registry import parse
+
+        query = update.callback_query
+        if query is None:
+            return None
+        with contextlib.suppress(TelegramError):
+            await bot.answer_callback_query(query.id)
+        data = query.data if isinstance(query.data, str) else ""
+        inv = parse(data)
+        message = query.message
+        if inv is None or inv.name not in ("approve", "deny") or message is None:
+            return None
+        thread = getattr(message, "message_thread_id", None)
+        topic = bool(getattr(message, "is_topic_message", False))
+        return InboundMessage(
+            channel=self.name,
+            chat_id=str(message.chat.id),
+            sender_id=str(query.from_user.id),
+            text=f"/{inv.name} {' '.join(inv.args)}".strip(),
+            thread=str(thread) if thread is not None and topic else None,
+            metadata={"callback_query": query.id},
+        )
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """The question with Allow / Deny buttons (an inline keyboard)."""
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+        from telegram.error import TelegramError
+
+        from vikingbot.channels.approval_ui import button_form
+
+        if self._bot is None:
+            raise ChannelError("Telegram channel is not started")
+        keys = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton("Allow", callback_data=question.approve),
+                    InlineKeyboardButton("Deny", callback_data=question.deny),
+                ]
+            ]
+        )
+        try:
+            await self._bot.send_message(
+                chat_id=_chat(chat_id),
+                text=button_form(question),
+                message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
+                reply_markup=keys,
+            )
+        except TelegramError as exc:
+            raise _convert(exc, f"sendMessage (approval) to {chat_id}") from exc
+
+    async def typing(self, chat_id: str, thread: str | None) -> None:
+        from telegram.constants import ChatAction
+        from telegram.error import TelegramError
+
+        if self._bot is None:
+            return
+        try:
+            await self._bot.send_chat_action(
+                chat_id=_chat(chat_id),
+                action=ChatAction.TYPING,
+                message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
+            )
+        except TelegramError as exc:
+            raise _convert(exc, f"sendChatAction to {chat_id}") from exc
+
+    async def register_commands(self, menu: Sequence[tuple[str, str]]) -> None:
+        """``setMyCommands``: the commands in Telegram's "/" menu."""
+        from telegram import BotCommand
+        from telegram.error import TelegramError
+
+        if self._bot is None:
+            return
+        try:
+            await self._bot.set_my_commands([BotCommand(n, d) for n, d in menu])
+        except TelegramError as exc:
+            raise _convert(exc, "setMyCommands") from exc

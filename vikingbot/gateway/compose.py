@@ -286,7 +286,14 @@ def channels(home: Home, sender: str, spawn: Spawn | None = None) -> ChannelMana
 def dispatch(home: Home) -> Dispatcher:
     """Chat messages, dashboard prompts and control-API chats become turns."""
     from vikingbot.gateway.dispatch import Dispatcher
+    from vikingbot.gateway.steering import Steering
 
+    steering = Steering(  # the supervisor hands it the channels and the heartbeat once built
+        config=home.settings,
+        sessions=home.sessions,
+        audit=home.store.audit,
+        workspace_of=lambda key: home.workspaces.name_for(key),
+    )
     return Dispatcher(
         agent=home.agent,
         agent_problem=home.agent_problem,
@@ -294,6 +301,7 @@ def dispatch(home: Home) -> Dispatcher:
         sessions=home.sessions,
         store=home.store,
         clock=home.clock,
+        steering=steering,
     )
 
 

@@ -1,0 +1,122 @@
+"""Steering from Telegram through python-telegram-bot and the fake Bot API: commands that
+never reach the model, the command menu, approval questions with inline buttons."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.fake_telegram import FakeTelegram
+from tests.support.steering_rig import stack_config, steering_stack
+from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
+
+OWNER = 4242
+GROUP = -100777
+ALICE, MALLORY = 7, 8
+
+
+@pytest.fixture
+def telegram() -> Iterator[tuple[FakeTelegram, str]]:
+    fake = FakeTelegram(max_poll_s=0.2)
+    with fake.serve() as api_base:
+        yield fake, api_base
+
+
+def channels(fake: FakeTelegram, api: str, **extra: Any) -> dict[str, Any]:
+    section = {"enabled": True, "token": fake.token, "apiBase": api, "allowFrom": [str(GROUP)]}
+    return {"telegram": {**section, **extra}}
+
+
+def texts(fake: FakeTelegram) -> list[str]:
+    return [m["text"] for m in fake.sent]
+
+
+async def test_commands_answer_without_the_model_and_fill_the_menu(
+    telegram: tuple[FakeTelegram, str], tmp_path: Path
+) -> None:
+    fake, api = telegram
+    with FakeOpenAI.start(default=reply("from the model")) as model:
+        config = stack_config(model, owner=f"telegram:{OWNER}", channels=channels(fake, api))
+        async with steering_stack(tmp_path, config):
+            menu = fake.calls_of("setMyCommands")[0]["commands"]
+            names = [c["command"] for c in (json.loads(menu) if isinstance(menu, str) else menu)]
+            assert {"new", "stop", "model", "status", "usage", "approve", "help"} <= set(names)
+
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="/model fake-large")
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="/model gpt-5-secret")
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="/status@viking_fake_bot")
+            sent = await fake.wait_sent(3)
+            by_text = "\n".join(m["text"] for m in sent)
+            assert "now uses fake-large" in by_text
+            assert "not a model the config lists" in by_text
+            assert "Model: fake-large" in by_text
+            assert model.requests == []  # no command reached the model
+
+            fake.push_text(
+                chat_id=GROUP, user_id=MALLORY, text="/heartbeat pause", chat_type="group"
+            )
+            sent = await fake.wait_sent(4)
+            assert sent[-1]["text"] == "Only the owner can use /heartbeat."
+
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="hello")  # a turn: the chosen model
+            await fake.wait_sent(5)
+            assert [r.model for r in model.requests] == ["fake-large"]
+            assert fake.calls_of("sendChatAction"), "no typing indicator while the turn ran"
+
+
+async def test_an_approval_is_asked_with_buttons_and_only_the_asker_may_press(
+    telegram: tuple[FakeTelegram, str], tmp_path: Path
+) -> None:
+    fake, api = telegram
+    with FakeOpenAI.start() as model:
+        model.script(
+            [tool_call("write_file", {"path": "note.txt", "content": "hi"}), reply("written")]
+        )
+        config = stack_config(model, owner=f"telegram:{OWNER}", channels=channels(fake, api))
+        async with steering_stack(tmp_path, config) as s:
+            fake.push_text(chat_id=GROUP, user_id=ALICE, text="write a note", chat_type="group")
+            question = (await fake.wait_sent(1))[0]
+            assert question["text"].startswith("Allow write_file?")
+            assert '"path": "note.txt"' in question["text"]
+            buttons = question["reply_markup"]["inline_keyboard"][0]
+            assert [b["text"] for b in buttons] == ["Allow", "Deny"]
+
+            fake.push_press(chat_id=GROUP, user_id=MALLORY, data=buttons[0]["callback_data"])
+            refused = (await fake.wait_sent(2))[1]
+            assert refused["text"].startswith("Only the person this turn answers")
+            fake.push_press(chat_id=GROUP, user_id=ALICE, data=buttons[0]["callback_data"])
+            sent = await fake.wait_sent(4)
+            assert texts(fake)[2:] == ["Approved: write_file", "written"]
+            workspace = s.home.paths.workspace_root / "shared"
+            assert (workspace / "note.txt").read_text() == "hi"
+            assert len(fake.calls_of("answerCallbackQuery")) == 2
+            refusals = s.audit("approval.refuse")
+            assert [(e["actor"], e["outcome"]) for e in refusals] == [
+                (f"chat:{MALLORY}", "refused")
+            ]
+            assert s.audit("approval.answer")[0]["actor"] == f"chat:{ALICE}"
+            assert sent[-1]["chat_id"] == str(GROUP)
+
+
+async def test_no_answer_in_time_denies_and_a_429_on_the_question_is_waited_out(
+    telegram: tuple[FakeTelegram, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PTB_TIMEDELTA", "1")  # the SDK's own switch: no deprecation warning
+    fake, api = telegram
+    with FakeOpenAI.start() as model:
+        model.script([tool_call("exec", {"command": "rm -rf /tmp/x"}), reply("could not")])
+        section = channels(fake, api, approvalTimeoutS=0.5)
+        config = stack_config(model, owner=f"telegram:{OWNER}", channels=section)
+        async with steering_stack(tmp_path, config) as s:
+            fake.fail_next_send(429, "Too Many Requests: retry after 1", retry_after=1)
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="clean up")
+            sent = await fake.wait_sent(2)
+            assert sent[0]["text"].startswith("Allow exec?")
+            assert sent[1]["text"] == "could not"
+            tool_message = model.requests[1].messages[-1]
+            assert tool_message["role"] == "tool" and "declined" in tool_message["content"]
+            assert s.audit("approval.timeout")[0]["outcome"] == "denied"
