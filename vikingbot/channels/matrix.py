@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from mautrix.client.api import ClientAPI
 
 SYNC_TIMEOUT_MS = 30_000
+TYPING_MS = 30_000
 HISTORY_LIMIT = 50  # timeline events per room in a sync; more is "limited"
 MAX_ROOM_ID = 255
 TAKEN_TYPES = frozenset({"m.text", "m.emote"})  # m.notice is what bots send: never answered
@@ -437,6 +438,15 @@ class MatrixChannel(Channel):
                 )
         except _sdk_errors() as exc:
             raise _convert(exc, f"send to {room}") from exc
+
+    async def typing(self, chat_id: str, thread: str | None) -> None:
+        """``PUT .../typing``: "typing…" for 30 s (the gateway renews it while a turn runs)."""
+        if self._api is None or room_problem(chat_id) is not None:
+            return
+        try:
+            await self._api.set_typing(chat_id, timeout=TYPING_MS)  # type: ignore[arg-type]
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"typing in {chat_id}") from exc
 
 
 def _client(section: MatrixSettings) -> ClientAPI:

@@ -457,6 +457,7 @@ def control_ops(
         wake_heartbeat=wake_heartbeat,
         cron=cron,
         chat_turn=chat.chat,
+        steering=chat.steering,
         services=services,
         started_at=started_at,
         host=host,

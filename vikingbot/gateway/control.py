@@ -21,6 +21,7 @@ import hmac
 import json
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -315,10 +316,23 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         if opt_bool(body, "stream"):  # retries as they happen, then the result (chat_stream)
             from vikingbot.gateway.chat_stream import ChatStream
 
+            steering = ops.steering
             return ChatStream(
-                lambda: ops.chat(text, session=session), inflight=ops.inflight, path="/api/v1/chat"
+                lambda: ops.chat(text, session=session),
+                inflight=ops.inflight,
+                path="/api/v1/chat",
+                asker=None if steering is None else partial(steering.terminal_asker, session),
             )
         return await until_client_leaves(request, ops.chat(text, session=session))
+
+    async def chat_answer(request: Request) -> Any:
+        """The terminal's answer to an ``ask`` event of its chat stream."""
+        body = await json_body(request)
+        session = opt_str(body, "session", max_len=300) or "cli:default:local"
+        ident = req_str(body, "id", max_len=20)
+        if ops.steering is None:
+            raise NotFound("approvals are not asked in this gateway")
+        return {"text": ops.steering.terminal_answer(session, ident, opt_bool(body, "yes"))}
 
     async def events(request: Request) -> Any:
         q = request.query_params
@@ -341,4 +355,5 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         Route("/api/v1/inbox/read", endpoint_(inbox_read), methods=["POST"]),
         Route("/api/v1/chat", endpoint_(chat), methods=["POST"]),
         Route("/api/v1/events", endpoint_(events), methods=["GET"]),
+        Route("/api/v1/chat/answer", endpoint_(chat_answer), methods=["POST"]),
     ]

@@ -258,6 +258,33 @@ class Steering:
         except (VikingbotError, OSError) as exc:
             logger.warning("could not count usage of {}: {}", key, exc)
 
+    def terminal_asker(
+        self, session: str, emit: Callable[[dict[str, Any]], bool]
+    ) -> Callable[[str, dict[str, Any]], Awaitable[bool]]:
+        """The asker of an attached ``vikingbot chat`` turn (issue 42): each question is an
+        ``ask`` event on the turn's stream (``emit``; False: it could not be sent), answered
+        through ``POST /api/v1/chat/answer``; no answer within the ``cli`` channel's
+        ``approval_timeout_s`` denies."""
+        from vikingbot.delivery.owner import channel_sections
+
+        place = f"cli:{session}"
+
+        async def ask(tool: str, args: dict[str, Any]) -> bool:
+            section = channel_sections(self.config()).get("cli")
+            timeout = section.approval_timeout_s if section is not None else 300.0
+            pending = self.approvals.open(place, "cli", tool, args)
+            event = {"event": "ask", "id": pending.id, "tool": tool, "preview": pending.preview}
+            if not emit({**event, "timeout_s": timeout}):
+                self.approvals.discard(pending)
+                return False
+            return await self.approvals.wait(pending, timeout)
+
+        return ask
+
+    def terminal_answer(self, session: str, ident: str, yes: bool) -> str:
+        """The terminal's answer (the control API is the owner's: its secret was shown)."""
+        return self.approvals.answer(f"cli:{session}", "cli", owner=True, yes=yes, ident=ident)
+
     async def register_menus(self, channels: Sequence[Channel]) -> None:
         """Put the commands in each channel's native menu (a failure is only logged)."""
         menu = self.registry.menu()
