@@ -3,8 +3,10 @@ never reach the model, the command menu, approval questions with inline buttons.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,14 @@ def telegram() -> Iterator[tuple[FakeTelegram, str]]:
 def channels(fake: FakeTelegram, api: str, **extra: Any) -> dict[str, Any]:
     section = {"enabled": True, "token": fake.token, "apiBase": api, "allowFrom": [str(GROUP)]}
     return {"telegram": {**section, **extra}}
+
+
+async def until(check: Callable[[], bool], what: str, timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not await asyncio.to_thread(check):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never saw {what}")
+        await asyncio.sleep(0.02)
 
 
 def texts(fake: FakeTelegram) -> list[str]:
@@ -120,3 +130,37 @@ async def test_no_answer_in_time_denies_and_a_429_on_the_question_is_waited_out(
             tool_message = model.requests[1].messages[-1]
             assert tool_message["role"] == "tool" and "declined" in tool_message["content"]
             assert s.audit("approval.timeout")[0]["outcome"] == "denied"
+
+
+async def test_a_stranger_pairs_by_code_and_is_let_in_by_the_owner(
+    telegram: tuple[FakeTelegram, str], tmp_path: Path
+) -> None:
+    fake, api = telegram
+    stranger = 999
+    with FakeOpenAI.start(default=reply("welcome aboard")) as model:
+        section = channels(fake, api, pairing=True)
+        config = stack_config(model, owner=f"telegram:{OWNER}", channels=section)
+        async with steering_stack(tmp_path, config) as s:
+            for n in range(4):  # the fourth attempt within the hour is not answered
+                fake.push_text(chat_id=stranger, user_id=stranger, text=f"secret plan {n}")
+            await until(lambda: len(s.audit("pairing.request")) == 4, "four attempts audited")
+            codes = await fake.wait_sent(3)
+            assert len({m["text"] for m in codes}) == 1  # the same code each time
+            code = codes[0]["text"].split("pairing code: ")[1].split()[0]
+            outcomes = [e["outcome"] for e in s.audit("pairing.request")]
+            assert sorted(outcomes) == ["limited", "new", "same", "same"]
+            assert model.requests == []  # nothing of the stranger reached the model
+
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text=f"/pair approve {code.lower()}")
+            sent = await fake.wait_sent(4)
+            assert (
+                sent[-1]["text"]
+                == f"Let telegram:{stranger} in: added to allow_from (applied now)."
+            )
+            saved = json.loads(s.home.paths.config_file.read_text())
+            assert str(stranger) in saved["bot"]["channels"]["telegram"]["allowFrom"]
+
+            fake.push_text(chat_id=stranger, user_id=stranger, text="hello")
+            sent = await fake.wait_sent(5)
+            assert sent[-1]["text"] == "welcome aboard"
+            assert [r.last_user_text for r in model.requests] == ["hello"]

@@ -50,6 +50,23 @@ def has_secret(value: SecretStr | None) -> bool:
     return value is not None and bool(value.get_secret_value())
 
 
+PAIRING = "pairing"  # InboundMessage.metadata key: a stranger asking for a pairing code
+
+
+def stranger(msg: InboundMessage) -> InboundMessage:
+    """What the gateway sees of a stranger's message where pairing is on: who and where,
+    never the text (commands/pairing.py answers it with a code)."""
+    return InboundMessage(
+        channel=msg.channel,
+        chat_id=msg.chat_id,
+        sender_id=msg.sender_id,
+        text="",
+        thread=msg.thread,
+        channel_id=msg.channel_id,
+        metadata={PAIRING: True},
+    )
+
+
 class Problems(NamedTuple):
     """What a channel's section lacks: ``missing`` settings stop it sending at all;
     ``notes`` describe reduced function (e.g. can send, cannot receive)."""
@@ -212,6 +229,9 @@ class Channel(ABC):
     async def accept(self, msg: InboundMessage) -> bool:
         """Publish an inbound message if its sender is allowed; otherwise ignore and audit."""
         if not self.allowed(msg.sender_id, msg.chat_id):
+            if self.config.pairing and self._bus is not None:  # a code, and nothing else
+                await self._bus.publish_inbound(stranger(msg))
+                return False
             if self._should_audit(msg):
                 await asyncio.to_thread(self._audit_refusal, msg)
             return False

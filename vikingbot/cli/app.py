@@ -93,6 +93,9 @@ def _register() -> None:
     app.add_typer(
         inbox_cmd.app, name="inbox", help="Results delivered to the local dashboard inbox."
     )
+    from vikingbot.cli import pair_cmd
+
+    app.add_typer(pair_cmd.app, name="pair", help="Let a new person in by their pairing code.")
 
 
 _register()

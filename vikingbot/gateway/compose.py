@@ -285,7 +285,9 @@ def channels(home: Home, sender: str, spawn: Spawn | None = None) -> ChannelMana
 
 def dispatch(home: Home) -> Dispatcher:
     """Chat messages, dashboard prompts and control-API chats become turns."""
+    from vikingbot.commands.pairing import PairingBook
     from vikingbot.gateway.dispatch import Dispatcher
+    from vikingbot.gateway.pairing_desk import PairingDesk
     from vikingbot.gateway.steering import Steering
 
     steering = Steering(  # the supervisor hands it the channels and the heartbeat once built
@@ -293,6 +295,12 @@ def dispatch(home: Home) -> Dispatcher:
         sessions=home.sessions,
         audit=home.store.audit,
         workspace_of=lambda key: home.workspaces.name_for(key),
+    )
+    steering.pairing_desk = PairingDesk(
+        PairingBook(home.paths.data_dir / "pairing.json"),
+        home.paths.config_file,
+        audit=home.store.audit,
+        channel_of=lambda name: steering.channel_of(name),
     )
     return Dispatcher(
         agent=home.agent,

@@ -334,6 +334,17 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
             raise NotFound("approvals are not asked in this gateway")
         return {"text": ops.steering.terminal_answer(session, ident, opt_bool(body, "yes"))}
 
+    async def pair(request: Request) -> Any:
+        """``vikingbot pair``: list, approve or deny a pairing code (commands/pairing.py)."""
+        body = await json_body(request)
+        verb = req_str(body, "verb", max_len=10)
+        if verb not in ("list", "approve", "deny"):
+            raise BadRequest("'verb' must be list, approve or deny")
+        code = opt_str(body, "code", max_len=40) or ""
+        if ops.steering is None or ops.steering.pairing_desk is None:
+            raise NotFound("pairing is not available in this gateway")
+        return await ops.steering.pairing_desk.act(verb, code)
+
     async def events(request: Request) -> Any:
         q = request.query_params
         return await ops.events(
@@ -356,4 +367,5 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         Route("/api/v1/chat", endpoint_(chat), methods=["POST"]),
         Route("/api/v1/events", endpoint_(events), methods=["GET"]),
         Route("/api/v1/chat/answer", endpoint_(chat_answer), methods=["POST"]),
+        Route("/api/v1/pair", endpoint_(pair), methods=["POST"]),
     ]

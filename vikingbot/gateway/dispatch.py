@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.agent.dispatch import TurnText, run_turn_text, turn_json
+from vikingbot.channels.base import PAIRING
 from vikingbot.channels.inbound import apology, gave_up
 from vikingbot.clock import wait_event
 from vikingbot.delivery.adapter import TurnDelivery
@@ -119,6 +120,8 @@ class Dispatcher:
 
             if await steering.intercept(msg, key, reply):  # never reaches the model
                 return
+        elif msg.metadata.get(PAIRING):  # a stranger's message: never the model
+            return
         await asyncio.to_thread(self.sessions.get_or_create, key)
         problem = self.agent_problem()
         reply_to = f"{msg.channel}:{msg.chat_id}:{msg.thread}"  # new cron jobs' default target

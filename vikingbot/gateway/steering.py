@@ -21,6 +21,7 @@ from loguru import logger
 
 from vikingbot.agent.approval import TURN_ASKER
 from vikingbot.channels.approval_ui import Question
+from vikingbot.channels.base import PAIRING
 from vikingbot.commands import Approvals, CommandCall, Desk, registry, yes_or_no
 from vikingbot.commands import usage as usage_counts
 from vikingbot.commands.builtin import chat_model
@@ -31,8 +32,9 @@ if TYPE_CHECKING:
     from vikingbot.agent.dispatch import TurnText
     from vikingbot.bus import InboundMessage
     from vikingbot.channels.base import Channel
-    from vikingbot.commands.types import HeartbeatControls, Pairing
+    from vikingbot.commands.types import HeartbeatControls
     from vikingbot.config.schema import Config
+    from vikingbot.gateway.pairing_desk import PairingDesk
     from vikingbot.session.store import SessionStore
     from vikingbot.session.types import SessionKey
 
@@ -59,7 +61,7 @@ class Steering:
         self.registry = registry()
         self.channel_of: Callable[[str], Channel | None] = channel_of or (lambda _name: None)
         self.heartbeat: HeartbeatControls | None = None  # set once the heartbeat runs
-        self.pairing: Pairing | None = None
+        self.pairing_desk: PairingDesk | None = None  # set where a config file is there
         self._audit = audit
         self._running: dict[SessionKey, asyncio.Task[Any]] = {}
         self._stopping: set[asyncio.Task[Any]] = set()
@@ -75,7 +77,7 @@ class Steering:
             stop_turn=self.stop_turn,
             workspace_of=self.workspace_of,
             heartbeat=self.heartbeat,
-            pairing=self.pairing,
+            pairing=None if self.pairing_desk is None else self.pairing_desk.as_text,
         )
 
     def is_owner(self, channel: str, sender: str, chat: str) -> bool:
@@ -109,6 +111,10 @@ class Steering:
             return await self._intercept(msg, key, reply)
 
     async def _intercept(self, msg: InboundMessage, key: SessionKey, reply: Reply) -> bool:
+        if msg.metadata.get(PAIRING):  # a stranger: a code and nothing else, never the model
+            if self.pairing_desk is not None:
+                await self.pairing_desk.stranger(msg, reply)
+            return True
         place = f"{msg.channel}:{msg.chat_id}"
         owner = self.is_owner(msg.channel, msg.sender_id, msg.chat_id)
         found = self.registry.find(msg.text)
