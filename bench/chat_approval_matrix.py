@@ -70,7 +70,7 @@ async def run(rounds: int, root: Path) -> tuple[list[float], list[float]]:
                     asked.append(t1 - t0)
                     await asyncio.to_thread(hs.say, alice, room, "yes")
                     done = s.home.paths.workspace_root / "shared" / f"n{i}.txt"
-                    t2 = await until(lambda n=seen: len(mine()) > n + 1 and done.exists())
+                    t2 = await until(lambda n=seen, f=done: len(mine()) > n + 1 and f.exists())
                     applied.append(t2 - t1)
                 return asked, applied
     finally:
