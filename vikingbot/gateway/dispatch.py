@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.agent.dispatch import TurnText, run_turn_text, turn_json
+from vikingbot.agent.types import TurnResult
+from vikingbot.bus import InboundMessage
 from vikingbot.channels.base import PAIRING
 from vikingbot.channels.inbound import apology, gave_up
 from vikingbot.clock import wait_event
@@ -26,7 +28,7 @@ from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop
-    from vikingbot.bus import InboundMessage, MessageBus
+    from vikingbot.bus import MessageBus
     from vikingbot.clock import Clock
     from vikingbot.delivery.service import DeliveryService
     from vikingbot.gateway.steering import Steering
@@ -146,8 +148,7 @@ class Dispatcher:
             )
 
         out = await (turn(meta) if steering is None else steering.run(msg, key, meta, turn))
-        if out is None:  # /stop ended it
-            await deliver("Stopped.")
+        if out is None:  # /stop ended it (its answer said so)
             return
         if problem:
             out.text = f"vikingbot cannot answer yet: {problem}"
@@ -163,6 +164,11 @@ class Dispatcher:
 
         key = SessionKey.parse(session)
         await asyncio.to_thread(self.sessions.get_or_create, key, True)
+        if self.steering is not None and self.steering.registry.find(text) is not None:
+            # the terminal's commands: the same registry as the chats', never the model
+            msg = InboundMessage(key.type, key.chat_id, "cli", text, channel_id=key.channel_id)
+            answer = await self.steering.command(msg, key, owner=True)
+            return {**turn_json(key, TurnResult(answer)), "messages": []}
         problem = self.agent_problem()
         if problem:
             raise ConfigError(problem)

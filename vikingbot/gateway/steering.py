@@ -124,19 +124,25 @@ class Steering:
                 return False
             await reply(self.approvals.answer(place, msg.sender_id, owner=owner, yes=yes))
             return True
+        await reply(await self.command(msg, key, owner=owner))
+        return True
+
+    async def command(self, msg: InboundMessage, key: SessionKey, *, owner: bool) -> str:
+        """The answer to ``msg``, a command (``registry.find`` knows it)."""
+        found = self.registry.find(msg.text)
+        assert found is not None
         command, inv = found
         if command.owner_only and not owner:
             self._record(msg, command.name, "refused", "owner only")
-            await reply(f"Only the owner can use /{command.name}.")
-            return True
+            return f"Only the owner can use /{command.name}."
+        place = f"{msg.channel}:{msg.chat_id}"
         call = CommandCall(self.desk(), key, place, msg.sender_id, owner, inv.args)
         try:
             text = await command.handler(call)
         except VikingbotError as exc:
             text = f"/{command.name} failed: {exc}"
         self._record(msg, command.name, "done", None)
-        await reply(text)
-        return True
+        return text
 
     def _record(self, msg: InboundMessage, name: str, outcome: str, reason: str | None) -> None:
         logger.info(
