@@ -58,7 +58,7 @@ async def test_an_unattended_turn_never_asks_in_a_chat(tmp_path: Path) -> None:
             d = compose.dispatch(h.rt)
             channel = AskingChannel()
             assert d.steering is not None
-            d.steering.channel_of = lambda _name: channel  # type: ignore[assignment,return-value]
+            d.steering.channel_of = lambda _name, c=channel: c  # type: ignore[misc]
             await d.answer_prompt(1, "default", "list the files")
             assert channel.asked == []
             tool_result = fake.requests[1].messages[-1]["content"]
