@@ -29,6 +29,7 @@ from tests.support.home import Home, poll, with_tasks
 from tests.support.outbound import send_reply
 from tests.support.steering_rig import stack_config, steering_stack
 from tests.support.synapse import Synapse, SynapseMissing, User, start
+from tests.support.trickle_model import TrickleModel
 from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import SystemClock
@@ -454,3 +455,45 @@ async def test_commands_and_an_approval_by_reply_in_a_group_room(
             assert bot_says()[3:] == ["Approved: write_file", "written"]
             assert (s.home.paths.workspace_root / "shared" / "note.txt").read_text() == "hi"
             assert [e["actor"] for e in s.audit("approval.refuse")] == [f"chat:{bob.user_id}"]
+
+
+async def test_a_streamed_reply_is_one_event_edited_with_m_replace(
+    people: People, tmp_path: Path
+) -> None:
+    """Live replies (issue 44): the preview is one event, edited in place (``m.replace``),
+    and the last edit is exactly the reply."""
+    hs, bot, alice = people.hs, people.bot, people.alice
+    hs.unlimited(people.admin, alice)
+    words = [f"word{i} " for i in range(30)] + ["**end**"]
+    matrix = {
+        "enabled": True,
+        "homeserver": hs.url,
+        "accessToken": bot.token,
+        "allowFrom": [alice.user_id],
+        "streamReplies": True,
+    }
+    with TrickleModel.start(words, every_s=0.1) as model:  # 3 s of writing
+        config = stack_config(model, owner="telegram:1", channels={"matrix": matrix})
+        async with steering_stack(tmp_path, config):
+            room = await a_dm(hs, alice, bot)
+            await asyncio.to_thread(hs.say, alice, room, "write a lot")
+
+            def edits() -> list[dict[str, Any]]:
+                mine = [e for e in hs.messages(alice, room) if e["sender"] == bot.user_id]
+                return [e for e in mine if "m.new_content" in e["content"]]
+
+            last = await seen(
+                lambda: [e for e in edits() if "<strong>end</strong>" in str(e["content"])],
+                "the final edit",
+            )
+            originals = [
+                e
+                for e in hs.messages(alice, room)
+                if e["sender"] == bot.user_id and "m.new_content" not in e["content"]
+            ]
+            assert len(originals) == 1  # one message, edited
+            final = last[-1]["content"]["m.new_content"]
+            assert final["body"] == "".join(words)
+            assert final["formatted_body"].endswith("<strong>end</strong></p>")
+            assert last[-1]["content"]["m.relates_to"]["event_id"] == originals[0]["event_id"]
+            assert 2 <= len(edits()) <= 4  # paced at one every 2 s, the final one included

@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.steering_rig import stack_config, steering_stack
+from tests.support.trickle_model import TrickleModel
 from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
 
 OWNER = 4242
@@ -164,3 +165,22 @@ async def test_a_stranger_pairs_by_code_and_is_let_in_by_the_owner(
             sent = await fake.wait_sent(5)
             assert sent[-1]["text"] == "welcome aboard"
             assert [r.last_user_text for r in model.requests] == ["hello"]
+
+
+async def test_a_streamed_reply_is_one_message_edited_in_place_under_the_limit(
+    telegram: tuple[FakeTelegram, str], tmp_path: Path
+) -> None:
+    fake, api = telegram
+    words = [f"word{i} " for i in range(40)] + ["**done**"]
+    with TrickleModel.start(words, every_s=0.04) as model:  # 1.6 s of writing
+        section = channels(fake, api, streamReplies=True)
+        config = stack_config(model, owner=f"telegram:{OWNER}", channels=section)
+        async with steering_stack(tmp_path, config):
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="write a lot")
+            await until(lambda: fake.sent and "<b>done</b>" in fake.sent[0]["text"], "the reply")
+            (message,) = fake.sent  # one message: the preview became the reply
+            assert message["text"] == "".join(words[:-1]) + "<b>done</b>"
+            assert message["parse_mode"] == "HTML"
+            edits = fake.calls_of("editMessageText")
+            assert 2 <= len(edits) <= 4  # paced at one a second: never the fake's 429
+            assert all(e.get("parse_mode") is None for e in edits[:-1])

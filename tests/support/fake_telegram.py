@@ -88,6 +88,9 @@ class FakeTelegram:
         self.updates: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
         self.calls: list[tuple[str, dict[str, Any]]] = []  # setMyCommands, sendChatAction...
+        self.edit_times: list[float] = []
+        self.by_id: dict[int, dict[str, Any]] = {}  # sent messages by message id (edits)
+        self.edit_limit_per_s = 3  # edits a second before a 429 (Telegram's flood control)
         self.polls = 0
         self.confirmed = 0  # the highest getUpdates offset seen (updates below are gone)
         self.polling = 0  # getUpdates requests in flight right now
@@ -201,6 +204,31 @@ class FakeTelegram:
             self._cond.notify_all()
         return self._ok(True)
 
+    def _edit_message(self, params: dict[str, Any]) -> Response:
+        """``editMessageText``: the message's text replaced (at most ``edit_limit_per_s``
+        edits a second per chat, else 429 as Telegram's flood control answers)."""
+        mid, text = int(params.get("message_id") or 0), str(params.get("text") or "")
+        if params.get("parse_mode") == "HTML" and html_problem(text):
+            return self._fail(400, "Bad Request: can't parse entities")
+        with self._cond:
+            found = self.by_id.get(mid)
+            if found is None:
+                return self._fail(400, "Bad Request: message to edit not found")
+            if found["text"] == text and found.get("parse_mode") == params.get("parse_mode"):
+                return self._fail(400, "Bad Request: message is not modified")
+            now = time.monotonic()
+            recent = [t for t in self.edit_times if now - t < 1.0]
+            if len(recent) >= self.edit_limit_per_s:
+                return self._fail(429, "Too Many Requests: retry after 1", 1)
+            self.edit_times = [*recent, now]
+            found.update(text=text, parse_mode=params.get("parse_mode"))
+            found["edits"] = found.get("edits", 0) + 1
+            self.calls.append(("editMessageText", params))
+            self._cond.notify_all()
+        return self._ok(
+            {"message_id": mid, "date": DATE, "chat": {"id": 0, "type": "private"}, "text": text}
+        )
+
     def fail_next_send(
         self, code: int = 429, description: str = "Too Many Requests", retry_after: int | None = 0
     ) -> None:
@@ -291,6 +319,8 @@ class FakeTelegram:
             return self._ok(True)
         if method in ("setMyCommands", "sendChatAction", "answerCallbackQuery"):
             return self._record_call(method, params)
+        if method == "editMessageText":
+            return self._edit_message(params)
         return self._fail(404, "Not Found: method not found")
 
     def _pending(self, offset: int) -> list[dict[str, Any]]:
@@ -382,6 +412,7 @@ class FakeTelegram:
                 markup = params["reply_markup"]
                 row["reply_markup"] = json.loads(markup) if isinstance(markup, str) else markup
             self.sent.append(row)
+            self.by_id[message_id] = row
             self._cond.notify_all()
         chat_id = int(chat) if str(chat).lstrip("-").isdigit() else 0
         return self._ok(

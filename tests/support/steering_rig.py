@@ -21,7 +21,6 @@ from vikingbot.gateway import compose
 from vikingbot.gateway.compose import Home, build_home
 from vikingbot.gateway.dispatch import Dispatcher
 from vikingbot.gateway.steering import Steering
-from vikingbot.testing.fake_openai import FakeOpenAI
 
 
 @dataclass
@@ -39,7 +38,7 @@ class Stack:
         return self.home.store.audit_events(limit=50, action=action)
 
 
-def stack_config(fake: FakeOpenAI, *, owner: str, channels: dict[str, Any], **bot: Any) -> Config:
+def stack_config(fake: Any, *, owner: str, channels: dict[str, Any], **bot: Any) -> Config:
     return Config.model_validate(
         {
             "bot": {

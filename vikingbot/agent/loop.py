@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
+from vikingbot.agent.streaming import TURN_STREAM, StreamingProvider
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
     NotConfiguredError,
@@ -329,8 +330,13 @@ class BuiltinLoop(AgentLoop):
     ) -> ProviderResponse | None:
         result = turn.result
         result.model_calls += 1
+        sink = TURN_STREAM.get()  # a chat showing live replies (agent/streaming.py)
         try:
-            resp = await provider.complete(request)
+            if sink is not None and isinstance(provider, StreamingProvider):
+                sink.begin()
+                resp = await provider.stream(request, sink.delta)
+            else:
+                resp = await provider.complete(request)
         except NotConfiguredError:
             raise
         except VikingbotError as exc:

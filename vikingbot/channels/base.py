@@ -202,6 +202,16 @@ class Channel(ABC):
 
         await self.send(OutboundMessage(self.name, chat_id, text_form(question), thread=thread))
 
+    #: Live replies (``draft``): the least seconds between two edits of one message, as
+    #: the platform's limits allow; None: this channel cannot show a reply while written.
+    edit_every_s: ClassVar[float | None] = None
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """Show ``text``, the reply so far, in one message: the first call posts it, later
+        calls edit it, and the turn's final :meth:`send` to the chat replaces it (so the
+        final text is exactly the reply, sent through the outbox). Default: nothing."""
+        return None
+
     async def typing(self, chat_id: str, thread: str | None) -> None:
         """Show "typing…" in a chat for a few seconds (called again while a turn runs).
         Default: nothing."""

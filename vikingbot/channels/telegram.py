@@ -65,6 +65,7 @@ class TelegramSettings(ChannelBase):
 
 class TelegramChannel(Channel):
     name: ClassVar[str] = "telegram"
+    edit_every_s: ClassVar[float | None] = 1.0  # Telegram: about one edit a second per chat
     settings: ClassVar[type[ChannelBase]] = TelegramSettings
 
     @classmethod
@@ -83,6 +84,7 @@ class TelegramChannel(Channel):
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None  # next getUpdates offset (past handled updates)
         self.bot_username: str | None = None
+        self._drafts: dict[tuple[str, str | None], int] = {}  # live replies: message ids
 
     def _make_bot(self) -> Bot:
         from telegram import Bot
@@ -222,6 +224,8 @@ class TelegramChannel(Channel):
         from vikingbot.channels.markup import to_telegram_html
 
         chat = _chat(msg.chat_id)
+        if await self._finish_draft(msg, chat):
+            return
         try:
             try:
                 await self._bot.send_message(
@@ -325,3 +329,46 @@ class TelegramChannel(Channel):
             await self._bot.set_my_commands([BotCommand(n, d) for n, d in menu])
         except TelegramError as exc:
             raise _convert(exc, "setMyCommands") from exc
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """The reply so far: posted once (plain text), then ``editMessageText``."""
+        from telegram.error import BadRequest, TelegramError
+
+        if self._bot is None:
+            raise ChannelError("Telegram channel is not started")
+        key = (chat_id, thread)
+        chat = _chat(chat_id)
+        try:
+            mid = self._drafts.get(key)
+            if mid is None:
+                sent = await self._bot.send_message(
+                    chat_id=chat,
+                    text=text,
+                    message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
+                )
+                self._drafts[key] = sent.message_id
+            else:
+                await self._bot.edit_message_text(text, chat_id=chat, message_id=mid)
+        except BadRequest as exc:
+            if "not modified" not in str(exc).lower():
+                raise _convert(exc, f"live reply in {chat_id}") from exc
+        except TelegramError as exc:
+            raise _convert(exc, f"live reply in {chat_id}") from exc
+
+    async def _finish_draft(self, msg: OutboundMessage, chat: int | str) -> bool:
+        """The reply's first piece replaces the chat's live draft (True: done here)."""
+        from telegram.error import TelegramError
+
+        from vikingbot.channels.markup import to_telegram_html
+
+        mid = self._drafts.pop((msg.chat_id, msg.thread), None)
+        if mid is None or self._bot is None:
+            return False
+        try:
+            await self._bot.edit_message_text(
+                to_telegram_html(msg.text), chat_id=chat, message_id=mid, parse_mode="HTML"
+            )
+        except TelegramError as exc:  # the draft is gone or refused: send the reply anew
+            logger.info("telegram: could not finish the live reply ({}); sending it", exc)
+            return False
+        return True

@@ -325,6 +325,7 @@ class ChannelBase(Model):
     approval_timeout_s: float = Field(default=300, gt=0, le=86_400)
     pairing: bool = False
     typing: bool = True
+    stream_replies: bool = False  # show the reply while it is written (edited in place)
 
 
 # The channels vikingbot brings: each one's section is there even when the file omits

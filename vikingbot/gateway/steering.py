@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from loguru import logger
 
 from vikingbot.agent.approval import TURN_ASKER
+from vikingbot.agent.streaming import TURN_STREAM
 from vikingbot.channels.approval_ui import Question
 from vikingbot.channels.base import PAIRING
 from vikingbot.commands import Approvals, CommandCall, Desk, registry, yes_or_no
@@ -27,6 +28,7 @@ from vikingbot.commands import usage as usage_counts
 from vikingbot.commands.builtin import chat_model
 from vikingbot.delivery.owner import owner_chat_for
 from vikingbot.errors import ChannelBusy, VikingbotError
+from vikingbot.gateway.live_reply import LiveReply
 
 if TYPE_CHECKING:
     from vikingbot.agent.dispatch import TurnText
@@ -184,6 +186,8 @@ class Steering:
         self._running[key] = me
         typing = asyncio.create_task(self._keep_typing(msg), name=f"typing:{key}")
         token = TURN_ASKER.set(self._asker(msg))  # None: nobody can be asked there
+        live = self._live(msg)
+        streaming = TURN_STREAM.set(live)
         try:
             out = await turn(meta)
         except asyncio.CancelledError:
@@ -194,13 +198,23 @@ class Steering:
             return None
         finally:
             TURN_ASKER.reset(token)
+            TURN_STREAM.reset(streaming)
             typing.cancel()
+            if live is not None:
+                await live.close()  # before the reply is delivered: it replaces the preview
             self._stopping.discard(me)
             if self._running.get(key) is me:
                 del self._running[key]
         if out.result is not None:
             await self._count(key, out)
         return out
+
+    def _live(self, msg: InboundMessage) -> LiveReply | None:
+        """The turn's live reply, where the channel can edit and ``stream_replies`` is on."""
+        channel = self.channel_of(msg.channel)
+        if channel is None or channel.edit_every_s is None or not channel.config.stream_replies:
+            return None
+        return LiveReply(channel, msg.chat_id, msg.thread, channel.edit_every_s)
 
     async def _keep_typing(self, msg: InboundMessage) -> None:
         channel = self.channel_of(msg.channel)
