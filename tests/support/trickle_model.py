@@ -6,7 +6,7 @@
 
 Each request is answered with the same text, ``every_s`` between words, then usage
 and ``[DONE]``. A request without ``"stream": true`` gets the whole text at once
-(the non-streamed reply, for comparing).
+after as long as writing it word by word takes (the non-streamed reply, for comparing).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ class TrickleModel:
         self.text = "".join(words)
         self.first_chunk_at: list[float] = []  # per streamed request
         self.requests: list[dict[str, Any]] = []
+        self.started_at: list[float] = []  # time.monotonic() of each request's arrival
         self.base_url = ""
 
     @classmethod
@@ -49,8 +50,10 @@ class TrickleModel:
         async def handle(request: Any) -> Any:
             body = await request.json()
             self.requests.append(body)
+            self.started_at.append(time.monotonic())
             usage = {"prompt_tokens": 10, "completion_tokens": len(self.words), "total_tokens": 0}
-            if not body.get("stream"):
+            if not body.get("stream"):  # as long to write, then all at once
+                await asyncio.sleep(self.every_s * len(self.words))
                 message = {"role": "assistant", "content": self.text}
                 choice = {"index": 0, "message": message, "finish_reason": "stop"}
                 return JSONResponse(

@@ -145,7 +145,9 @@ class OpenAIProvider(BaseProvider):
                 from vikingbot.providers.openai_stream import collect
 
                 ctx = self.error_context(request.model)
-                return await self.within_timeout(collect(self._client, params, on_text), ctx)
+                return await self.within_timeout(
+                    collect(self._client, params, on_text, parse_arguments), ctx
+                )
             resp = await self.within_timeout(
                 self._client.chat.completions.create(**params), self.error_context(request.model)
             )

@@ -15,11 +15,13 @@ from vikingbot.providers.base import ProviderResponse, ToolCall
 
 
 async def collect(
-    client: Any, params: dict[str, Any], on_text: Callable[[str], None]
+    client: Any,
+    params: dict[str, Any],
+    on_text: Callable[[str], None],
+    parse_arguments: Callable[[str | None], dict[str, Any]],
 ) -> ProviderResponse:
-    """Run the streamed completion ``params`` and assemble its answer."""
-    from vikingbot.providers.openai_compat import parse_arguments
-
+    """Run the streamed completion ``params`` and assemble its answer (a tool call's
+    arguments read by ``parse_arguments``, as the non-streamed call reads them)."""
     stream = await client.chat.completions.create(
         **params, stream=True, stream_options={"include_usage": True}
     )
