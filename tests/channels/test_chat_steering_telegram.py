@@ -184,3 +184,21 @@ async def test_a_streamed_reply_is_one_message_edited_in_place_under_the_limit(
             edits = fake.calls_of("editMessageText")
             assert 2 <= len(edits) <= 4  # paced at one a second: never the fake's 429
             assert all(e.get("parse_mode") is None for e in edits[:-1])
+
+
+async def test_a_streamed_turn_with_a_tool_shows_a_tool_line_then_the_reply(
+    telegram: tuple[FakeTelegram, str], tmp_path: Path
+) -> None:
+    fake, api = telegram
+    with FakeOpenAI.start() as model:  # streamed: the tool call arrives as chunk deltas
+        model.script([tool_call("list_dir", {"path": "."}), reply("Three files.")])
+        section = channels(fake, api, streamReplies=True)
+        config = stack_config(model, owner=f"telegram:{OWNER}", channels=section)
+        async with steering_stack(tmp_path, config):
+            fake.push_text(chat_id=OWNER, user_id=OWNER, text="what is here?")
+            await until(lambda: fake.sent and fake.sent[0]["parse_mode"] == "HTML", "the reply")
+            (message,) = fake.sent
+            assert message["text"] == "Three files."
+            assert message["was"][0] == "⏳ list_dir…", message
+            assert all(r.body.get("stream") is True for r in model.requests)
+            assert model.requests[1].messages[-1]["role"] == "tool"

@@ -221,6 +221,7 @@ class FakeTelegram:
             if len(recent) >= self.edit_limit_per_s:
                 return self._fail(429, "Too Many Requests: retry after 1", 1)
             self.edit_times = [*recent, now]
+            found.setdefault("was", []).append(found["text"])  # what it showed before
             found.update(text=text, parse_mode=params.get("parse_mode"))
             found["edits"] = found.get("edits", 0) + 1
             self.calls.append(("editMessageText", params))

@@ -19,7 +19,14 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
+from vikingbot.agent.approval import (
+    Action,
+    Approver,
+    mcp_action,
+    runs_unattended,
+    shown_name,
+    tool_action,
+)
 from vikingbot.agent.context import history_messages, read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, to_key
 from vikingbot.agent.streaming import TURN_STREAM, StreamingProvider
@@ -357,6 +364,9 @@ class BuiltinLoop(AgentLoop):
     async def _tool(
         self, turn: TurnLog, ctx: ToolContext, call: ToolCall, tools: dict[str, Tool]
     ) -> ChatMessage:
+        sink = TURN_STREAM.get()
+        if sink is not None:
+            sink.tool(shown_name(call.name, 60))
         text = await self._tool_text(turn, ctx, call, tools)
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + "\n[... result truncated]"

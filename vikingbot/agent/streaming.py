@@ -3,7 +3,8 @@
 Whoever starts an attended turn may set ``TURN_STREAM`` to a :class:`TextSink` (the
 gateway does for a chat whose channel shows live replies). The built-in loop then
 asks a provider that can stream (:class:`StreamingProvider`) to do so, calling
-``begin()`` at each model call and ``delta(text)`` for each piece of text. The
+``begin()`` at each model call, ``delta(text)`` for each piece of text and
+``tool(name)`` as each tool call starts. The
 reply itself is unchanged: what the sink saw is only a preview; the final text is
 delivered as before (and replaces the preview where the channel can edit).
 """
@@ -24,6 +25,9 @@ class TextSink(Protocol):
 
     def delta(self, text: str) -> None:
         """More text of the current model call."""
+
+    def tool(self, name: str) -> None:
+        """A tool starts running (a short line in the preview)."""
 
 
 @runtime_checkable

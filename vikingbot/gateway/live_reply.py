@@ -48,6 +48,10 @@ class LiveReply:
         if self._task is None and not self._closing:
             self._task = asyncio.create_task(self._show(), name=f"live:{self.chat_id}")
 
+    def tool(self, name: str) -> None:
+        """A short line while a tool runs (the next model call's text replaces it)."""
+        self.delta(f"\n⏳ {name}…" if self.text.strip() else f"⏳ {name}…")
+
     def _capped(self) -> str:
         limit = self.channel.max_message_chars
         text = self.text
