@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +25,9 @@ ALICE, MALLORY = 7, 8
 
 @pytest.fixture
 def telegram() -> Iterator[tuple[FakeTelegram, str]]:
-    fake = FakeTelegram(max_poll_s=0.2)
+    # a token of its own: a client of another test (or process) that reaches this port
+    # after its own fake stopped is refused, not taken for this test's bot
+    fake = FakeTelegram(token=f"{secrets.randbelow(10**9) + 1}:FAKE-steering", max_poll_s=0.2)
     with fake.serve() as api_base:
         yield fake, api_base
 
@@ -177,7 +180,9 @@ async def test_a_streamed_reply_is_one_message_edited_in_place_under_the_limit(
         config = stack_config(model, owner=f"telegram:{OWNER}", channels=section)
         async with steering_stack(tmp_path, config):
             fake.push_text(chat_id=OWNER, user_id=OWNER, text="write a lot")
-            await until(lambda: fake.sent and "<b>done</b>" in fake.sent[0]["text"], "the reply")
+            await until(
+                lambda: fake.sent and fake.sent[0].get("parse_mode") == "HTML", "the final edit"
+            )
             (message,) = fake.sent  # one message: the preview became the reply
             assert message["text"] == "".join(words[:-1]) + "<b>done</b>"
             assert message["parse_mode"] == "HTML"

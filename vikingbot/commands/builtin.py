@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from vikingbot.commands import usage
 from vikingbot.commands.registry import Command, Registry
+from vikingbot.errors import VikingbotError
 
 if TYPE_CHECKING:
     from vikingbot.commands.types import CommandCall
@@ -85,8 +86,8 @@ async def _next_heartbeat(call: CommandCall) -> str:
     workspace = call.desk.workspace_of(call.key)
     try:
         plan = await call.desk.heartbeat.heartbeat_plan(workspace)
-    except Exception as exc:  # a command answers in words, whatever the planner says
-        return f"unknown ({type(exc).__name__})"
+    except (VikingbotError, OSError) as exc:  # a command answers in words
+        return f"unknown ({exc})"
     dues = sorted(d["next_due"] for d in plan.get("decisions", []) if d.get("next_due"))
     runs = [d for d in plan.get("decisions", []) if d.get("decision") == "run"]
     if runs:
