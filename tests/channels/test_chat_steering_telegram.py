@@ -1,4 +1,5 @@
-"""Steering from Telegram through python-telegram-bot and the fake Bot API: commands that
+"""Steering from Telegram (python-telegram-bot, fake Bot API) and Slack (slack_sdk, fake Socket
+Mode): commands that
 never reach the model, the command menu, approval questions with inline buttons."""
 
 from __future__ import annotations
@@ -207,3 +208,38 @@ async def test_a_streamed_turn_with_a_tool_shows_a_tool_line_then_the_reply(
             assert message["was"][0] == "⏳ list_dir…", message
             assert all(r.body.get("stream") is True for r in model.requests)
             assert model.requests[1].messages[-1]["role"] == "tool"
+
+
+async def test_slack_slash_commands_and_block_kit_buttons(tmp_path: Path) -> None:
+    """Slack (slack_sdk against the fake Socket Mode server): a registered slash command is
+    answered without the model; the approval question has Block Kit buttons, and a press by
+    someone else than the asker is refused."""
+    from tests.support.fake_slack import FakeSlack
+
+    slack = FakeSlack()
+    with slack.serve() as api, FakeOpenAI.start() as model:
+        model.script([tool_call("write_file", {"path": "s.txt", "content": "s"}), reply("ok")])
+        section = {
+            "enabled": True,
+            "botToken": slack.bot_token,
+            "appToken": slack.app_token,
+            "apiBase": api,
+            "allowFrom": ["C0TEAM"],
+        }
+        config = stack_config(model, owner="slack:D0OWNER", channels={"slack": section})
+        async with steering_stack(tmp_path, config):
+            await slack.wait_connected()
+            slack.push_slash(user="UALICE", channel="C0TEAM", command="/status")
+            (status,) = await slack.wait_posts(1)
+            assert status["text"].startswith("Session: slack:default:C0TEAM")
+            assert model.requests == []
+
+            slack.push_message(user="UALICE", channel="C0TEAM", text="write it")
+            question = (await slack.wait_posts(2))[1]
+            buttons = question["blocks"][1]["elements"]
+            assert [b["text"]["text"] for b in buttons] == ["Allow", "Deny"]
+            slack.push_press(user="UBOB", channel="C0TEAM", value=buttons[0]["value"])
+            assert (await slack.wait_posts(3))[2]["text"].startswith("Only the person")
+            slack.push_press(user="UALICE", channel="C0TEAM", value=buttons[0]["value"])
+            posts = await slack.wait_posts(5)
+            assert [p["text"] for p in posts[3:]] == ["Approved: write_file", "ok"]
