@@ -1,6 +1,6 @@
-"""Steering from Telegram (python-telegram-bot, fake Bot API) and Slack (slack_sdk, fake Socket
-Mode): commands that
-never reach the model, the command menu, approval questions with inline buttons."""
+"""Steering from Telegram (python-telegram-bot, fake Bot API) and Slack (slack_sdk, fake
+Socket Mode): commands that never reach the model, the command menu, approval questions
+with buttons, pairing, live replies."""
 
 from __future__ import annotations
 
