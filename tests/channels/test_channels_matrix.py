@@ -27,7 +27,9 @@ from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.home import Home, poll, with_tasks
 from tests.support.outbound import send_reply
+from tests.support.steering_rig import stack_config, steering_stack
 from tests.support.synapse import Synapse, SynapseMissing, User, start
+from tests.support.trickle_model import TrickleModel
 from vikingbot.bus import MessageBus
 from vikingbot.channels.manager import ChannelManager
 from vikingbot.clock import SystemClock
@@ -39,7 +41,7 @@ from vikingbot.gateway.registry import GatewayRegistry
 from vikingbot.gateway.services import Services
 from vikingbot.store import StateStore
 from vikingbot.store.tables import gateways
-from vikingbot.testing.fake_openai import FakeOpenAI, tool_call
+from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
 
 
 @pytest.fixture(scope="session")
@@ -465,3 +467,90 @@ async def test_a_photo_and_a_voice_note_are_fetched_through_the_authenticated_me
         assert taken.refused == ["no-transcription"]  # fetched, measured, kept in inbox/
         kept = next((tmp_path / "ws/inbox").glob("*-voice.ogg"))
         assert kept.read_bytes() == voice
+
+
+async def test_commands_and_an_approval_by_reply_in_a_group_room(
+    people: People, tmp_path: Path
+) -> None:
+    """Steering (issue 44): a command answered without the model, an approval question
+    answered by a reply in a group room, where a third person's "yes" is refused."""
+    hs, bot, alice, bob = people.hs, people.bot, people.alice, people.bob
+    hs.unlimited(people.admin, alice)
+    matrix = {
+        "enabled": True,
+        "homeserver": hs.url,
+        "accessToken": bot.token,
+        "allowFrom": [alice.user_id, bob.user_id],
+        "groupMessages": "all",
+    }
+    with FakeOpenAI.start() as model:
+        model.script(
+            [tool_call("write_file", {"path": "note.txt", "content": "hi"}), reply("written")]
+        )
+        config = stack_config(model, owner="telegram:1", channels={"matrix": matrix})
+        async with steering_stack(tmp_path, config) as s:
+            room = await asyncio.to_thread(hs.create_room, alice, invite=[bot.user_id, bob.user_id])
+            await asyncio.to_thread(hs.join, bob, room)
+
+            def bot_says() -> list[str]:
+                return hs.texts(alice, room, sender=bot.user_id)
+
+            await seen(lambda: bot.user_id in joined(hs, alice, room), "the bot join")
+            await asyncio.to_thread(hs.say, alice, room, "/status")
+            (status,) = await seen(bot_says, "the /status answer")
+            assert status.startswith(f"Session: matrix:default:{room}")
+            assert model.requests == []
+
+            await asyncio.to_thread(hs.say, alice, room, "please write a note")
+            question = (await seen(lambda: bot_says()[1:], "the approval question"))[0]
+            assert question.startswith("Allow write_file?") and 'Reply "yes" or "no"' in question
+            await asyncio.to_thread(hs.say, bob, room, "yes")
+            refusal = (await seen(lambda: bot_says()[2:], "bob's answer refused"))[0]
+            assert refusal.startswith("Only the person this turn answers")
+            await asyncio.to_thread(hs.say, alice, room, "yes")
+            await seen(lambda: bot_says()[4:], "the reply after the approval")
+            assert bot_says()[3:] == ["Approved: write_file", "written"]
+            assert (s.home.paths.workspace_root / "shared" / "note.txt").read_text() == "hi"
+            assert [e["actor"] for e in s.audit("approval.refuse")] == [f"chat:{bob.user_id}"]
+
+
+async def test_a_streamed_reply_is_one_event_edited_with_m_replace(
+    people: People, tmp_path: Path
+) -> None:
+    """Live replies (issue 44): the preview is one event, edited in place (``m.replace``),
+    and the last edit is exactly the reply."""
+    hs, bot, alice = people.hs, people.bot, people.alice
+    hs.unlimited(people.admin, alice)
+    words = [f"word{i} " for i in range(30)] + ["**end**"]
+    matrix = {
+        "enabled": True,
+        "homeserver": hs.url,
+        "accessToken": bot.token,
+        "allowFrom": [alice.user_id],
+        "streamReplies": True,
+    }
+    with TrickleModel.start(words, every_s=0.1) as model:  # 3 s of writing
+        config = stack_config(model, owner="telegram:1", channels={"matrix": matrix})
+        async with steering_stack(tmp_path, config):
+            room = await a_dm(hs, alice, bot)
+            await asyncio.to_thread(hs.say, alice, room, "write a lot")
+
+            def edits() -> list[dict[str, Any]]:
+                mine = [e for e in hs.messages(alice, room) if e["sender"] == bot.user_id]
+                return [e for e in mine if "m.new_content" in e["content"]]
+
+            last = await seen(
+                lambda: [e for e in edits() if "<strong>end</strong>" in str(e["content"])],
+                "the final edit",
+            )
+            originals = [
+                e
+                for e in hs.messages(alice, room)
+                if e["sender"] == bot.user_id and "m.new_content" not in e["content"]
+            ]
+            assert len(originals) == 1  # one message, edited
+            final = last[-1]["content"]["m.new_content"]
+            assert final["body"] == "".join(words)
+            assert final["formatted_body"].endswith("<strong>end</strong></p>")
+            assert last[-1]["content"]["m.relates_to"]["event_id"] == originals[0]["event_id"]
+            assert 2 <= len(edits()) <= 4  # paced at one every 2 s, the final one included

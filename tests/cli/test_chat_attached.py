@@ -14,7 +14,7 @@ from tests.support.chat_terminal import Terminal
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.gateway_proc import GatewayProcess
 from tests.support.home import TIMEOUT_S, Home, poll, with_tasks
-from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, error, reply
+from vikingbot.testing.fake_openai import FakeOpenAI, RecordedRequest, Step, error, reply, tool_call
 
 SESSION = "cli:default:local"
 
@@ -203,3 +203,40 @@ def test_a_gateway_stopping_mid_turn_is_one_error_line_and_the_chat_goes_on(
     finally:
         chat.close()
         gateway.kill()
+
+
+def test_the_attached_chat_is_asked_before_a_tool_and_no_answer_denies(gw_home: Home) -> None:
+    """Issue 42 item 5: the gateway asks the terminal through the chat stream."""
+    gw_home.write_config(channels={"cli": {"enabled": False, "approval_timeout_s": 3}})
+    gw = GatewayProcess(gw_home.path, start_timeout_s=TIMEOUT_S).start()
+    gw_home.llm.script(
+        [
+            tool_call("write_file", {"path": "yes.txt", "content": "y"}),
+            reply("Wrote it."),
+            tool_call("write_file", {"path": "no.txt", "content": "n"}),
+            reply("Left it."),
+            tool_call("write_file", {"path": "late.txt", "content": "t"}),
+            reply("Nobody answered."),
+        ]
+    )
+    workspace = gw_home.data / "workspace" / "shared"
+    chat = Terminal.start(gw_home.path)
+    try:
+        for line, answer, said in (
+            ("write yes", "y", r"Wrote it\."),
+            ("write no", "n", r"Left it\."),
+            ("write late", None, r"no answer in time: denied(.|\n)*Nobody answered\."),
+        ):
+            at = chat.prompt()
+            chat.line(line)
+            chat.wait_for(
+                r'Allow write_file \{"content": "\w", "path": "\w+\.txt"\}\? \[y/N\]', after=at
+            )
+            if answer is not None:
+                chat.line(answer)
+            chat.wait_for(said, after=at)
+        assert (workspace / "yes.txt").read_text() == "y"
+        assert not (workspace / "no.txt").exists() and not (workspace / "late.txt").exists()
+    finally:
+        chat.close()
+        gw.kill()

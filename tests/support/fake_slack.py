@@ -118,6 +118,28 @@ class FakeSlack:
         )
         return envelope_id
 
+    def push_slash(self, *, user: str, channel: str, command: str, text: str = "") -> str:
+        """Script a ``slash_commands`` envelope (a registered slash command typed)."""
+        envelope_id = f"env-slash-{next(self._ids)}"
+        payload = {"command": command, "text": text, "user_id": user, "channel_id": channel}
+        self.push_envelope(
+            {"type": "slash_commands", "envelope_id": envelope_id, "payload": payload}
+        )
+        return envelope_id
+
+    def push_press(self, *, user: str, channel: str, value: str) -> str:
+        """Script an ``interactive`` envelope: a Block Kit button carrying ``value`` pressed."""
+        envelope_id = f"env-press-{next(self._ids)}"
+        payload = {
+            "type": "block_actions",
+            "user": {"id": user},
+            "channel": {"id": channel},
+            "message": {"ts": "1.0"},
+            "actions": [{"type": "button", "action_id": "a", "value": value}],
+        }
+        self.push_envelope({"type": "interactive", "envelope_id": envelope_id, "payload": payload})
+        return envelope_id
+
     def fail_next_post(self, error: str = "ratelimited", status: int | None = None) -> None:
         """Answer the next ``chat.postMessage`` with a Slack error instead of taking it."""
         with self._cond:
@@ -232,15 +254,17 @@ class FakeSlack:
         with self._cond:
             self._last_ts = max(time.time(), self._last_ts + 0.000001)  # real and unique
             ts = f"{self._last_ts:.6f}"
-            self.posts.append(
-                {
-                    "channel": channel,
-                    "text": text,
-                    "thread_ts": data.get("thread_ts"),
-                    "ts": ts,
-                    "metadata": metadata,
-                }
-            )
+            post = {
+                "channel": channel,
+                "text": text,
+                "thread_ts": data.get("thread_ts"),
+                "ts": ts,
+                "metadata": metadata,
+            }
+            if data.get("blocks"):  # Block Kit (approval buttons)
+                blocks = data["blocks"]
+                post["blocks"] = json.loads(blocks) if isinstance(blocks, str) else blocks
+            self.posts.append(post)
             self._cond.notify_all()
         if stall:
             await self.stalls.hold(request)

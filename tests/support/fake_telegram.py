@@ -87,6 +87,10 @@ class FakeTelegram:
         self.max_poll_s = max_poll_s
         self.updates: list[dict[str, Any]] = []
         self.sent: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []  # setMyCommands, sendChatAction...
+        self.edit_times: list[float] = []
+        self.by_id: dict[int, dict[str, Any]] = {}  # sent messages by message id (edits)
+        self.edit_limit_per_s = 3  # edits a second before a 429 (Telegram's flood control)
         self.polls = 0
         self.confirmed = 0  # the highest getUpdates offset seen (updates below are gone)
         self.polling = 0  # getUpdates requests in flight right now
@@ -189,6 +193,79 @@ class FakeTelegram:
                 extra["caption"] = caption
         return self.push_text(chat_id=chat_id, user_id=user_id, text="", extra=extra)
 
+    def push_press(
+        self, *, chat_id: int, user_id: int, data: str, chat_type: str = "private"
+    ) -> int:
+        """Script a press of an inline button carrying ``data``; returns its update id."""
+        with self._cond:
+            update_id = self._next_update
+            self._next_update += 1
+            self.updates.append(
+                {
+                    "update_id": update_id,
+                    "callback_query": {
+                        "id": f"cq{update_id}",
+                        "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+                        "chat_instance": "ci",
+                        "data": data,
+                        "message": {
+                            "message_id": 1,
+                            "date": DATE,
+                            "chat": {"id": chat_id, "type": chat_type},
+                            "from": {"id": self.bot_id, "is_bot": True, "first_name": "Viking"},
+                            "text": "Allow?",
+                        },
+                    },
+                }
+            )
+            loop = self._loop
+        if loop is not None:
+            loop.call_soon_threadsafe(self._wake)
+        return update_id
+
+    def calls_of(self, method: str) -> list[dict[str, Any]]:
+        """The recorded ``setMyCommands`` / ``sendChatAction`` / ``answerCallbackQuery`` calls."""
+        with self._cond:
+            return [params for m, params in self.calls if m == method]
+
+    async def wait_call(self, method: str, n: int = 1, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: len(self.calls_of(method)) >= n, timeout)
+
+    def _record_call(self, method: str, params: dict[str, Any]) -> Response:
+        with self._cond:
+            if self.send_errors and method == "setMyCommands":
+                code, description, retry_after = self.send_errors.pop(0)
+                return self._fail(code, description, retry_after)
+            self.calls.append((method, params))
+            self._cond.notify_all()
+        return self._ok(True)
+
+    def _edit_message(self, params: dict[str, Any]) -> Response:
+        """``editMessageText``: the message's text replaced (at most ``edit_limit_per_s``
+        edits a second per chat, else 429 as Telegram's flood control answers)."""
+        mid, text = int(params.get("message_id") or 0), str(params.get("text") or "")
+        if params.get("parse_mode") == "HTML" and html_problem(text):
+            return self._fail(400, "Bad Request: can't parse entities")
+        with self._cond:
+            found = self.by_id.get(mid)
+            if found is None:
+                return self._fail(400, "Bad Request: message to edit not found")
+            if found["text"] == text and found.get("parse_mode") == params.get("parse_mode"):
+                return self._fail(400, "Bad Request: message is not modified")
+            now = time.monotonic()
+            recent = [t for t in self.edit_times if now - t < 1.0]
+            if len(recent) >= self.edit_limit_per_s:
+                return self._fail(429, "Too Many Requests: retry after 1", 1)
+            self.edit_times = [*recent, now]
+            found.setdefault("was", []).append(found["text"])  # what it showed before
+            found.update(text=text, parse_mode=params.get("parse_mode"))
+            found["edits"] = found.get("edits", 0) + 1
+            self.calls.append(("editMessageText", params))
+            self._cond.notify_all()
+        return self._ok(
+            {"message_id": mid, "date": DATE, "chat": {"id": 0, "type": "private"}, "text": text}
+        )
+
     def fail_next_send(
         self, code: int = 429, description: str = "Too Many Requests", retry_after: int | None = 0
     ) -> None:
@@ -288,6 +365,10 @@ class FakeTelegram:
                              "file_path": path})  # fmt: skip
         if method in ("deleteWebhook", "close", "logOut"):
             return self._ok(True)
+        if method in ("setMyCommands", "sendChatAction", "answerCallbackQuery"):
+            return self._record_call(method, params)
+        if method == "editMessageText":
+            return self._edit_message(params)
         return self._fail(404, "Not Found: method not found")
 
     def _pending(self, offset: int) -> list[dict[str, Any]]:
@@ -369,14 +450,17 @@ class FakeTelegram:
             message_id = self._next_message
             self._next_message += 1
             thread = params.get("message_thread_id")
-            self.sent.append(
-                {
-                    "chat_id": str(chat),
-                    "text": text,
-                    "message_thread_id": str(thread) if thread else None,
-                    "parse_mode": mode,
-                }
-            )
+            row = {
+                "chat_id": str(chat),
+                "text": text,
+                "message_thread_id": str(thread) if thread else None,
+                "parse_mode": mode,
+            }
+            if params.get("reply_markup"):  # buttons: only asked-for questions carry them
+                markup = params["reply_markup"]
+                row["reply_markup"] = json.loads(markup) if isinstance(markup, str) else markup
+            self.sent.append(row)
+            self.by_id[message_id] = row
             self._cond.notify_all()
         chat_id = int(chat) if str(chat).lstrip("-").isdigit() else 0
         return self._ok(

@@ -4,8 +4,9 @@ Interactive turns (someone is present):
   1. ``bot.tools.auto_deny`` matches -> deny;
   2. ``bot.tools.auto_approve`` matches -> approve;
   3. the tool declares itself read-only -> approve;
-  4. otherwise ask the person through the ``ApprovalCallback``; with no
-     callback (nobody can be asked, e.g. a chat platform) -> deny.
+  4. otherwise ask the person through the ``ApprovalCallback`` (the loop's own, or
+     the turn's: ``TURN_ASKER``, which the gateway sets for a chat turn so the
+     question is asked in that chat); with neither (nobody can be asked) -> deny.
 
 Unattended turns (``is_unattended(metadata)``: heartbeat, cron, dashboard
 prompts), heartbeat spec section 6:
@@ -56,6 +57,7 @@ from __future__ import annotations
 
 import json
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -74,6 +76,10 @@ if TYPE_CHECKING:
     from vikingbot.mcp.types import McpAction
 
 Outcome = Literal["approve", "deny", "ask"]
+
+TURN_ASKER: ContextVar[ApprovalCallback | None] = ContextVar("turn_asker", default=None)
+"""Who to ask in the running turn (set by whoever starts an attended turn, e.g. the
+gateway for a chat message: the chat is asked). Tasks the turn starts inherit it."""
 
 _MCP_SERVER_WILDCARD = re.compile(r"^mcp__(?:(?!__)[A-Za-z0-9_.-])+__\*$")
 
@@ -362,13 +368,14 @@ class Approver:
 
     async def _ask(self, action: Action, args: dict[str, Any]) -> Verdict:
         name = action.shown if action.kind is None else f"{action.shown} {action.title!r}"
-        if self.callback is None:
+        callback = self.callback or TURN_ASKER.get()
+        if callback is None:
             fix = (
                 f"; add {action.name} to bot.tools.auto_approve to allow it" if action.name else ""
             )
             return Verdict("deny", f"{name} needs approval and nobody can be asked here{fix}")
         try:
-            ok = await self.callback(name, args)
+            ok = await callback(name, args)
         except (OSError, EOFError, RuntimeError, ValueError) as exc:
             logger.warning("approval prompt for {} failed: {}", name, exc)
             return Verdict("deny", f"asking for approval of {name} failed ({exc})")

@@ -23,10 +23,18 @@ from typing import TYPE_CHECKING, Any
 
 from vikingbot import telemetry
 from vikingbot.agent import compact
-from vikingbot.agent.approval import Action, Approver, mcp_action, runs_unattended, tool_action
+from vikingbot.agent.approval import (
+    Action,
+    Approver,
+    mcp_action,
+    runs_unattended,
+    shown_name,
+    tool_action,
+)
 from vikingbot.agent.compactor import Compactor, TurnContext, compact_session
 from vikingbot.agent.context import read_context_files, system_prompt, to_session
 from vikingbot.agent.history import TurnLog, run_locked, take_images, to_key
+from vikingbot.agent.streaming import TURN_STREAM, StreamingProvider
 from vikingbot.agent.subagents import Subagents, TurnSpawner
 from vikingbot.agent.types import AgentLoop, Readiness, ToolCallRecord, TurnResult
 from vikingbot.errors import (
@@ -532,6 +540,9 @@ class BuiltinLoop(AgentLoop):
     async def _tool(
         self, turn: TurnLog, ctx: ToolContext, call: ToolCall, tools: dict[str, Tool]
     ) -> ChatMessage:
+        sink = TURN_STREAM.get()
+        if sink is not None:
+            sink.tool(shown_name(call.name, 60))
         text = await self._tool_text(turn, ctx, call, tools)
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + "\n[... result truncated]"
@@ -672,10 +683,20 @@ def _kind(meta: dict[str, Any]) -> str:
     return "background" if is_unattended(meta) else "chat"
 
 
+async def _call_model(provider: Provider, request: ChatRequest) -> ProviderResponse:
+    """The provider's answer: streamed into a chat that shows live replies
+    (``agent/streaming.py``) when the provider can stream, else whole."""
+    sink = TURN_STREAM.get()
+    if sink is not None and isinstance(provider, StreamingProvider):
+        sink.begin()
+        return await provider.stream(request, sink.delta)
+    return await provider.complete(request)
+
+
 async def _traced_call(provider: Provider, request: ChatRequest, link: Link) -> ProviderResponse:
     """One model call as a GenAI ``chat`` span (content only with ``bot.telemetry.content``)."""
     if not telemetry.enabled():
-        return await provider.complete(request)
+        return await _call_model(provider, request)
     attrs: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
         "gen_ai.provider.name": getattr(provider, "kind", "") or link.provider,
@@ -690,7 +711,7 @@ async def _traced_call(provider: Provider, request: ChatRequest, link: Link) -> 
         )
     with telemetry.span(f"chat {request.model}", attrs, kind="client") as sp:
         try:
-            resp = await provider.complete(request)
+            resp = await _call_model(provider, request)
         except VikingbotError as exc:
             sp.fail(exc)
             raise

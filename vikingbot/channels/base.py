@@ -27,6 +27,7 @@ from vikingbot.errors import ChannelError, VikingbotError
 if TYPE_CHECKING:
     from starlette.routing import BaseRoute
 
+    from vikingbot.channels.approval_ui import Question
     from vikingbot.store.db import StateStore
 
 STRANGER_AUDIT_EVERY = timedelta(minutes=10)
@@ -56,6 +57,23 @@ async def log_only(key: str, text: str) -> None:
 def has_secret(value: SecretStr | None) -> bool:
     """A secret setting that is present and not empty."""
     return value is not None and bool(value.get_secret_value())
+
+
+PAIRING = "pairing"  # InboundMessage.metadata key: a stranger asking for a pairing code
+
+
+def stranger(msg: InboundMessage) -> InboundMessage:
+    """What the gateway sees of a stranger's message where pairing is on: who and where,
+    never the text (commands/pairing.py answers it with a code)."""
+    return InboundMessage(
+        channel=msg.channel,
+        chat_id=msg.chat_id,
+        sender_id=msg.sender_id,
+        text="",
+        thread=msg.thread,
+        channel_id=msg.channel_id,
+        metadata={PAIRING: True},
+    )
 
 
 class Problems(NamedTuple):
@@ -192,6 +210,35 @@ class Channel(ABC):
         messages until answered marks it here). Default: nothing to do."""
         return None
 
+    # ---- chat-side capabilities: each has a working default (text, or nothing) -----
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """Show an approval question in a chat (``channels/approval_ui.py``). Default: its
+        text form, answered by a reply; a platform with buttons overrides this."""
+        from vikingbot.channels.approval_ui import text_form
+
+        await self.send(OutboundMessage(self.name, chat_id, text_form(question), thread=thread))
+
+    #: Live replies (``draft``): the least seconds between two edits of one message, as
+    #: the platform's limits allow; None: this channel cannot show a reply while written.
+    edit_every_s: ClassVar[float | None] = None
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """Show ``text``, the reply so far, in one message: the first call posts it, later
+        calls edit it, and the turn's final :meth:`send` to the chat replaces it (so the
+        final text is exactly the reply, sent through the outbox). Default: nothing."""
+        return None
+
+    async def typing(self, chat_id: str, thread: str | None) -> None:
+        """Show "typing…" in a chat for a few seconds (called again while a turn runs).
+        Default: nothing."""
+        return None
+
+    async def register_commands(self, menu: Sequence[tuple[str, str]]) -> None:
+        """Register the chat commands (``(name, summary)``) in the platform's native menu.
+        Default: nothing (the typed ``/name`` works everywhere)."""
+        return None
+
     def allowed(self, sender_id: str, chat_id: str) -> bool:
         """May this sender, in this chat, talk to the bot?
 
@@ -209,6 +256,9 @@ class Channel(ABC):
     async def accept(self, msg: InboundMessage) -> bool:
         """Publish an inbound message if its sender is allowed; otherwise ignore and audit."""
         if not self.allowed(msg.sender_id, msg.chat_id):
+            if self.config.pairing and self._bus is not None:  # a code, and nothing else
+                await self._bus.publish_inbound(stranger(msg))
+                return False
             if self._should_audit(msg):
                 await asyncio.to_thread(self._audit_refusal, msg)
             return False

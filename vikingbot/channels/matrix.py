@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from mautrix.client.api import ClientAPI
 
 SYNC_TIMEOUT_MS = 30_000
+TYPING_MS = 30_000
 HISTORY_LIMIT = 50  # timeline events per room in a sync; more is "limited"
 MAX_ROOM_ID = 255
 TAKEN_TYPES = frozenset({"m.text", "m.emote"})  # m.notice is what bots send: never answered
@@ -216,6 +217,7 @@ class MatrixChannel(Channel):
     max_message_chars: ClassVar[int | None] = 8000
     exclusive_inbound: ClassVar[bool] = True  # one /sync consumer per bot account
     idempotent_send: ClassVar[bool] = True  # the transaction id: a repeat is the same event
+    edit_every_s: ClassVar[float | None] = 2.0  # under Synapse's default rc_message (0.2/s, 10)
 
     def __init__(self, config: ChannelBase, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -230,6 +232,7 @@ class MatrixChannel(Channel):
         self._floor: int | None = None  # handled by an earlier receiver up to this time
         self._members: dict[str, int] = {}
         self._receiver: asyncio.Task[Any] | None = None
+        self._drafts: dict[tuple[str, str | None], str] = {}  # live replies: event ids
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
@@ -435,8 +438,12 @@ class MatrixChannel(Channel):
                 "m.in_reply_to": {"event_id": msg.thread},
             }
         txn = txn_id(msg.dedupe_key) if msg.dedupe_key else None
+        draft = self._drafts.get((msg.chat_id, msg.thread))
+        if draft is not None:  # the reply replaces the live preview (m.replace)
+            content = replacing(draft, content)
         try:
             await self._put(msg.chat_id, content, txn)
+            self._drafts.pop((msg.chat_id, msg.thread), None)
         except ChannelRejected as exc:
             if "M_TOO_LARGE" not in str(exc):
                 raise
@@ -444,13 +451,13 @@ class MatrixChannel(Channel):
             plain = {k: v for k, v in content.items() if k not in ("format", "formatted_body")}
             await self._put(msg.chat_id, plain, txn + "-plain" if txn else None)
 
-    async def _put(self, room: str, content: dict[str, Any], txn: str | None) -> None:
+    async def _put(self, room: str, content: dict[str, Any], txn: str | None) -> str:
         from mautrix.types import EventType
 
         assert self._api is not None
         try:
             async with asyncio.timeout(self.matrix.send_timeout_s):  # not wait_for (3.11)
-                await self._api.send_message_event(
+                return await self._api.send_message_event(
                     room,  # type: ignore[arg-type]
                     EventType.ROOM_MESSAGE,
                     content,  # type: ignore[arg-type]
@@ -458,6 +465,43 @@ class MatrixChannel(Channel):
                 )
         except _sdk_errors() as exc:
             raise _convert(exc, f"send to {room}") from exc
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """The reply so far: one ``m.text`` event, then ``m.replace`` edits of it."""
+        if self._api is None:
+            raise ChannelError("Matrix channel is not started")
+        problem = room_problem(chat_id)
+        if problem is not None:
+            raise ChannelRejected(problem)
+        key = (chat_id, thread)
+        content: dict[str, Any] = {"msgtype": "m.text", "body": text}
+        first = self._drafts.get(key)
+        if first is not None:
+            await self._put(chat_id, replacing(first, content), None)
+            return
+        if thread:
+            content["m.relates_to"] = {"rel_type": "m.thread", "event_id": thread}
+        self._drafts[key] = str(await self._put(chat_id, content, None))
+
+    async def typing(self, chat_id: str, thread: str | None) -> None:
+        """``PUT .../typing``: "typing…" for 30 s (the gateway renews it while a turn runs)."""
+        if self._api is None or room_problem(chat_id) is not None:
+            return
+        try:
+            await self._api.set_typing(chat_id, timeout=TYPING_MS)  # type: ignore[arg-type]
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"typing in {chat_id}") from exc
+
+
+def replacing(event_id: str, content: dict[str, Any]) -> dict[str, Any]:
+    """``content`` as an edit (``m.replace``) of the event ``event_id`` (the spec's fallback
+    body starts with ``* ``)."""
+    new = {k: v for k, v in content.items() if k != "m.relates_to"}
+    edit: dict[str, Any] = {**new, "body": f"* {new.get('body', '')}", "m.new_content": new}
+    if "formatted_body" in new:
+        edit["formatted_body"] = f"* {new['formatted_body']}"
+    edit["m.relates_to"] = {"rel_type": "m.replace", "event_id": event_id}
+    return edit
 
 
 def _client(section: MatrixSettings) -> ClientAPI:

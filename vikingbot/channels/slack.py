@@ -44,6 +44,8 @@ if TYPE_CHECKING:
     from slack_sdk.socket_mode.request import SocketModeRequest
     from slack_sdk.web.async_client import AsyncWebClient
 
+    from vikingbot.channels.approval_ui import Question
+
 CONNECT_TIMEOUT_S = 20.0
 PERMANENT_ERRORS = frozenset(
     {
@@ -204,6 +206,11 @@ class SlackChannel(Channel):
         from slack_sdk.socket_mode.response import SocketModeResponse
 
         await client.send_socket_mode_response(SocketModeResponse(envelope_id=req.envelope_id))
+        if req.type in ("slash_commands", "interactive"):  # a command or a pressed button
+            pressed = command_from(req.type, req.payload)
+            if pressed is not None:
+                await self.accept(pressed)
+            return
         if req.type != "events_api":
             return
         event_id = str(req.payload.get("event_id") or req.envelope_id)
@@ -298,3 +305,65 @@ class SlackChannel(Channel):
                 _convert(exc, "conversations history"),
             )
         return None
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """The question with Allow / Deny buttons (Block Kit); a press comes back as the
+        command its value holds (``command_from``)."""
+        from vikingbot.channels.approval_ui import button_form
+
+        if self._web is None:
+            raise ChannelError("Slack channel is not started")
+        text = button_form(question)
+        buttons = [
+            {"type": "button", "text": {"type": "plain_text", "text": label}, "value": value}
+            for label, value in (("Allow", question.approve), ("Deny", question.deny))
+        ]
+        blocks: list[dict[str, Any]] = [
+            {"type": "section", "text": {"type": "plain_text", "text": text[:2900]}},
+            {"type": "actions", "block_id": f"approval-{question.id}", "elements": buttons},
+        ]
+        try:
+            await self._web.chat_postMessage(
+                channel=chat_id, text=text, thread_ts=thread, blocks=blocks
+            )
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"chat.postMessage (approval) to {chat_id}") from exc
+
+
+SLACK_BUTTON_COMMANDS = frozenset({"approve", "deny"})
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def command_from(kind: str, payload: Any) -> InboundMessage | None:
+    """A Socket Mode ``slash_commands`` request (``/status`` registered as a Slack slash
+    command) or an ``interactive`` button press (value ``/approve <id>``) as the command
+    text from the person who sent it; None for anything else (total)."""
+    from vikingbot.commands.registry import parse
+
+    data = _dict(payload)
+    thread: str | None = None
+    if kind == "slash_commands":
+        text = f"{_str(data.get('command'))} {_str(data.get('text'))}".strip()
+        user, chat = _str(data.get("user_id")), _str(data.get("channel_id"))
+    else:
+        actions = data.get("actions")
+        first = _dict(actions[0]) if isinstance(actions, list) and actions else {}
+        text = _str(first.get("value"))
+        user, chat = (
+            _str(_dict(data.get("user")).get("id")),
+            _str(_dict(data.get("channel")).get("id")),
+        )
+        thread = _str(_dict(data.get("message")).get("thread_ts")) or None
+        inv = parse(text)
+        if inv is None or inv.name not in SLACK_BUTTON_COMMANDS:
+            return None
+    if parse(text) is None or not user or not chat:
+        return None
+    return InboundMessage(channel="slack", chat_id=chat, sender_id=user, text=text, thread=thread)

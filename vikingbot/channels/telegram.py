@@ -28,7 +28,11 @@ from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from telegram import Bot, Update
+
+    from vikingbot.channels.approval_ui import Question
 
 _INT = re.compile(r"-?\d{1,20}")
 MAX_POLL_BACKOFF_S = 60.0
@@ -62,6 +66,7 @@ class TelegramSettings(ChannelBase):
 
 class TelegramChannel(Channel):
     name: ClassVar[str] = "telegram"
+    edit_every_s: ClassVar[float | None] = 1.0  # Telegram: about one edit a second per chat
     settings: ClassVar[type[ChannelBase]] = TelegramSettings
 
     @classmethod
@@ -80,6 +85,7 @@ class TelegramChannel(Channel):
         self._poller: asyncio.Task[None] | None = None
         self._offset: int | None = None  # next getUpdates offset (past handled updates)
         self.bot_username: str | None = None
+        self._drafts: dict[tuple[str, str | None], int] = {}  # live replies: message ids
 
     def _make_bot(self) -> Bot:
         from telegram import Bot
@@ -158,7 +164,7 @@ class TelegramChannel(Channel):
                 updates = await bot.get_updates(
                     offset=self._offset,
                     timeout=self.poll_timeout_s,
-                    allowed_updates=["message"],
+                    allowed_updates=["message", "callback_query"],
                 )
                 backoff = 1.0
                 if self.loop_error is not None:
@@ -185,7 +191,7 @@ class TelegramChannel(Channel):
                 continue
             for update in updates:
                 self._offset = update.update_id + 1
-                msg = self.inbound_from_update(update)
+                msg = self.inbound_from_update(update) or await self._pressed(bot, update)
                 if msg is not None:
                     await self.accept(msg)
                 await position.advance(self._store, self.name, self._offset, self._clock.now())
@@ -269,6 +275,8 @@ class TelegramChannel(Channel):
         from vikingbot.channels.markup import to_telegram_html
 
         chat = _chat(msg.chat_id)
+        if await self._finish_draft(msg, chat):
+            return
         try:
             try:
                 await self._bot.send_message(
@@ -288,3 +296,130 @@ class TelegramChannel(Channel):
                 await self._bot.send_message(chat_id=chat, text=msg.text, message_thread_id=thread)
         except TelegramError as exc:
             raise _convert(exc, f"sendMessage to {msg.chat_id}") from exc
+
+    # ---- chat-side capabilities (channels/approval_ui.py, gateway/steering.py) -----
+
+    async def _pressed(self, bot: Bot, update: Update) -> InboundMessage | None:
+        """A pressed approval button: the command it stands for, from the person who pressed
+        it (then checked like typed text). The press is acknowledged either way."""
+        from telegram.error import TelegramError
+
+        from vikingbot.commands.registry import parse
+
+        query = update.callback_query
+        if query is None:
+            return None
+        with contextlib.suppress(TelegramError):
+            await bot.answer_callback_query(query.id)
+        data = query.data if isinstance(query.data, str) else ""
+        inv = parse(data)
+        message = query.message
+        if inv is None or inv.name not in ("approve", "deny") or message is None:
+            return None
+        thread = getattr(message, "message_thread_id", None)
+        topic = bool(getattr(message, "is_topic_message", False))
+        return InboundMessage(
+            channel=self.name,
+            chat_id=str(message.chat.id),
+            sender_id=str(query.from_user.id),
+            text=f"/{inv.name} {' '.join(inv.args)}".strip(),
+            thread=str(thread) if thread is not None and topic else None,
+            metadata={"callback_query": query.id},
+        )
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """The question with Allow / Deny buttons (an inline keyboard)."""
+        from telegram import InlineKeyboardButton, InlineKeyboardMarkup
+        from telegram.error import TelegramError
+
+        from vikingbot.channels.approval_ui import button_form
+
+        if self._bot is None:
+            raise ChannelError("Telegram channel is not started")
+        keys = InlineKeyboardMarkup(
+            [
+                [
+                    InlineKeyboardButton("Allow", callback_data=question.approve),
+                    InlineKeyboardButton("Deny", callback_data=question.deny),
+                ]
+            ]
+        )
+        try:
+            await self._bot.send_message(
+                chat_id=_chat(chat_id),
+                text=button_form(question),
+                message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
+                reply_markup=keys,
+            )
+        except TelegramError as exc:
+            raise _convert(exc, f"sendMessage (approval) to {chat_id}") from exc
+
+    async def typing(self, chat_id: str, thread: str | None) -> None:
+        from telegram.constants import ChatAction
+        from telegram.error import TelegramError
+
+        if self._bot is None:
+            return
+        try:
+            await self._bot.send_chat_action(
+                chat_id=_chat(chat_id),
+                action=ChatAction.TYPING,
+                message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
+            )
+        except TelegramError as exc:
+            raise _convert(exc, f"sendChatAction to {chat_id}") from exc
+
+    async def register_commands(self, menu: Sequence[tuple[str, str]]) -> None:
+        """``setMyCommands``: the commands in Telegram's "/" menu."""
+        from telegram import BotCommand
+        from telegram.error import TelegramError
+
+        if self._bot is None:
+            return
+        try:
+            await self._bot.set_my_commands([BotCommand(n, d) for n, d in menu])
+        except TelegramError as exc:
+            raise _convert(exc, "setMyCommands") from exc
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """The reply so far: posted once (plain text), then ``editMessageText``."""
+        from telegram.error import BadRequest, TelegramError
+
+        if self._bot is None:
+            raise ChannelError("Telegram channel is not started")
+        key = (chat_id, thread)
+        chat = _chat(chat_id)
+        try:
+            mid = self._drafts.get(key)
+            if mid is None:
+                sent = await self._bot.send_message(
+                    chat_id=chat,
+                    text=text,
+                    message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
+                )
+                self._drafts[key] = sent.message_id
+            else:
+                await self._bot.edit_message_text(text, chat_id=chat, message_id=mid)
+        except BadRequest as exc:
+            if "not modified" not in str(exc).lower():
+                raise _convert(exc, f"live reply in {chat_id}") from exc
+        except TelegramError as exc:
+            raise _convert(exc, f"live reply in {chat_id}") from exc
+
+    async def _finish_draft(self, msg: OutboundMessage, chat: int | str) -> bool:
+        """The reply's first piece replaces the chat's live draft (True: done here)."""
+        from telegram.error import TelegramError
+
+        from vikingbot.channels.markup import to_telegram_html
+
+        mid = self._drafts.pop((msg.chat_id, msg.thread), None)
+        if mid is None or self._bot is None:
+            return False
+        try:
+            await self._bot.edit_message_text(
+                to_telegram_html(msg.text), chat_id=chat, message_id=mid, parse_mode="HTML"
+            )
+        except TelegramError as exc:  # the draft is gone or refused: send the reply anew
+            logger.info("telegram: could not finish the live reply ({}); sending it", exc)
+            return False
+        return True

@@ -100,6 +100,9 @@ def _register() -> None:
     )
     app.add_typer(memory_cmd.app, name="memory", help="What the bot remembers, and undo.")
     app.add_typer(api_cmd.app, name="api", help="Client tokens for the OpenAI API and MCP.")
+    from vikingbot.cli import pair_cmd
+
+    app.add_typer(pair_cmd.app, name="pair", help="Let a new person in by their pairing code.")
 
 
 _register()

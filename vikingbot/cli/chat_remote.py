@@ -6,9 +6,11 @@ way, over an async HTTP client so that Ctrl-C drops the request at once; the
 gateway sees the client go and cancels the turn (the prompt stays in the
 session, no half reply). A background task follows ``/api/v1/events`` and prints
 heartbeat and cron results as they arrive; at its start the chat says how many
-unread inbox items wait. There is no terminal to ask for approval in the
-gateway: tools that need it follow ``bot.tools.auto_approve`` or are refused
-(the refusal is shown like any tool call). The turn is asked for as a stream
+unread inbox items wait. A tool that needs approval is asked here, as in a local
+chat (``Allow …? [y/N]``): the gateway sends an ``ask`` event on the turn's
+stream and waits for the answer (``/api/v1/chat/answer``); no answer within the
+``cli`` channel's ``approval_timeout_s`` denies. (``-m`` does not stream: such a
+tool follows ``bot.tools.auto_approve`` or is refused.) The turn is asked for as a stream
 (``"stream": true``, see ``gateway.chat_stream``), so each retry of the model SDK
 in the gateway is one line here as it happens.
 """
@@ -109,8 +111,11 @@ async def _attached(
         def retried(line: str) -> None:
             term.note(f"[yellow]  ↻ {escape(line)}[/]")
 
+        async def asked(event: dict[str, Any]) -> None:
+            await _answer_ask(http, term, session, event)
+
         async def send(text: str) -> Reply:
-            data = await _post_chat(http, text, session, retried)
+            data = await _post_chat(http, text, session, retried, asked)
             _show_extras(term.console, data)
             return _reply(data)
 
@@ -132,8 +137,30 @@ async def _attached(
                 await follower
 
 
+async def _answer_ask(
+    http: httpx.AsyncClient, term: ChatTerminal, session: str, event: dict[str, Any]
+) -> None:
+    """Ask the person (``Allow tool {args}? [y/N]``) and tell the gateway; no answer in time
+    is a no."""
+    tool, preview = str(event.get("tool", ""))[:100], str(event.get("preview", ""))[:300]
+    timeout = event.get("timeout_s")
+    wait = float(timeout) if isinstance(timeout, int | float) and timeout > 0 else 300.0
+    try:
+        answer = await asyncio.wait_for(term.ask(f"{tool} {preview}"), max(1.0, wait - 1.0))
+        yes = answer.strip().lower() in ("y", "yes")
+    except TimeoutError:
+        term.note("[yellow]  no answer in time: denied[/]")
+        yes = False
+    body = {"session": session, "id": str(event.get("id", ""))[:20], "yes": yes}
+    await http.post("/api/v1/chat/answer", json=body)
+
+
 async def _post_chat(
-    http: httpx.AsyncClient, text: str, session: str, on_retry: Callable[[str], None]
+    http: httpx.AsyncClient,
+    text: str,
+    session: str,
+    on_retry: Callable[[str], None],
+    on_ask: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
 ) -> dict[str, Any]:
     """One turn through the gateway, streamed: retry lines as they come, then the result."""
     import httpx
@@ -154,6 +181,8 @@ async def _post_chat(
                     kind = event.pop("event", None)
                     if kind == "retry":
                         on_retry(str(event.get("text", ""))[:300])
+                    elif kind == "ask" and on_ask is not None:
+                        await on_ask(event)
                     elif kind in ("result", "error"):
                         data = event
                         break

@@ -172,6 +172,27 @@ def set_value(path: Path, key: str | list[str], value: Any) -> dict[str, Any]:
     return _edit(path, key, lambda raw, parts: _put(raw, parts, value))
 
 
+def append_value(path: Path, key: str, item: Any) -> bool:
+    """Add ``item`` to the list at ``key`` (made when missing), under the file's lock, as
+    ``set_value`` does. False when the list already held it (nothing written then)."""
+    added: list[bool] = []
+
+    def change(raw: dict[str, Any], parts: list[str]) -> None:
+        node: Any = raw
+        for part in parts[:-1]:
+            spelled = next((k for k in node if k in (part, to_camel(part))), part)
+            node = node.setdefault(spelled, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{'.'.join(parts)}: {part} is not a section")
+        last = next((k for k in node if k in (parts[-1], to_camel(parts[-1]))), to_camel(parts[-1]))
+        current = node.get(last) if isinstance(node.get(last), list) else []
+        added[:] = [item not in current]
+        node[last] = current if item in current else [*current, item]
+
+    _edit(path, key, change)
+    return added[0]
+
+
 def remove_value(path: Path, key: str | list[str]) -> dict[str, Any]:
     """Remove one key from the config file (``ConfigError`` when it is not there)."""
     return _edit(path, key, _drop)

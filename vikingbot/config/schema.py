@@ -349,6 +349,13 @@ class ChannelBase(Model):
     enabled: bool = False
     allow_from: list[str] = Field(default_factory=list)
     owner_chat: str | None = None
+    # steering from the chat (docs/chat-commands.md): a tool that needs approval is asked
+    # in the chat (no answer within approval_timeout_s denies); a stranger may pair
+    ask_approvals: bool = True
+    approval_timeout_s: float = Field(default=300, gt=0, le=86_400)
+    pairing: bool = False
+    typing: bool = True
+    stream_replies: bool = False  # show the reply while it is written (edited in place)
 
 
 # The channels vikingbot brings: each one's section is there even when the file omits

@@ -3,7 +3,9 @@
 ``POST /api/v1/chat`` with ``{"stream": true}`` answers ``application/x-ndjson``:
 one JSON object a line, ``{"event": "retry", "text": "the model API answered 503;
 retrying in 0.8 s (retry 1 of 3)"}`` each time the model SDK retries during this
-turn, then exactly one last line, ``{"event": "result", ...}`` (the object the
+turn, ``{"event": "ask", "id": ..., "tool": ..., "preview": ..., "timeout_s": ...}`` for
+each tool that needs approval (answered by ``POST /api/v1/chat/answer``), then exactly
+one last line, ``{"event": "result", ...}`` (the object the
 plain answer would be) or ``{"event": "error", "status": 409, "error": "..."}``.
 An attached `vikingbot chat` uses it to show retries as they happen.
 
@@ -24,11 +26,16 @@ from typing import Any
 from loguru import logger
 from starlette.responses import Response
 
+from vikingbot.agent.approval import TURN_ASKER
 from vikingbot.errors import VikingbotError
 from vikingbot.gateway.errors import BadRequest, NotFound
 from vikingbot.providers.sdk_retries import reporting
 
 MEDIA_TYPE = "application/x-ndjson"
+Asker = Callable[
+    [Callable[[dict[str, Any]], bool]], Callable[[str, dict[str, Any]], Awaitable[bool]]
+]
+"""``asker(emit)``: the turn's approval asker, putting its questions on the stream."""
 
 
 STOPPING = {
@@ -66,6 +73,7 @@ class ChatStream(Response):
         *,
         inflight: set[asyncio.Task[Any]] | None,
         path: str,
+        asker: Asker | None = None,
     ) -> None:
         # no super().__init__: it would announce a Content-Length for an empty body
         self.status_code = 200
@@ -74,6 +82,7 @@ class ChatStream(Response):
         self._turn = turn
         self._inflight = inflight
         self._path = path
+        self._asker = asker
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         me = asyncio.current_task()
@@ -93,8 +102,20 @@ class ChatStream(Response):
             with contextlib.suppress(asyncio.QueueFull):  # a flood is capped, not buffered
                 events.put_nowait({"event": "retry", "text": text})
 
-        with reporting(retried):  # the turn's task inherits the reporter, nobody else does
-            turn = asyncio.ensure_future(self._turn())
+        def emit(event: dict[str, Any]) -> bool:
+            try:
+                events.put_nowait(event)
+            except asyncio.QueueFull:
+                return False
+            return True
+
+        # the turn's task inherits the reporter and the asker (contexts), nobody else does
+        ask = TURN_ASKER.set(self._asker(emit) if self._asker is not None else None)
+        try:
+            with reporting(retried):
+                turn = asyncio.ensure_future(self._turn())
+        finally:
+            TURN_ASKER.reset(ask)
 
         async def hang_up() -> None:
             while (await receive())["type"] != "http.disconnect":

@@ -304,8 +304,23 @@ def channels(home: Home, sender: str, spawn: Spawn | None = None) -> ChannelMana
 
 def dispatch(home: Home) -> Dispatcher:
     """Chat messages, dashboard prompts and control-API chats become turns."""
+    from vikingbot.commands.pairing import PairingBook
     from vikingbot.gateway.dispatch import Dispatcher
+    from vikingbot.gateway.pairing_desk import PairingDesk
+    from vikingbot.gateway.steering import Steering
 
+    steering = Steering(  # the supervisor hands it the channels and the heartbeat once built
+        config=home.settings,
+        sessions=home.sessions,
+        audit=home.store.audit,
+        workspace_of=lambda key: home.workspaces.name_for(key),
+    )
+    steering.pairing_desk = PairingDesk(
+        PairingBook(home.paths.data_dir / "pairing.json"),
+        home.paths.config_file,
+        audit=home.store.audit,
+        channel_of=lambda name: steering.channel_of(name),
+    )
     return Dispatcher(
         agent=home.agent,
         agent_problem=home.agent_problem,
@@ -315,6 +330,7 @@ def dispatch(home: Home) -> Dispatcher:
         clock=home.clock,
         media=media(home),
         workspace_for=home.workspaces.workspace_for,
+        steering=steering,
     )
 
 
@@ -520,6 +536,7 @@ def control_ops(
         wake_heartbeat=wake_heartbeat,
         cron=cron,
         chat_turn=chat.chat,
+        steering=chat.steering,
         services=services,
         started_at=started_at,
         host=host,

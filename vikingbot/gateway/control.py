@@ -21,6 +21,7 @@ import hmac
 import json
 import time
 from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -317,10 +318,34 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         if opt_bool(body, "stream"):  # retries as they happen, then the result (chat_stream)
             from vikingbot.gateway.chat_stream import ChatStream
 
+            steering = ops.steering
             return ChatStream(
-                lambda: ops.chat(text, session=session), inflight=ops.inflight, path="/api/v1/chat"
+                lambda: ops.chat(text, session=session),
+                inflight=ops.inflight,
+                path="/api/v1/chat",
+                asker=None if steering is None else partial(steering.terminal_asker, session),
             )
         return await until_client_leaves(request, ops.chat(text, session=session))
+
+    async def chat_answer(request: Request) -> Any:
+        """The terminal's answer to an ``ask`` event of its chat stream."""
+        body = await json_body(request)
+        session = opt_str(body, "session", max_len=300) or "cli:default:local"
+        ident = req_str(body, "id", max_len=20)
+        if ops.steering is None:
+            raise NotFound("approvals are not asked in this gateway")
+        return {"text": ops.steering.terminal_answer(session, ident, opt_bool(body, "yes"))}
+
+    async def pair(request: Request) -> Any:
+        """``vikingbot pair``: list, approve or deny a pairing code (commands/pairing.py)."""
+        body = await json_body(request)
+        verb = req_str(body, "verb", max_len=10)
+        if verb not in ("list", "approve", "deny"):
+            raise BadRequest("'verb' must be list, approve or deny")
+        code = opt_str(body, "code", max_len=40) or ""
+        if ops.steering is None or ops.steering.pairing_desk is None:
+            raise NotFound("pairing is not available in this gateway")
+        return await ops.steering.pairing_desk.act(verb, code)
 
     async def events(request: Request) -> Any:
         q = request.query_params
@@ -347,4 +372,6 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         Route("/api/v1/chat", endpoint_(chat), methods=["POST"]),
         Route("/api/v1/events", endpoint_(events), methods=["GET"]),
         Route("/api/v1/config/apply", endpoint_(config_apply), methods=["POST"]),
+        Route("/api/v1/chat/answer", endpoint_(chat_answer), methods=["POST"]),
+        Route("/api/v1/pair", endpoint_(pair), methods=["POST"]),
     ]

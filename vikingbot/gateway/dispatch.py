@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from loguru import logger
 
-from vikingbot.agent.dispatch import run_turn_text, turn_json
+from vikingbot.agent.dispatch import TurnText, run_turn_text, turn_json
+from vikingbot.agent.types import TurnResult
+from vikingbot.bus import InboundMessage
+from vikingbot.channels.base import PAIRING
 from vikingbot.channels.inbound import apology, gave_up
 from vikingbot.clock import wait_event
 from vikingbot.delivery.adapter import TurnDelivery
@@ -26,9 +29,10 @@ from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop
-    from vikingbot.bus import InboundMessage, MessageBus
+    from vikingbot.bus import MessageBus
     from vikingbot.clock import Clock
     from vikingbot.delivery.service import DeliveryService
+    from vikingbot.gateway.steering import Steering
     from vikingbot.media import MediaIntake, Taken
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
@@ -48,10 +52,12 @@ class Dispatcher:
         clock: Clock,
         media: MediaIntake | None = None,
         workspace_for: Callable[[SessionKey], Path] | None = None,
+        steering: Steering | None = None,
     ) -> None:
         self.agent = agent
         self.media = media
         self.workspace_for = workspace_for
+        self.steering = steering  # commands, approvals in the chat, /stop, typing
         self.agent_problem = agent_problem
         self.delivery = delivery
         self.sessions = sessions
@@ -111,12 +117,24 @@ class Dispatcher:
     async def answer(self, msg: InboundMessage) -> None:
         """One chat message in, the agent's reply back to the same chat."""
         key = SessionKey(msg.channel, msg.channel_id, msg.chat_id)
+        run_id = msg.metadata.get("run_id") or f"chat-{uuid.uuid4().hex}"
+        steering = self.steering
+        if steering is not None:  # first, before any wait: a chat's commands keep their order
+
+            async def reply(text: str) -> Any:
+                return await self.delivery.reply(
+                    key, text, thread=msg.thread, dedupe_key=f"{run_id}:command"
+                )
+
+            if await steering.intercept(msg, key, reply):  # never reaches the model
+                return
+        elif msg.metadata.get(PAIRING):  # a stranger's message: never the model
+            return
         await asyncio.to_thread(self.sessions.get_or_create, key)
         problem = self.agent_problem()
         reply_to = f"{msg.channel}:{msg.chat_id}:{msg.thread}"  # new cron jobs' default target
         # a kept message (channels/inbound.py) has a run id of its own: answering it again
         # after a crash reuses the replies' dedupe keys, and the outbox sends a key once
-        run_id = msg.metadata.get("run_id") or f"chat-{uuid.uuid4().hex}"
         deliver = TurnDelivery.for_chat(self.delivery, key, thread=msg.thread, run_id=run_id)
         tries = gave_up(msg)
         if tries is not None:  # it stopped the bot again and again: do not run it again
@@ -133,19 +151,26 @@ class Dispatcher:
             media_meta = {"images": taken.images} if taken.images else {}
             if taken.transcript is not None:
                 media_meta["via"] = "audio"
-        out = await run_turn_text(
-            self._agent_or_none(),
-            prompt,
-            key,
-            {
-                "sender": msg.sender_id,
-                **({"reply_to": reply_to} if msg.thread else {}),
-                **media_meta,
-            },
-            deliver=deliver,
-            problem=f"vikingbot cannot answer yet: {problem}" if problem else None,
-            failure="Sorry, that failed: {}",
-        )
+        meta = {
+            "sender": msg.sender_id,
+            **({"reply_to": reply_to} if msg.thread else {}),
+            **media_meta,
+        }
+
+        def turn(meta: dict[str, Any]) -> Awaitable[TurnText]:
+            return run_turn_text(
+                self._agent_or_none(),
+                prompt,
+                key,
+                meta,
+                deliver=deliver,
+                problem=f"vikingbot cannot answer yet: {problem}" if problem else None,
+                failure="Sorry, that failed: {}",
+            )
+
+        out = await (turn(meta) if steering is None else steering.run(msg, key, meta, turn))
+        if out is None:  # /stop ended it (its answer said so)
+            return
         if problem:
             out.text = f"vikingbot cannot answer yet: {problem}"
         if out.text.strip():
@@ -175,6 +200,11 @@ class Dispatcher:
 
         key = SessionKey.parse(session)
         await asyncio.to_thread(self.sessions.get_or_create, key, True)
+        if self.steering is not None and self.steering.registry.find(text) is not None:
+            # the terminal's commands: the same registry as the chats', never the model
+            msg = InboundMessage(key.type, key.chat_id, "cli", text, channel_id=key.channel_id)
+            answer = await self.steering.command(msg, key, owner=True)
+            return {**turn_json(key, TurnResult(answer)), "messages": []}
         problem = self.agent_problem()
         if problem:
             raise ConfigError(problem)

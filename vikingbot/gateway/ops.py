@@ -21,6 +21,7 @@ from vikingbot import __version__
 if TYPE_CHECKING:
     from vikingbot.cron.service import CronService
     from vikingbot.delivery.inbox import Inbox
+    from vikingbot.gateway.steering import Steering
     from vikingbot.heartbeat.service import HeartbeatService
 
 
@@ -212,6 +213,7 @@ class ControlOps:
     wake_heartbeat: Callable[[], None]
     cron: CronService | None = None
     chat_turn: Callable[[str, str], Awaitable[dict[str, Any]]] | None = None
+    steering: Steering | None = None  # the terminal's approvals (chat/answer)
     services: Callable[[], dict[str, Any]] = dict
     started_at: str = ""
     host: str = ""

@@ -294,6 +294,12 @@ class Gateway:
                     self.say(f"{mark} Channel {row['name']}{err}")
         except VikingbotError as exc:
             self.say(f"✗ Channels: {exc}")
+        steering = self.dispatch.steering
+        if steering is not None:  # chats ask approvals, show typing, list the commands
+            steering.channel_of = manager.channel
+            names = [row["name"] for row in manager.status() if row.get("running")]
+            running = [c for n in names if (c := manager.channel(n)) is not None]
+            spawn("menus", lambda: steering.register_menus(running), "command menus", restart=False)
         spawn(
             "inbound",
             lambda: self.dispatch.serve_inbound(
@@ -566,6 +572,8 @@ class Gateway:
             port=self.port,
             reload_config=self._reload_for_api,
         )
+        if self.dispatch.steering is not None:
+            self.dispatch.steering.heartbeat = ops  # /heartbeat plan|run|pause|resume
         dashboard = compose.dashboard_routes(
             home,
             heartbeat=self.heartbeat,

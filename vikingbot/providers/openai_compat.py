@@ -10,7 +10,7 @@ into ``vikingbot.errors`` types whose message says what to fix.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from vikingbot.errors import ProviderError
@@ -106,6 +106,18 @@ class OpenAIProvider(BaseProvider):
         _ = self._client.chat.completions
 
     async def complete(self, request: ChatRequest) -> ProviderResponse:
+        return await self._call(request, None)
+
+    async def stream(
+        self, request: ChatRequest, on_text: Callable[[str], None]
+    ) -> ProviderResponse:
+        """The same call, streamed: ``on_text`` gets the reply's text as it is written
+        (``agent.streaming``; the chunks are read in ``openai_stream``)."""
+        return await self._call(request, on_text)
+
+    async def _call(
+        self, request: ChatRequest, on_text: Callable[[str], None] | None
+    ) -> ProviderResponse:
         import openai
 
         if self._client is None:
@@ -133,6 +145,13 @@ class OpenAIProvider(BaseProvider):
             ]
             params["tool_choice"] = request.tool_choice
         try:
+            if on_text is not None:
+                from vikingbot.providers.openai_stream import collect
+
+                ctx = self.error_context(request.model)
+                return await self.within_timeout(
+                    collect(self._client, params, on_text, parse_arguments), ctx
+                )
             resp = await self.within_timeout(
                 self._client.chat.completions.create(**params), self.error_context(request.model)
             )
