@@ -181,7 +181,7 @@ def test_plan_asks_the_running_gateway_and_sees_an_edit(home: Home, gateways: St
     first_cycle_done(home)
     summary = home.cli("heartbeat", "plan")
     assert summary.returncode == 0, summary.stderr
-    assert "1 workspaces" in summary.stdout and "empty" in summary.stdout
+    assert "1 workspace," in summary.stdout and "empty" in summary.stdout
     home.write_heartbeat(with_tasks("- Check whether the VPS disk is over 90%"))
 
     def shared_runs() -> bool:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -77,11 +78,13 @@ class FakeTelegram:
     def __init__(
         self,
         *,
-        token: str = "123456:FAKE-token",
+        token: str | None = None,
         username: str = "viking_fake_bot",
         max_poll_s: float = 0.5,
     ) -> None:
-        self.token = token
+        # a token of its own by default: a gateway left over from another test that finds
+        # this fake on a reused port is refused (401), not counted as a second poller
+        self.token = token = token or f"{secrets.randbelow(10**9) + 10**8}:FAKE-token"
         self.username = username
         self.bot_id = int(token.split(":", 1)[0])
         self.max_poll_s = max_poll_s
