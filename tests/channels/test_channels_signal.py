@@ -7,6 +7,7 @@ a gateway.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import shutil
@@ -228,3 +229,23 @@ async def test_doctor_live_names_the_linked_account_and_a_dead_daemon_is_an_erro
     assert line == f"linked as {BOT} ({BOT_UUID}) at {url}"
     with pytest.raises(ChannelError, match="unreachable"):
         await SignalChannel.check_credentials(SignalSettings(url="http://127.0.0.1:9", account=BOT))
+
+
+async def test_a_photo_is_fetched_only_after_the_allow_list_and_a_strangers_never(
+    fake: tuple[FakeSignal, str], store: StateStore, bus: MessageBus
+) -> None:
+    signal, url = fake
+    photo = b"\xff\xd8\xff\xe0" + b"x" * 5000
+    async with running(config(url), store, bus=bus):
+        await signal.wait_streams(1)
+        signal.push_text("", number=BOB, uuid=None, files=(("a.jpg", "image/jpeg", b"bad"),))
+        signal.push_text("my desk", files=(("desk.jpg", "image/jpeg", photo),))
+        got = await asyncio.wait_for(bus.next_inbound(), 15)
+        assert (got.sender_id, got.text) == (ALICE, "my desk")
+        (att,) = got.attachments
+        assert (att.name, att.mime, att.size) == ("desk.jpg", "image/jpeg", len(photo))
+        assert signal.downloads == []  # nothing is fetched before the media intake asks
+        assert await att.fetch(1_000_000) == photo
+        with pytest.raises(ValueError, match="larger than"):
+            await att.fetch(100)
+    assert signal.downloads == ["att2", "att2"]  # the stranger's file was never asked for

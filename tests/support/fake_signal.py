@@ -2,7 +2,7 @@
 
 Built from signal-cli's documented protocol (its ``signal-cli-jsonrpc(5)`` page):
 ``GET /api/v1/check``; ``POST /api/v1/rpc`` with one JSON-RPC request (``send``,
-``sendTyping``, ``sendReceipt``, ``getUserStatus``; ``listAccounts`` only when the
+``sendTyping``, ``sendReceipt``, ``getUserStatus``, ``getAttachment`` (base64); ``listAccounts`` only when the
 daemon serves several accounts, else "Method not implemented" as a single-account
 daemon answers); ``GET /api/v1/events``, a server-sent event stream of ``receive``
 events whose data is ``{"envelope": ..., "account": ...}``, each with an id
@@ -17,6 +17,7 @@ The server runs in another thread; the scripting methods are thread-safe.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import threading
 import time
@@ -45,6 +46,8 @@ class FakeSignal:
         self.streams = 0  # event streams open now
         self.most_streams = 0
         self.send_results: list[str] = []  # scripted result types for the next sends
+        self.attachments: dict[str, bytes] = {}  # id -> content, for getAttachment
+        self.downloads: list[str] = []  # getAttachment ids asked for
         self._events: list[tuple[int, str]] = []
         self._prefix = f"{int(time.time() * 1000)}-"
         self._seq = 0
@@ -65,12 +68,24 @@ class FakeSignal:
         group: str | None = None,
         mention_bot: bool = False,
         timestamp: int | None = None,
+        files: tuple[tuple[str, str, bytes], ...] = (),
     ) -> int:
-        """Script a text message from a person; returns its timestamp."""
+        """Script a message from a person (``files``: name, type, bytes of each
+        attachment, kept for ``getAttachment``); returns its timestamp."""
         with self._cond:
             self._clock_ms += 1
             ts = timestamp if timestamp is not None else self._clock_ms
             data: dict[str, Any] = {"timestamp": ts, "message": text, "expiresInSeconds": 0}
+            if files:
+                data["attachments"] = []
+                for name, mime, content in files:
+                    ident = f"att{len(self.attachments) + 1}"
+                    self.attachments[ident] = content
+                    data["attachments"].append(
+                        {"contentType": mime, "filename": name, "id": ident, "size": len(content)}
+                    )
+                if not text:
+                    data["message"] = None
             if group is not None:
                 data["groupInfo"] = {"groupId": group, "type": "DELIVER"}
             if mention_bot:
@@ -169,6 +184,12 @@ class FakeSignal:
                         for r in params.get("recipient", [])
                     ]
                 )
+            if method == "getAttachment":
+                self.downloads.append(str(params.get("id")))
+                content = self.attachments.get(str(params.get("id")))
+                if content is None or not (params.get("recipient") or params.get("groupId")):
+                    return error(-1, f"Could not find attachment with ID: {params.get('id')}")
+                return ok({"data": base64.b64encode(content).decode()})
             if method == "sendTyping":
                 self.typing.append(params)
                 self._cond.notify_all()

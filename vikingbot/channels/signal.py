@@ -16,7 +16,9 @@ KeptInbound`), so a gateway killed mid-turn loses nothing: another answers it. T
 server time of the newest handled message is kept (``channels/position.py``); a new
 receiver asks the daemon to replay its buffer (``Last-Event-ID``) and skips what is
 older. While a turn runs the sender sees "typing" (renewed every ``TYPING_EVERY_S``)
-and, when ``read_receipts`` is on, their message is marked read.
+and, when ``read_receipts`` is on, their message is marked read. Files a person sends
+become :class:`~vikingbot.bus.Attachment` s, fetched through ``getAttachment`` only when
+the media intake asks (after the allow list).
 
 Outbound: ``send`` to a number, UUID or group. Signal has no idempotency key, so a
 piece whose sender died between the send and the outbox's record of it is sent again
@@ -36,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 
 from loguru import logger
 
-from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.base import Channel, Problems
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
@@ -51,9 +53,12 @@ MENTION = "\ufffc"  # Signal puts this character where a mention sits in the tex
 TYPING_EVERY_S = 10.0  # Signal clients drop a typing indicator after about 15 s
 TAKE_KEEP_S = 24 * 3600.0  # how long a taken message id is remembered across gateways
 MAX_TEXT = 32_000  # longer inbound text is cut (a Signal message is far shorter)
+MAX_FILES = 10  # attachments taken from one message
 GROUP = "g."
 KEEPALIVE_S = 2.0
-SAFE_TO_REPEAT = frozenset({"sendTyping", "sendReceipt", "getUserStatus", "listAccounts"})
+SAFE_TO_REPEAT = frozenset(
+    {"sendTyping", "sendReceipt", "getUserStatus", "listAccounts", "getAttachment"}
+)
 REJECTED_RESULTS = {
     "UNREGISTERED_FAILURE": "the recipient is not on Signal",
     "IDENTITY_FAILURE": "the recipient's safety number changed; trust it with signal-cli",
@@ -72,6 +77,15 @@ class SignalSettings(ChannelBase):
     send_timeout_s: float = 30.0
 
 
+class SignalFile(NamedTuple):
+    """An attachment of a received message, as the daemon describes it."""
+
+    id: str  # the daemon's name for it (``getAttachment``)
+    name: str
+    mime: str | None
+    size: int | None
+
+
 class SignalText(NamedTuple):
     """A person's text message from the event stream."""
 
@@ -82,6 +96,7 @@ class SignalText(NamedTuple):
     ts: int  # the sender's timestamp: with the sender, Signal's id of the message
     server_ts: int  # when Signal's server received it (orders messages across senders)
     mentioned: bool
+    files: tuple[SignalFile, ...] = ()  # attachments, not downloaded yet
 
     @property
     def sender(self) -> str:
@@ -131,12 +146,31 @@ def group_id(chat: str) -> str | None:
     return base64.b64encode(raw).decode() if raw else None
 
 
+def files_of(data: dict[str, Any]) -> tuple[SignalFile, ...]:
+    """The attachments a ``dataMessage`` lists (total; at most ``MAX_FILES``)."""
+    found: list[SignalFile] = []
+    items = data.get("attachments")
+    for item in (items if isinstance(items, list) else [])[:MAX_FILES]:
+        item = _dict(item)
+        ident = _str(item.get("id"))
+        if ident is None:
+            continue
+        mime = _str(item.get("contentType"))
+        name = _str(item.get("filename")) or ident
+        size = _int(item.get("size"))
+        found.append(SignalFile(ident, name, mime, size if size is None or size >= 0 else None))
+    return tuple(found)
+
+
 def text_event(payload: Any, me: str | None, my_uuid: str | None) -> SignalText | None:
-    """A :class:`SignalText` for a person's text in one event's data, else None (total)."""
+    """A :class:`SignalText` for a person's text or files in one event's data, else None
+    (total)."""
     envelope = _dict(_dict(payload).get("envelope"))
     data = _dict(envelope.get("dataMessage"))
     body = data.get("message")
-    if not isinstance(body, str) or not body.strip():
+    body = body if isinstance(body, str) else ""
+    files = files_of(data)
+    if not body.strip() and not files:
         return None  # receipts, typing, sync messages of our own sends, reactions ...
     number, uuid = _str(envelope.get("sourceNumber")), _str(envelope.get("sourceUuid"))
     if number is None and uuid is None:
@@ -166,7 +200,7 @@ def text_event(payload: Any, me: str | None, my_uuid: str | None) -> SignalText 
     text = body[:MAX_TEXT]
     if mine:
         text = text.replace(MENTION, "", 1).lstrip(" :,") or text
-    return SignalText(number, uuid, group, text, ts, server_ts, bool(mine))
+    return SignalText(number, uuid, group, text, ts, server_ts, bool(mine), files)
 
 
 def _rpc_error(error: Any, what: str) -> ChannelError:
@@ -432,6 +466,7 @@ class SignalChannel(Channel):
             sender_id=sender,
             text=text.text,
             metadata={"timestamp": text.ts, "author": text.sender, "mentioned": text.mentioned},
+            attachments=tuple(self._attachment(f, text) for f in text.files),
         )
         if not self.allowed(msg.sender_id, msg.chat_id):
             await self.accept(msg)  # refused and audited there
@@ -456,6 +491,28 @@ class SignalChannel(Channel):
                     {"recipient": [text.sender], "targetTimestamp": [text.ts], "type": "read"},
                     what="sendReceipt",
                 )
+
+    def _attachment(self, file: SignalFile, text: SignalText) -> Attachment:
+        """A file of ``text``, fetched (``getAttachment``, base64) only when the media
+        intake asks, which is after the allow list."""
+        where = {"groupId": group_id(text.group)} if text.group else {"recipient": text.sender}
+
+        async def fetch(limit: int) -> bytes:
+            answer = await self._call(
+                "getAttachment", {"id": file.id, **where}, what=f"download of {file.name}"
+            )
+            data = _dict(answer).get("data")
+            if not isinstance(data, str):
+                raise ChannelError(f"Signal download of {file.name}: no data in the answer")
+            if len(data) // 4 * 3 > limit + 2:  # refused before decoding
+                raise ValueError(f"{file.name} is larger than {limit} bytes")
+            try:
+                return base64.b64decode(data, validate=True)
+            except (binascii.Error, ValueError) as exc:
+                raise ChannelError(f"Signal download of {file.name}: not base64") from exc
+
+        kind: Literal["audio"] | None = "audio" if (file.mime or "").startswith("audio/") else None
+        return Attachment(file.name, fetch, mime=file.mime, size=file.size, kind=kind)
 
     async def answering(self, msg: InboundMessage) -> None:
         if self.kept is not None:
