@@ -167,6 +167,11 @@ def test_a_stream_carries_the_text_as_the_model_writes_it(
     assert arrived[-1][0] - arrived[0][0] > writing / 2, arrived
     whole = carol.chat.completions.create(**ask, user="s2")  # type: ignore[call-overload]
     assert whole.choices[0].message.content == streamed  # the same answer, not streamed
+    assert not trickle.cut.is_set()
+    with carol.chat.completions.create(**ask, user="s3", stream=True) as cut:  # type: ignore[call-overload]
+        next(c for c in cut if c.choices and c.choices[0].delta.content)
+    # the client hung up after the first words: the turn, and its model call, stop
+    assert trickle.cut.wait(30)
 
 
 def test_a_tool_call_is_a_comment_and_the_text_around_it_is_the_answer(
