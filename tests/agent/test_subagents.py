@@ -236,3 +236,29 @@ def test_status_lists_the_running_sub_agents(capsys: pytest.CaptureFixture[str])
         "sub-agent:  subagent:telegram:bot:42:1 running since 2026-12-06T20:00:00+00:00: "
         "release notes"
     ) in capsys.readouterr().out
+
+
+async def test_a_sub_agent_does_not_write_into_the_parents_live_text(
+    fake_openai: FakeOpenAI,
+    make_loop: LoopFactory,
+    agent_config: Callable[..., Config],
+    workspace: Path,
+) -> None:
+    from vikingbot.agent.streaming import TURN_STREAM
+    from vikingbot.openai_api.live import Transcript
+
+    loop = make_loop(agent_config(fake_openai.base_url))
+    spawn = tool_call("spawn", {"task": "TASK-A: find it"})
+    script(fake_openai, spawn, lambda task: reply("CHILD WORDS", delay_s=0.2))
+    live = Transcript()  # an API answer (a chat's live preview is the same kind of sink)
+    deliver = Recorder()
+    token = TURN_STREAM.set(live)
+    try:
+        result = await loop.run_turn(
+            "find it", PARENT, {"workspace": str(workspace)}, deliver=deliver
+        )
+    finally:
+        TURN_STREAM.reset(token)
+    await deliver.wait_for(1)  # the child has answered (its model streamed)
+    assert "CHILD WORDS" in deliver.texts[0]
+    assert live.tools == ["spawn"] and live.text() == result.text  # the parent's words only

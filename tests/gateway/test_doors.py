@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,10 +17,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tests.support.gateway_proc import GatewayProcess
+from tests.support.trickle_model import TrickleModel
 from vikingbot.cli.app import app
 from vikingbot.openai_api import wire
+from vikingbot.openai_api.live import Transcript
 from vikingbot.openai_api.tokens import parse
-from vikingbot.testing.fake_openai import FakeOpenAI, reply
+from vikingbot.testing.fake_openai import FakeOpenAI, reply, tool_call
 
 
 def _token(home: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
@@ -30,8 +33,20 @@ def _token(home: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
     return result.stdout.strip()
 
 
+WORDS = [f"word{i} " for i in range(30)]  # 30 x 0.08 s: 2.4 s of writing
+EVERY_S = 0.08
+
+
 @pytest.fixture(scope="module")
-def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, FakeOpenAI]]:
+def trickle() -> Iterator[TrickleModel]:
+    with TrickleModel.start(WORDS, every_s=EVERY_S) as model:
+        yield model
+
+
+@pytest.fixture(scope="module")
+def rig(
+    tmp_path_factory: pytest.TempPathFactory, trickle: TrickleModel
+) -> Iterator[tuple[GatewayProcess, FakeOpenAI]]:
     home = tmp_path_factory.mktemp("oai") / "home"
     home.mkdir()
     with FakeOpenAI.start() as fake:
@@ -41,10 +56,19 @@ def rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProce
                 "agents": {
                     "provider": "openai",
                     "model": "m1",
-                    "fallbackModels": [{"provider": "openai", "model": "m2"}],
+                    "fallbackModels": [
+                        {"provider": "openai", "model": "m2"},
+                        {"provider": "slow", "model": "trickle"},
+                    ],
                 },
                 "providers": {
-                    "openai": {"apiBase": fake.base_url, "apiKey": "sk-x", "maxRetries": 0}
+                    "openai": {"apiBase": fake.base_url, "apiKey": "sk-x", "maxRetries": 0},
+                    "slow": {
+                        "kind": "openai",
+                        "apiBase": trickle.base_url,
+                        "apiKey": "sk-x",
+                        "maxRetries": 0,
+                    },
                 },
             }
         }
@@ -67,7 +91,7 @@ def test_the_openai_sdk_chats_streams_and_is_kept_apart(
     assert "vbk_" not in stored and set(parse(stored)) == {"alice", "bob"}  # hashed only
 
     ids = [m.id for m in alice.models.list()]
-    assert ids == ["vikingbot", "openai/m1", "openai/m2"]
+    assert ids == ["vikingbot", "openai/m1", "openai/m2", "slow/trickle"]
 
     fake.script([reply("Hello Alice")])
     out = alice.chat.completions.create(
@@ -87,7 +111,7 @@ def test_the_openai_sdk_chats_streams_and_is_kept_apart(
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "a streamed answer " * 60
-    assert len([c for c in chunks if c.choices and c.choices[0].delta.content]) > 1
+    assert chunks[0].choices[0].delta.role == "assistant"
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     assert chunks[-1].usage is not None and chunks[-1].choices == []
     assert fake.requests[-1].model == "m2"  # the model the client chose
@@ -121,6 +145,61 @@ def test_the_openai_sdk_chats_streams_and_is_kept_apart(
     assert big.status_code == 413
 
 
+def test_a_stream_carries_the_text_as_the_model_writes_it(
+    rig: tuple[GatewayProcess, FakeOpenAI], trickle: TrickleModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gw, _ = rig
+    carol = _client(gw, _token(gw.home, monkeypatch, "add", "carol"))
+    ask = {"model": "slow/trickle", "messages": [{"role": "user", "content": "write"}]}
+    stream = carol.chat.completions.create(**ask, user="s1", stream=True)  # type: ignore[call-overload]
+    arrived: list[tuple[float, str]] = []
+    finish = []
+    for c in stream:
+        if c.choices and c.choices[0].delta.content:
+            arrived.append((time.monotonic(), c.choices[0].delta.content))
+        if c.choices and c.choices[0].finish_reason:
+            finish.append(c.choices[0].finish_reason)
+    streamed = "".join(piece for _, piece in arrived)
+    assert streamed == trickle.text and finish == ["stop"]
+    assert len(arrived) >= len(WORDS) // 2  # word by word, not one block at the end
+    writing = EVERY_S * len(WORDS)
+    # the first words were shown while the model was still writing the rest
+    assert arrived[-1][0] - arrived[0][0] > writing / 2, arrived
+    whole = carol.chat.completions.create(**ask, user="s2")  # type: ignore[call-overload]
+    assert whole.choices[0].message.content == streamed  # the same answer, not streamed
+    assert not trickle.cut.is_set()
+    with carol.chat.completions.create(**ask, user="s3", stream=True) as cut:  # type: ignore[call-overload]
+        next(c for c in cut if c.choices and c.choices[0].delta.content)
+    # the client hung up after the first words: the turn, and its model call, stop
+    assert trickle.cut.wait(30)
+
+
+def test_a_tool_call_is_a_comment_and_the_text_around_it_is_the_answer(
+    rig: tuple[GatewayProcess, FakeOpenAI], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gw, fake = rig
+    token = _token(gw.home, monkeypatch, "add", "dave")
+    steps = [tool_call("read_file", {"path": "SOUL.md"}, text="Let me look."), reply("Found it.")]
+    body = {"model": "vikingbot", "messages": [{"role": "user", "content": "look"}]}
+    auth = {"authorization": f"Bearer {token}"}
+    fake.script(steps)
+    with httpx.stream(
+        "POST",
+        f"{gw.base_url}/v1/chat/completions",
+        headers=auth,
+        json={**body, "stream": True},
+        timeout=60,
+    ) as r:
+        lines = [line for line in r.iter_lines() if line]
+    assert ": tool read_file" in lines  # shown to curl, ignored by the SDKs
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: {")]
+    text = "".join(e["choices"][0]["delta"].get("content") or "" for e in events if e["choices"])
+    assert text == "Let me look.\n\nFound it." and lines[-1] == "data: [DONE]"
+    fake.script(steps)
+    whole = httpx.post(f"{gw.base_url}/v1/chat/completions", headers=auth, json=body, timeout=60)
+    assert whole.json()["choices"][0]["message"]["content"] == text
+
+
 @pytest.mark.parametrize(
     ("body", "param"),
     [
@@ -143,6 +222,59 @@ def test_content_parts_are_read_as_text() -> None:
         "stream": True,
     }
     assert wire.parse_request(body) == wire.CompletionRequest("vikingbot", "a", True)
+
+
+events = st.lists(
+    st.one_of(
+        st.tuples(st.just("begin"), st.just("")),
+        st.tuples(st.just("delta"), st.text(alphabet=" \nab", max_size=6)),
+        st.tuples(st.just("tool"), st.just("exec")),
+        st.tuples(st.just("said"), st.text(alphabet=" \nxy", max_size=6)),
+    ),
+    max_size=30,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(events, st.none() | st.text(alphabet=" \nzq", max_size=6))
+def test_what_is_streamed_is_the_answer(steps: list[tuple[str, str]], final: str | None) -> None:
+    shown: list[str] = []
+    tools: list[str] = []
+    live = Transcript(emit=shown.append, on_tool=tools.append)
+    for kind, value in steps:
+        if kind == "begin":
+            live.begin()
+        elif kind == "delta":
+            live.delta(value)
+        elif kind == "tool":
+            live.tool(value)
+        else:
+            live.said(value)
+        assert "".join(shown) == live.text()  # at every moment, a start of the answer
+    answer = live.finish(final)
+    assert "".join(shown) == answer
+    assert tools == [v for k, v in steps if k == "tool"]
+    said = "".join("".join(v.split()) for k, v in steps if k in ("delta", "said"))
+    assert "".join(answer.split()).startswith(said)  # nothing the turn said is dropped
+
+
+def test_the_answer_is_each_part_in_turn() -> None:
+    shown: list[str] = []
+    live = Transcript(emit=shown.append)
+    live.begin()
+    for piece in ["Let me ", "look."]:
+        live.delta(piece)
+    live.tool("read_file")
+    live.said("working on it")
+    live.begin()
+    live.delta("  ")  # held until the part has words
+    assert "".join(shown) == "Let me look.\n\nworking on it"
+    live.delta("Done.")
+    assert live.finish("  Done.") == "Let me look.\n\nworking on it\n\n  Done."
+    assert "".join(shown) == live.text()
+    plain = Transcript()  # a provider that does not stream: the reply is the last part
+    plain.said("note")
+    assert plain.finish("the reply") == "note\n\nthe reply"
 
 
 json_values = st.recursive(

@@ -3,6 +3,7 @@
     with TrickleModel.start(words, every_s=0.05) as model:   # model.base_url: ".../v1"
         ...the provider streams (``"stream": true``)...
         model.first_chunk_at   # time.monotonic() when the first word left
+        model.cut.wait(30)     # a streamed answer was cut off (its reader hung up)
 
 Each request is answered with the same text, ``every_s`` between words, then usage
 and ``[DONE]``. A request without ``"stream": true`` gets the whole text at once
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -28,6 +30,7 @@ class TrickleModel:
         self.requests: list[dict[str, Any]] = []
         self.started_at: list[float] = []  # time.monotonic() of each request's arrival
         self.base_url = ""
+        self.cut = threading.Event()  # set when a streamed answer's reader hung up mid-way
 
     @classmethod
     @contextmanager
@@ -71,15 +74,21 @@ class TrickleModel:
                 return f"data: {json.dumps({**data, **extra})}\n\n".encode()
 
             async def events() -> Any:
-                for i, word in enumerate(self.words):
-                    if i == 0:
-                        self.first_chunk_at.append(time.monotonic())
-                    yield chunk(
-                        {"role": "assistant", "content": word} if i == 0 else {"content": word}
-                    )
-                    await asyncio.sleep(self.every_s)
-                yield chunk({}, "stop", usage=usage)
-                yield b"data: [DONE]\n\n"
+                ended = False
+                try:
+                    for i, word in enumerate(self.words):
+                        if i == 0:
+                            self.first_chunk_at.append(time.monotonic())
+                        yield chunk(
+                            {"role": "assistant", "content": word} if i == 0 else {"content": word}
+                        )
+                        await asyncio.sleep(self.every_s)
+                    yield chunk({}, "stop", usage=usage)
+                    yield b"data: [DONE]\n\n"
+                    ended = True
+                finally:
+                    if not ended:
+                        self.cut.set()
 
             return StreamingResponse(events(), media_type="text/event-stream")
 

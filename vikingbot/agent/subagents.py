@@ -27,6 +27,7 @@ hangs up) calls it.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from loguru import logger
 
+from vikingbot.agent.streaming import TURN_STREAM
 from vikingbot.agent.types import TurnResult
 from vikingbot.errors import ToolError
 from vikingbot.session.types import SessionKey
@@ -222,7 +224,13 @@ class TurnSpawner:
             meta["unattended"] = True
         self.hub.children[str(key)] = child
         self.mine.append(child)
-        child.task = asyncio.create_task(self._run(child, key, INSTRUCTIONS + task, meta))
+        # the child's words are not the parent's: its model calls stream into no preview
+        # or API answer of the parent's (``agent/streaming.py``)
+        alone = contextvars.copy_context()
+        alone.run(TURN_STREAM.set, None)
+        child.task = asyncio.create_task(
+            self._run(child, key, INSTRUCTIONS + task, meta), context=alone
+        )
         logger.bind(session=str(self.parent)).info("sub-agent {} started: {}", key, label)
         return str(key)
 

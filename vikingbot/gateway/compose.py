@@ -598,27 +598,32 @@ def openai_api(home: Home, *, inflight: set[asyncio.Task[Any]]) -> list[Any]:
     """The OpenAI-compatible API (/v1, docs/openai-api.md) from the parts it uses: the
     client tokens, the config getter, a turn runner over the agent and delivery (what the
     agent sends to "this chat" is part of the answer), and the audit."""
+    from vikingbot.agent.streaming import TURN_STREAM
     from vikingbot.delivery.adapter import TurnDelivery
     from vikingbot.gateway.control import MAX_BODY_BYTES
+    from vikingbot.openai_api.live import Transcript
     from vikingbot.openai_api.routes import Answer, openai_routes
     from vikingbot.openai_api.tokens import TokenStore, tokens_file
 
-    async def run(prompt: str, key: SessionKey, meta: dict[str, Any]) -> Answer:
+    async def run(prompt: str, key: SessionKey, meta: dict[str, Any], live: Transcript) -> Answer:
         problem = home.agent_problem()
         if problem:
             return Answer("", error=problem, not_ready=True)
         await asyncio.to_thread(home.sessions.get_or_create, key)
-        sent: list[str] = []
 
         async def to_client(text: str) -> Any:
-            sent.append(text)
+            live.said(text)
             return "delivered"
 
         deliver = TurnDelivery.for_chat(home.delivery, key, sink=to_client)
-        result = await home.agent().run_turn(prompt, key, meta, deliver=deliver)
+        streaming = TURN_STREAM.set(live)  # the model's text as it writes (openai_api/live)
+        try:
+            result = await home.agent().run_turn(prompt, key, meta, deliver=deliver)
+        finally:
+            TURN_STREAM.reset(streaming)
         if result.ended in ("error", "timeout"):
             return Answer("", result.model, error=result.error or f"the turn ended: {result.ended}")
-        text = "\n\n".join(t for t in [*sent, result.text or ""] if t.strip())
+        text = live.finish(result.text)
         return Answer(text, result.model, result.tokens_in, result.tokens_out)
 
     def audit(actor: str, action: str, subject: str, outcome: str, details: Any) -> None:

@@ -26,6 +26,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from vikingbot.openai_api import wire
+from vikingbot.openai_api.live import Transcript
 from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
@@ -50,7 +51,8 @@ class Answer:
     not_ready: bool = False
 
 
-RunTurn = Callable[[str, SessionKey, dict[str, Any]], Awaitable[Answer]]
+# prompt, session, turn metadata, the transcript (the turn's live text; ``openai_api.live``)
+RunTurn = Callable[[str, SessionKey, dict[str, Any], Transcript], Awaitable[Answer]]
 Audit = Callable[[str, str, str, str, dict[str, Any]], None]  # actor, action, subject, outcome
 
 
@@ -80,6 +82,15 @@ def resolve_model(choices: dict[str, dict[str, str]], asked: str) -> dict[str, s
         return choices[asked]
     found = [meta for label, meta in choices.items() if label.split("/", 1)[-1] == asked]
     return found[0] if len(found) == 1 else None
+
+
+def model_label(choices: dict[str, dict[str, str]], meta: dict[str, str], asked: str) -> str:
+    """The id a streamed answer names before the turn says which model answered: the
+    ``provider/model`` choice ``meta`` selects (the configured model for ``{}``). Pure."""
+    for label, found in choices.items():
+        if found == meta and label != DEFAULT_MODEL:
+            return label
+    return asked
 
 
 def _error(err: wire.WireError, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -191,12 +202,13 @@ def openai_routes(
         key = SessionKey("api", client.name, conversation)
         turn_meta = {"sender": f"api:{client.name}", **meta}
         if req.stream:
+            label = model_label(model_choices(settings()), meta, req.model)
             return StreamingResponse(
-                _stream(run, req, key, turn_meta, inflight),
+                _stream(run, req, key, turn_meta, inflight, label),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
             )
-        task = asyncio.ensure_future(run(req.prompt, key, turn_meta))
+        task = asyncio.ensure_future(run(req.prompt, key, turn_meta, Transcript()))
         if inflight is not None:
             inflight.add(task)
             task.add_done_callback(inflight.discard)
@@ -271,27 +283,64 @@ def _sse(data: Any) -> bytes:
     return f"data: {text}\n\n".encode()
 
 
+def _comment(text: str) -> bytes:
+    """An SSE comment line (clients ignore it): printable characters only, so no text
+    can end the line and start an event of its own."""
+    shown = "".join(ch for ch in text if ch.isprintable())[:100]
+    return f": {shown}\n\n".encode()
+
+
 async def _stream(
     run: RunTurn,
     req: wire.CompletionRequest,
     key: SessionKey,
     meta: dict[str, Any],
     inflight: set[asyncio.Task[Any]] | None,
+    label: str,
 ) -> AsyncIterator[bytes]:
-    """The turn as server-sent ``chat.completion.chunk`` events: a comment every
-    ``KEEPALIVE_S`` while it runs, then the reply's deltas, the finish, the usage (if
-    asked), ``[DONE]``. A failed turn is an ``error`` event (the SDKs raise it). A client
-    that hangs up cancels the turn."""
+    """The turn as server-sent ``chat.completion.chunk`` events, each piece of text as
+    the model writes it (``openai_api.live``): a comment every ``KEEPALIVE_S`` while
+    nothing else is sent and one as each tool starts, then the finish, the usage (if
+    asked), ``[DONE]``. A failed turn is an ``error`` event (the SDKs raise it). A
+    client that hangs up cancels the turn."""
     cid, created = wire.completion_id(), int(time.time())
-    task = asyncio.ensure_future(run(req.prompt, key, meta))
+    queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+    live = Transcript(
+        emit=lambda piece: queue.put_nowait(("text", piece)),
+        on_tool=lambda name: queue.put_nowait(("tool", name)),
+    )
+    task = asyncio.ensure_future(run(req.prompt, key, meta, live))
     if inflight is not None:
         inflight.add(task)
         task.add_done_callback(inflight.discard)
+    sent: list[str] = []
+
+    def event(kind: str, value: str) -> bytes:
+        if kind == "tool":
+            return _comment(f"tool {value}")
+        head = b""
+        if not sent:  # the first chunk names the role, as OpenAI's do
+            head = _sse(wire.chunk(cid, label, created, {"role": "assistant", "content": ""}))
+        sent.append(value)
+        return head + _sse(wire.chunk(cid, label, created, {"content": value}))
+
+    getter: asyncio.Future[tuple[str, str]] | None = None
     try:
         while not task.done():
-            done, _ = await asyncio.wait({task}, timeout=KEEPALIVE_S)
+            getter = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait(
+                {task, getter}, timeout=KEEPALIVE_S, return_when=asyncio.FIRST_COMPLETED
+            )
+            if getter in done:
+                yield event(*getter.result())
+                continue
+            getter.cancel()  # an item not taken stays in the queue
+            with contextlib.suppress(asyncio.CancelledError):
+                await getter
             if not done:
                 yield b": keep-alive\n\n"
+        while not queue.empty():
+            yield event(*queue.get_nowait())
         try:
             answer = task.result()
         except asyncio.CancelledError:
@@ -300,16 +349,23 @@ async def _stream(
         if answer.error is not None:
             yield _sse(_failed(answer).body())
             return
-        model = answer.model or req.model
-        yield _sse(wire.chunk(cid, model, created, {"role": "assistant", "content": ""}))
-        for piece in wire.pieces(answer.text):
-            yield _sse(wire.chunk(cid, model, created, {"content": piece}))
-        yield _sse(wire.chunk(cid, model, created, {}, "stop"))
+        shown = "".join(sent)
+        if answer.text.startswith(shown):  # what the transcript did not carry (if any)
+            rest = answer.text[len(shown) :]
+            for piece in wire.pieces(rest) if rest else []:
+                yield event("text", piece)
+        else:
+            logger.warning("OpenAI API: {}: the streamed text is not the answer's start", key)
+        if not sent:
+            yield event("text", "")
+        yield _sse(wire.chunk(cid, label, created, {}, "stop"))
         if req.include_usage:
             use = wire.usage(answer.tokens_in, answer.tokens_out)
-            yield _sse(wire.chunk(cid, model, created, {}, use=use, choices=False))
+            yield _sse(wire.chunk(cid, label, created, {}, use=use, choices=False))
         yield _sse("[DONE]")
     finally:
+        if getter is not None:
+            getter.cancel()
         if not task.done():
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
