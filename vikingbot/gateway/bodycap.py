@@ -10,6 +10,8 @@ limit of one request in memory. The limits (docs/gateway.md):
 path                      limit     why
 ========================  ========  ==========================================
 ``/feishu/``              1 MiB     Feishu events are a few KiB
+``/api/v1/chat``          48 MiB    a chat message with files (base64, docs/media.md)
+``/webhook/inbound``      48 MiB    an inbound message with files (base64, docs/media.md)
 ``/webhook/``             64 KiB    the webhook channel's own limit
 ``/api/``                 64 KiB    control-API commands are small JSON
 ``/ui/``                  1 MiB     dashboard forms (its guard checks 1 MiB too)
@@ -25,6 +27,8 @@ from typing import Any
 KIB = 1024
 MIB = 1024 * KIB
 DEFAULT_LIMIT = MIB
+FILES_LIMIT = 48 * MIB  # a message carrying files as base64 (docs/media.md)
+EXACT: dict[str, int] = {"/api/v1/chat": FILES_LIMIT, "/webhook/inbound": FILES_LIMIT}
 LIMITS: tuple[tuple[str, int], ...] = (
     ("/feishu/", MIB),
     ("/webhook/", 64 * KIB),
@@ -35,6 +39,8 @@ LIMITS: tuple[tuple[str, int], ...] = (
 
 def limit_for(path: str) -> int:
     """The most bytes a request body to ``path`` may have."""
+    if path in EXACT:
+        return EXACT[path]
     for prefix, limit in LIMITS:
         if path.startswith(prefix):
             return limit
