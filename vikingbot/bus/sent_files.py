@@ -17,6 +17,7 @@ from typing import Any
 
 from vikingbot.bus.events import Attachment
 
+FILES_LIMIT = 48 * 1024 * 1024  # the body cap of a route that takes a message with files
 MAX_SENT_FILES = 10
 MAX_NAME = 200
 MAX_TYPE = 100

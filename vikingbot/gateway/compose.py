@@ -553,9 +553,11 @@ def dashboard_routes(
     apply_config: Callable[[], Any],
     ops: ControlOps,
     stopping: asyncio.Event,
+    take_files: Any = None,
 ) -> list[Any]:
     """The web dashboard (/ui), from the gateway's own parts; its actions go through
-    the same ``ControlOps`` as the control API."""
+    the same ``ControlOps`` as the control API (``take_files``: the dispatcher's media
+    intake for files sent on the chat form)."""
     from vikingbot.dashboard import DashboardParts, dashboard_routes
     from vikingbot.delivery.adapter import TurnDelivery
     from vikingbot.delivery.inbox import Inbox
@@ -590,6 +592,7 @@ def dashboard_routes(
         ops=ops,
         stopping=stopping,
         user_skills=user_dir(home.paths.home),
+        take_files=take_files,
     )
     return dashboard_routes(parts)
 

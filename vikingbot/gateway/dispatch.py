@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from loguru import logger
 
@@ -36,6 +36,14 @@ if TYPE_CHECKING:
     from vikingbot.media import MediaIntake, Taken
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
+
+
+class FilesIn(NamedTuple):
+    """A message's files, taken in: what the turn is asked, its metadata, what to tell."""
+
+    prompt: str
+    meta: dict[str, Any]
+    notices: list[str]
 
 
 def media_meta_of(taken: Taken) -> dict[str, Any]:
@@ -195,6 +203,18 @@ class Dispatcher:
             sender=msg.sender_id,
             source=msg.channel,
         )
+
+    async def files_in(
+        self, key: SessionKey, text: str, attachments: tuple[Attachment, ...], *, source: str
+    ) -> FilesIn:
+        """A message's files taken in for a turn in ``key`` (the dashboard's chat): the
+        prompt (empty: nothing to answer), the turn metadata and the lines to tell."""
+        msg = InboundMessage(
+            key.type, key.chat_id, source, text, channel_id=key.channel_id,
+            attachments=attachments,
+        )  # fmt: skip
+        taken = await self._take_media(msg, key)
+        return FilesIn(taken.prompt(text), media_meta_of(taken), taken.notices)
 
     async def chat(
         self, text: str, session: str, attachments: tuple[Attachment, ...] = ()
