@@ -355,6 +355,7 @@ def heartbeat(
     from vikingbot.heartbeat.checkers import run_check
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.heartbeat.turn import Turns
+    from vikingbot.media.workspace_images import workspace_images
     from vikingbot.store.leases import Leases
 
     skills = user_dir(home.paths.home)
@@ -364,6 +365,7 @@ def heartbeat(
         delivery=home.delivery,
         reset=home.sessions.reset,
         user_skills=skills,
+        pictures=functools.partial(workspace_images, home.settings),
     )
 
     if claims and leases is None:
