@@ -93,7 +93,13 @@ class Guard:
             given = found[0] if found else None
         elif kind.startswith("multipart/form-data") and sub.startswith(FILES_PATH):
             form = await _multipart(scope, body)  # parsed once; the route reads it from state
-            token = form.get("csrf") if form is not None else None
+            if form is None:
+                await PlainTextResponse(
+                    f"the form could not be read (at most {MAX_FORM_FILES} files)",
+                    status_code=400,
+                )(scope, receive, send_secured)
+                return
+            token = form.get("csrf")
             given = token if given is None and isinstance(token, str) else given
         if not csrf_ok(session, given):
             if form is not None:
