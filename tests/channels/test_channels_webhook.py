@@ -15,7 +15,9 @@ from starlette.routing import Route
 
 from tests.support.outbound import send_reply
 from vikingbot.bus import MessageBus
+from vikingbot.bus.sent_files import encode_file
 from vikingbot.channels.manager import ChannelManager
+from vikingbot.channels.webhook import MAX_BODY_BYTES
 from vikingbot.config.schema import Config
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.testing.server import serve_app
@@ -167,6 +169,42 @@ async def test_inbound_with_the_token_reaches_the_agent_and_is_answered(
         await manager.stop()
 
 
+async def test_inbound_files_ride_with_the_message_and_the_kept_text_names_them(
+    store: Any,
+    bus: MessageBus,
+    echo: Any,
+    make_config: Callable[..., Config],
+    eventually: Callable[..., Awaitable[None]],
+) -> None:
+    from sqlalchemy import select
+
+    from vikingbot.store.tables import inbound_messages
+
+    manager = await started(make_config(webhook=webhook([], allowFrom=["ci-bot"])), bus, store)
+    pdf = b"%PDF-1.4 build log"
+    body = {"sender_id": "ci-bot", "chat_id": "builds", "text": "",
+            "files": [encode_file("log.pdf", pdf, "application/pdf")]}  # fmt: skip
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        async with await _client(manager) as client:
+            bad = {**body, "files": [{"name": "x.pdf", "data": "not base64!"}]}
+            refused = await client.post("/webhook/inbound", json=bad, headers=auth)
+            response = await client.post("/webhook/inbound", json=body, headers=auth)
+        assert refused.status_code == 400
+        assert refused.json()["error"] == "files[0]: 'data' is not valid base64"
+        assert response.status_code == 202
+        await eventually(lambda: bool(echo.seen))
+        (msg,) = echo.seen
+        assert msg.text == "" and [a.name for a in msg.attachments] == ["log.pdf"]
+        assert await msg.attachments[0].fetch(1000) == pdf
+        with store.engine.connect() as conn:
+            (kept,) = conn.execute(select(inbound_messages.c.text)).scalars().all()
+        # the files are not in the database: a restart's turn is told they were lost
+        assert kept == "[1 file(s) sent with this message were lost in a restart: log.pdf]"
+    finally:
+        await manager.stop()
+
+
 @pytest.mark.parametrize(
     ("headers", "body", "status", "error"),
     [
@@ -233,7 +271,8 @@ async def test_inbound_body_too_large_and_not_json(
     auth = {"Authorization": f"Bearer {TOKEN}"}
     try:
         async with await _client(manager) as client:
-            big = await client.post("/webhook/inbound", content=b"x" * 70_000, headers=auth)
+            over = b"x" * (MAX_BODY_BYTES + 1)  # the cap that lets files in (48 MiB)
+            big = await client.post("/webhook/inbound", content=over, headers=auth)
             bad = await client.post("/webhook/inbound", content=b"{nope", headers=auth)
         assert big.status_code == 413
         assert bad.status_code == 400

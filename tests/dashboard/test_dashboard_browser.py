@@ -22,7 +22,11 @@ from vikingbot.testing.fake_openai import reply
 
 # the module's gateway has a token, as one bound beyond loopback must
 TOKEN = "a-long-gateway-token-for-the-test"
-BOT = {"gateway": {"token": TOKEN}, "tools": {"auto_approve": ["message"]}}
+BOT = {
+    "gateway": {"token": TOKEN},
+    "tools": {"auto_approve": ["message"]},
+    "agents": {"vision": "on"},  # the fake model sees the chat form's pictures
+}
 HOSTILE = (
     "Done. <script>window.__pwned = 1</script>\n\n"
     '<img src="x" onerror="window.__pwned = 2"> [click](javascript:window.__pwned=3)'
@@ -440,6 +444,35 @@ def test_the_chat_shows_its_newest_message_on_load_and_after_a_send(
 
 
 # last: it stops the module's gateway
+def test_a_picture_sent_on_the_chat_form_reaches_the_model_as_an_image(
+    home: Home, gw: GatewayProcess, page: Any, tmp_path: Any
+) -> None:
+    from tests.media.conftest import photo
+
+    board = tmp_path / "board.jpg"
+    board.write_bytes(photo(800, 600))
+    home.llm.script([reply("Circles on a whiteboard.")])
+    before = len(home.llm.requests)
+    # without the form's CSRF token a multipart post is refused, its file unread
+    refused = page.request.post(
+        gw.base_url + "/ui/chat/pics",
+        multipart={"text": "x", "files": {"name": "a.jpg", "mimeType": "image/jpeg",
+                                          "buffer": board.read_bytes()}},
+    )  # fmt: skip
+    assert refused.status == 403
+    page.goto(gw.base_url + "/ui/chat/pics")
+    page.fill("textarea[name=text]", "what is on the board?")
+    page.set_input_files("input[name=files]", str(board))
+    page.click(".chat-form button")
+    expect(page.locator("#chat-log")).to_contain_text("Circles on a whiteboard.", timeout=30_000)
+    (req,) = home.llm.requests[before:]
+    content = req.messages[-1]["content"]
+    assert content[0]["text"].startswith("what is on the board?")
+    assert content[1]["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    (kept,) = sorted(home.data.rglob("inbox/*-board.jpg"))
+    assert kept.read_bytes() == board.read_bytes()
+
+
 def test_the_gateway_stops_promptly_with_a_dashboard_page_open(
     gw: GatewayProcess, page: Any
 ) -> None:

@@ -200,8 +200,11 @@ def write(
 def take_images(meta: dict[str, Any]) -> list[ImagePart]:
     """The pictures a person sent with the prompt (metadata ``images``, taken out of it so
     nothing else sees the bytes); none for a turn nobody watches (unattended turns stay
-    text-only)."""
+    text-only), unless they are pictures a heartbeat entry names in its own workspace
+    (``workspace_images``, set by the heartbeat after ``media.workspace_images`` checked
+    each path)."""
     given = meta.pop("images", None) or []
-    if is_unattended(meta):
+    from_workspace = meta.pop("workspace_images", False) is True
+    if is_unattended(meta) and not from_workspace:
         return []
     return [i for i in given if isinstance(i, ImagePart)]

@@ -7,14 +7,17 @@ message is not sent it again when another URL made the send retry.
 
 Inbound, the gateway mounts :meth:`WebhookChannel.routes`: ``POST /webhook/inbound``
 with ``Authorization: Bearer <inbound_token>`` and a JSON body
-``{"sender_id", "chat_id", "text"}`` (optional ``"thread"``).
+``{"sender_id", "chat_id", "text"}`` (optional ``"thread"``, and ``"files"``: pictures,
+voice notes, documents as base64, ``bus.sent_files``; with files ``text`` may be empty
+and the body may be up to 48 MiB, else 64 KiB is plenty).
 
 An accepted message is written to the state database (``inbound_messages``,
 :mod:`vikingbot.channels.inbound`) before the 202, and marked answered once the
 reply is with delivery. A gateway that starts (or, every ``SWEEP_S``, finds a
 dead gateway's rows) answers what is still pending, so a crash after the 202
 loses nothing. When the database cannot take the message the answer is 503 and
-the sender should retry.
+the sender should retry. Files are not written there: a crash before the turn loses
+them (the kept text says so to the turn that answers it after the restart).
 """
 
 from __future__ import annotations
@@ -23,12 +26,14 @@ import hmac
 import json
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from loguru import logger
 from pydantic import Field, SecretStr
 
 from vikingbot.bus import InboundMessage, MessageBus
+from vikingbot.bus.sent_files import FILES_LIMIT, SentFile, SentFilesError, parse_sent_files
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
@@ -42,7 +47,7 @@ if TYPE_CHECKING:
 
 
 INBOUND_PATH = "/webhook/inbound"
-MAX_BODY_BYTES = 64 * 1024
+MAX_BODY_BYTES = FILES_LIMIT  # a message with files (base64); without, a few KiB
 MAX_FIELD_CHARS = {"sender_id": 200, "chat_id": 300, "thread": 300, "text": 32_000}
 TIMEOUT_S = 15.0
 
@@ -152,14 +157,20 @@ class WebhookChannel(Channel):
         """
         if not isinstance(payload, dict):
             raise ChannelError("body must be a JSON object with sender_id, chat_id and text")
+        try:
+            files = parse_sent_files(payload.get("files"))
+        except SentFilesError as exc:
+            raise ChannelError(str(exc)) from None
         fields: dict[str, str] = {}
         for name, cap in MAX_FIELD_CHARS.items():
             value = payload.get(name)
             if value is None and name == "thread":
                 continue
-            if isinstance(value, int) and not isinstance(value, bool) and name != "text":
+            if name == "text" and files and value in (None, ""):
+                value = ""  # a file with no words
+            elif isinstance(value, int) and not isinstance(value, bool) and name != "text":
                 value = str(value)
-            if not isinstance(value, str) or not value.strip():
+            if not isinstance(value, str) or (not value.strip() and not (name == "text" and files)):
                 raise ChannelError(f"field {name!r} must be a non-empty string")
             if len(value) > cap:
                 raise ChannelError(f"field {name!r} is longer than {cap} characters")
@@ -172,10 +183,13 @@ class WebhookChannel(Channel):
             sender_id=fields["sender_id"],
             text=fields["text"],
             thread=fields.get("thread"),
+            attachments=tuple(f.attachment() for f in files),
         )
         if self.kept is not None and self.allowed(msg.sender_id, msg.chat_id):
-            # written down before the 202: a crash from here on loses nothing
-            msg = await self.kept.keep(msg)
+            # written down before the 202: a crash from here on loses nothing but the
+            # files, which the kept text names for the turn that answers it then
+            on_disk = replace(msg, text=_with_lost(msg.text, files)) if files else msg
+            msg = replace(await self.kept.keep(on_disk), text=msg.text)
         return await self.accept(msg)
 
     @classmethod
@@ -201,6 +215,13 @@ class WebhookChannel(Channel):
         if scheme.lower() != "bearer":
             return False
         return hmac.compare_digest(given.strip().encode(), token.get_secret_value().encode())
+
+
+def _with_lost(text: str, files: list[SentFile]) -> str:
+    """The text as kept: what it says when the files did not survive a restart."""
+    names = ", ".join(f.name[:60] for f in files)
+    line = f"[{len(files)} file(s) sent with this message were lost in a restart: {names}]"
+    return f"{text}\n{line}" if text.strip() else line
 
 
 def _not_utf8(value: str) -> bool:

@@ -16,6 +16,24 @@ if TYPE_CHECKING:
     from vikingbot.session.types import SessionKey
 
 
+def encoded_files(paths: list[Path]) -> list[dict[str, str]]:
+    """The files as the control API's ``files`` (base64, docs/media.md), for a turn run in
+    the gateway; exits 1 when together they are past the chat route's body cap."""
+    import mimetypes
+
+    from vikingbot.bus.sent_files import encode_file
+    from vikingbot.gateway.bodycap import FILES_LIMIT
+
+    budget = FILES_LIMIT * 3 // 4 - 200_000  # base64 adds a third; room for the text
+    total = sum(p.stat().st_size for p in paths)
+    if total > budget:
+        fail(
+            f"--attach: the files are {total / 1_000_000:.1f} MB together; a chat message "
+            f"to the gateway carries at most {budget / 1_000_000:.1f} MB of files"
+        )
+    return [encode_file(p.name, p.read_bytes(), mimetypes.guess_type(p.name)[0]) for p in paths]
+
+
 def check_files(paths: list[Path]) -> list[Path]:
     """The files to attach; exits 2 naming one that is not a readable file."""
     for p in paths:

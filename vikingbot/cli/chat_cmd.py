@@ -84,16 +84,20 @@ def chat(
         from vikingbot.cli.chat_attach import check_files
 
         files = check_files(attach)
-    client = None if files else gateway_client(ctx)  # files: the turn runs here
-    if client is not None:
+    client = gateway_client(ctx)
+    if client is not None:  # the turn runs in the gateway, files and all
+        from vikingbot.cli.chat_attach import encoded_files
         from vikingbot.cli.chat_remote import interactive, one_shot
 
+        sent = encoded_files(files) if files else []
         if message is not None:
-            one_shot(client, str(key), message, as_json)
+            one_shot(client, str(key), message, as_json, sent)
         else:
             from vikingbot.config.paths import home_dir
 
-            interactive(client, str(key), home_dir(), compact=lambda: _compact_here(ctx, key))
+            interactive(
+                client, str(key), home_dir(), compact=lambda: _compact_here(ctx, key), files=sent
+            )
         return
     if (message is None or not as_json) and not files:
         note_local()

@@ -43,11 +43,21 @@ HELP = (
 EVENT_WAIT_S = 25
 
 
-def one_shot(client: GatewayClient, session: str, message: str, as_json: bool) -> None:
+def one_shot(
+    client: GatewayClient,
+    session: str,
+    message: str,
+    as_json: bool,
+    files: list[dict[str, str]] | None = None,
+) -> None:
+    body: dict[str, Any] = {"text": message, "session": session}
+    if files:
+        body["files"] = files  # taken in by the gateway (docs/media.md)
     try:
-        data = call(client, "POST", "/api/v1/chat", {"text": message, "session": session})
+        data = call(client, "POST", "/api/v1/chat", body)
     except KeyboardInterrupt:  # the connection closes with us: the gateway cancels the turn
         fail("cancelled", 130)
+    _show_notices(data)
     if as_json:
         print_json({**data, "via": "gateway"})
         if data.get("ended") == "error":
@@ -66,7 +76,9 @@ def interactive(
     home: Path,
     *,
     compact: Callable[[], Awaitable[str]] | None = None,
+    files: list[dict[str, str]] | None = None,
 ) -> None:
+    """The interactive chat through the gateway; ``files`` go with the first message."""
     from rich.console import Console
 
     from vikingbot.cli.chat_input import make_reader
@@ -88,7 +100,7 @@ def interactive(
     latest = call(client, "GET", f"/api/v1/events?after={last}&wait=0")
     term = ChatTerminal(console, make_reader(console, home))
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C at a plain (piped) prompt
-        asyncio.run(_attached(client, term, session, int(latest["last"]), compact))
+        asyncio.run(_attached(client, term, session, int(latest["last"]), compact, files))
 
 
 async def _attached(
@@ -97,6 +109,7 @@ async def _attached(
     session: str,
     after: int,
     compact_here: Callable[[], Awaitable[str]] | None = None,
+    files: list[dict[str, str]] | None = None,
 ) -> None:
     import httpx
     from rich.markup import escape
@@ -114,8 +127,14 @@ async def _attached(
         async def asked(event: dict[str, Any]) -> None:
             await _answer_ask(http, term, session, event)
 
+        pending = list(files or [])
+
         async def send(text: str) -> Reply:
-            data = await _post_chat(http, text, session, retried, asked)
+            sent = pending.copy()
+            pending.clear()  # the files go with the first message
+            data = await _post_chat(http, text, session, retried, asked, sent)
+            for line in data.get("notices") or []:
+                term.console.print(f"[cyan]{escape(str(line))}[/]", highlight=False)
             _show_extras(term.console, data)
             return _reply(data)
 
@@ -161,13 +180,16 @@ async def _post_chat(
     session: str,
     on_retry: Callable[[str], None],
     on_ask: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    files: list[dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """One turn through the gateway, streamed: retry lines as they come, then the result."""
     import httpx
 
     from vikingbot.gateway.client import GatewayRefused, GatewayUnavailable
 
-    body = {"text": text, "session": session, "stream": True}
+    body: dict[str, Any] = {"text": text, "session": session, "stream": True}
+    if files:
+        body["files"] = files
     try:
         async with http.stream("POST", "/api/v1/chat", json=body) as resp:
             if not resp.headers.get("content-type", "").startswith("application/x-ndjson"):
@@ -197,6 +219,18 @@ async def _post_chat(
         code = status or resp.status_code
         raise GatewayRefused(code, str(message or f"HTTP {code} (no answer)"))
     return data
+
+
+def _show_notices(data: Any) -> None:
+    """What the gateway told the person about their files (a refusal, what was heard)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    notices = data.get("notices") if isinstance(data, dict) else None
+    if notices:
+        err = Console(stderr=True)
+        for line in notices:
+            err.print(f"[cyan]{escape(str(line))}[/]", highlight=False)
 
 
 def _json(raw: bytes) -> dict[str, Any] | None:

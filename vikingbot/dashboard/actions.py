@@ -9,12 +9,16 @@ from typing import Any
 from urllib.parse import quote
 
 from loguru import logger
+from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from vikingbot.bus import Attachment
+from vikingbot.bus.sent_files import SentFile
 from vikingbot.dashboard import editor, pages
 from vikingbot.dashboard.app import PREFIX, Dashboard
+from vikingbot.dashboard.guard import FORM_STATE
 from vikingbot.errors import VikingbotError
 
 
@@ -147,19 +151,40 @@ async def chat_send(dash: Dashboard, request: Request) -> Response:
     slot = str(request.path_params["slot"])
     if not pages.valid_slot(slot):
         return PlainTextResponse("bad slot name", status_code=400)
-    text = (await dash.form(request)).get("text", "").strip()
-    if not text:
+    form = request.scope.get("state", {}).get(FORM_STATE)  # multipart: parsed by the guard
+    if form is None:
+        text = (await dash.form(request)).get("text", "").strip()
+        files: tuple[Attachment, ...] = ()
+    else:
+        text = str(form.get("text") or "").strip()
+        files = await uploads(form, dash.parts.config().bot.media.max_file_bytes)
+    if not text and not files:
         return back(dash, f"/chat/{slot}")
     key = SessionKey(pages.CHAT_CHANNEL, "default", slot)
     box = Inbox(dash.parts.store, dash.parts.clock)
 
+    async def tell(line: str) -> None:  # shown in the slot, read at once (no bell)
+        item = await asyncio.to_thread(partial(box.add, slot, line, source=f"media:{slot}"))
+        await asyncio.to_thread(box.mark_read, [item])
+
     async def turn() -> None:
         problem = dash.parts.agent_problem()
+        prompt, meta = text, {"actor": "dashboard"}
+        if files and not problem:
+            if dash.parts.take_files is None:
+                await tell("Files are not taken in here; only your words reached the agent.")
+            else:
+                prompt, more, notices = await dash.parts.take_files(key, text, files)
+                meta = {**meta, **more}
+                for line in notices:
+                    await tell(line)
+                if not prompt.strip():  # every file refused and no words: no turn
+                    return
         if problem:
             reply = f"(not run: {problem})"
         else:
             try:
-                result = await dash.parts.run_turn(text, key, {"actor": "dashboard"})
+                result = await dash.parts.run_turn(prompt, key, meta)
                 failed = getattr(result, "ended", "") == "error"
                 reply = f"(failed: {result.error})" if failed else (result.text or "")
             except VikingbotError as exc:
@@ -172,6 +197,25 @@ async def chat_send(dash: Dashboard, request: Request) -> Response:
     await asyncio.to_thread(dash.parts.sessions.get_or_create, key)
     dash.spawn(turn(), f"chat:{slot}")
     return back(dash, f"/chat/{slot}")
+
+
+async def uploads(form: FormData, cap: int) -> tuple[Attachment, ...]:
+    """The chat form's files as attachments: each read up to one byte past ``cap`` (one
+    whose declared size is over it is not read at all: the intake refuses it)."""
+    out: list[Attachment] = []
+    for part in form.getlist("files"):
+        if not isinstance(part, UploadFile) or not part.filename:
+            continue  # an empty file input sends a part with no name
+        if part.size is not None and part.size > cap:
+            out.append(Attachment(part.filename, _unread, size=part.size))
+            continue
+        data = await part.read(cap + 1)
+        out.append(SentFile(part.filename, data, part.content_type).attachment())
+    return tuple(out)
+
+
+async def _unread(limit: int) -> bytes:
+    raise ValueError("not read: over the size limit")
 
 
 async def cron_add(dash: Dashboard, request: Request) -> Response:

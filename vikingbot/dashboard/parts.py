@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from vikingbot.bus import Attachment
     from vikingbot.clock import Clock
     from vikingbot.config.schema import Config
     from vikingbot.heartbeat.service import HeartbeatService
@@ -32,6 +33,12 @@ class ControlActions(Protocol):
 
 
 RunTurn = Callable[[str, "SessionKey", dict[str, Any]], Awaitable[Any]]
+# a chat message's files taken in (the gateway's media intake): the turn's prompt (empty:
+# nothing to answer), the metadata it adds (images to show), the lines to tell the person
+TakeFiles = Callable[
+    ["SessionKey", str, "tuple[Attachment, ...]"],
+    Awaitable[tuple[str, dict[str, Any], list[str]]],
+]
 
 
 @dataclass
@@ -51,6 +58,7 @@ class DashboardParts:
     ops: ControlActions
     stopping: asyncio.Event | None = None  # set when the gateway stops: live streams end
     user_skills: Path | None = None  # <home>/skills, listed beside each workspace's own
+    take_files: TakeFiles | None = None  # files sent on the chat form; None: not taken
 
     def gateway_token(self) -> str | None:
         token = self.config().bot.gateway.token

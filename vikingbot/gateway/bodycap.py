@@ -10,8 +10,11 @@ limit of one request in memory. The limits (docs/gateway.md):
 path                      limit     why
 ========================  ========  ==========================================
 ``/feishu/``              1 MiB     Feishu events are a few KiB
+``/api/v1/chat``          48 MiB    a chat message with files (base64, docs/media.md)
+``/webhook/inbound``      48 MiB    an inbound message with files (base64, docs/media.md)
 ``/webhook/``             64 KiB    the webhook channel's own limit
 ``/api/``                 64 KiB    control-API commands are small JSON
+``/ui/chat/``             48 MiB    a dashboard chat message with files (multipart)
 ``/ui/``                  1 MiB     dashboard forms (its guard checks 1 MiB too)
 anything else             1 MiB
 ========================  ========  ==========================================
@@ -22,19 +25,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from vikingbot.bus.sent_files import FILES_LIMIT
+
 KIB = 1024
 MIB = 1024 * KIB
 DEFAULT_LIMIT = MIB
+EXACT: dict[str, int] = {"/api/v1/chat": FILES_LIMIT, "/webhook/inbound": FILES_LIMIT}
 LIMITS: tuple[tuple[str, int], ...] = (
     ("/feishu/", MIB),
     ("/webhook/", 64 * KIB),
     ("/api/", 64 * KIB),
+    ("/ui/chat/", FILES_LIMIT),
     ("/ui/", MIB),
 )
 
 
 def limit_for(path: str) -> int:
     """The most bytes a request body to ``path`` may have."""
+    if path in EXACT:
+        return EXACT[path]
     for prefix, limit in LIMITS:
         if path.startswith(prefix):
             return limit

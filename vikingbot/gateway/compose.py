@@ -355,6 +355,7 @@ def heartbeat(
     from vikingbot.heartbeat.checkers import run_check
     from vikingbot.heartbeat.service import HeartbeatService
     from vikingbot.heartbeat.turn import Turns
+    from vikingbot.media.workspace_images import workspace_images
     from vikingbot.store.leases import Leases
 
     skills = user_dir(home.paths.home)
@@ -364,6 +365,7 @@ def heartbeat(
         delivery=home.delivery,
         reset=home.sessions.reset,
         user_skills=skills,
+        pictures=functools.partial(workspace_images, home.settings),
     )
 
     if claims and leases is None:
@@ -553,9 +555,11 @@ def dashboard_routes(
     apply_config: Callable[[], Any],
     ops: ControlOps,
     stopping: asyncio.Event,
+    take_files: Any = None,
 ) -> list[Any]:
     """The web dashboard (/ui), from the gateway's own parts; its actions go through
-    the same ``ControlOps`` as the control API."""
+    the same ``ControlOps`` as the control API (``take_files``: the dispatcher's media
+    intake for files sent on the chat form)."""
     from vikingbot.dashboard import DashboardParts, dashboard_routes
     from vikingbot.delivery.adapter import TurnDelivery
     from vikingbot.delivery.inbox import Inbox
@@ -590,6 +594,7 @@ def dashboard_routes(
         ops=ops,
         stopping=stopping,
         user_skills=user_dir(home.paths.home),
+        take_files=take_files,
     )
     return dashboard_routes(parts)
 

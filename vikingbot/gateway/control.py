@@ -117,11 +117,11 @@ class ControlGuard:
 # ---------------------------------------------------------------- request helpers
 
 
-async def json_body(request: Request) -> dict[str, Any]:
+async def json_body(request: Request, limit: int = MAX_BODY_BYTES) -> dict[str, Any]:
     """The request's JSON object body ({} when empty); ``BadRequest`` otherwise."""
     raw = await request.body()
-    if len(raw) > MAX_BODY_BYTES:
-        raise BadRequest(f"request body is {len(raw)} bytes; the limit is {MAX_BODY_BYTES}")
+    if len(raw) > limit:
+        raise BadRequest(f"request body is {len(raw)} bytes; the limit is {limit}")
     if not raw.strip():
         return {}
     try:
@@ -312,20 +312,28 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         return await ops.inbox_mark_read(ids=ids, slot=opt_str(body, "slot", max_len=200))
 
     async def chat(request: Request) -> Any:
-        body = await json_body(request)
+        from vikingbot.bus.sent_files import SentFilesError, parse_sent_files
+        from vikingbot.gateway.bodycap import FILES_LIMIT
+
+        body = await json_body(request, FILES_LIMIT)  # files ride along (docs/media.md)
         text = req_str(body, "text", max_len=100_000)
         session = opt_str(body, "session", max_len=300) or "cli:default:local"
+        try:
+            files = parse_sent_files(body.pop("files", None))
+        except SentFilesError as exc:
+            raise BadRequest(str(exc)) from None
+        atts = tuple(f.attachment() for f in files)
         if opt_bool(body, "stream"):  # retries as they happen, then the result (chat_stream)
             from vikingbot.gateway.chat_stream import ChatStream
 
             steering = ops.steering
             return ChatStream(
-                lambda: ops.chat(text, session=session),
+                lambda: ops.chat(text, session=session, attachments=atts),
                 inflight=ops.inflight,
                 path="/api/v1/chat",
                 asker=None if steering is None else partial(steering.terminal_asker, session),
             )
-        return await until_client_leaves(request, ops.chat(text, session=session))
+        return await until_client_leaves(request, ops.chat(text, session=session, attachments=atts))
 
     async def chat_answer(request: Request) -> Any:
         """The terminal's answer to an ``ask`` event of its chat stream."""

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from loguru import logger
 
@@ -29,13 +29,29 @@ from vikingbot.session.types import SessionKey
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import AgentLoop
-    from vikingbot.bus import MessageBus
+    from vikingbot.bus import Attachment, MessageBus
     from vikingbot.clock import Clock
     from vikingbot.delivery.service import DeliveryService
     from vikingbot.gateway.steering import Steering
     from vikingbot.media import MediaIntake, Taken
     from vikingbot.session.store import SessionStore
     from vikingbot.store.db import StateStore
+
+
+class FilesIn(NamedTuple):
+    """A message's files, taken in: what the turn is asked, its metadata, what to tell."""
+
+    prompt: str
+    meta: dict[str, Any]
+    notices: list[str]
+
+
+def media_meta_of(taken: Taken) -> dict[str, Any]:
+    """The turn metadata a message's files add: the images to show, ``via: audio``."""
+    meta: dict[str, Any] = {"images": taken.images} if taken.images else {}
+    if taken.transcript is not None:
+        meta["via"] = "audio"
+    return meta
 
 
 class Dispatcher:
@@ -145,12 +161,9 @@ class Dispatcher:
             taken = await self._take_media(msg, key)
             for line in taken.notices:
                 await deliver(line)
-            prompt = taken.prompt(msg.text)
+            prompt, media_meta = taken.prompt(msg.text), media_meta_of(taken)
             if not prompt.strip():  # every file refused and no words: nothing to answer
                 return
-            media_meta = {"images": taken.images} if taken.images else {}
-            if taken.transcript is not None:
-                media_meta["via"] = "audio"
         meta = {
             "sender": msg.sender_id,
             **({"reply_to": reply_to} if msg.thread else {}),
@@ -191,10 +204,26 @@ class Dispatcher:
             source=msg.channel,
         )
 
-    async def chat(self, text: str, session: str) -> dict[str, Any]:
+    async def files_in(
+        self, key: SessionKey, text: str, attachments: tuple[Attachment, ...], *, source: str
+    ) -> FilesIn:
+        """A message's files taken in for a turn in ``key`` (the dashboard's chat): the
+        prompt (empty: nothing to answer), the turn metadata and the lines to tell."""
+        msg = InboundMessage(
+            key.type, key.chat_id, source, text, channel_id=key.channel_id,
+            attachments=attachments,
+        )  # fmt: skip
+        taken = await self._take_media(msg, key)
+        return FilesIn(taken.prompt(text), media_meta_of(taken), taken.notices)
+
+    async def chat(
+        self, text: str, session: str, attachments: tuple[Attachment, ...] = ()
+    ) -> dict[str, Any]:
         """A control-API chat turn in ``session`` (the terminal's, ``cli:default:local``).
 
-        Messages the agent sends to this chat come back in the answer's ``messages``.
+        Messages the agent sends to this chat come back in the answer's ``messages``;
+        the files sent with it (``vikingbot chat --attach``) are taken in first, as a
+        chat platform's are, and what the person is told about them is ``notices``.
         """
         from vikingbot.errors import ConfigError
 
@@ -210,6 +239,22 @@ class Dispatcher:
             raise ConfigError(problem)
         messages: list[str] = []
         answered = False
+        prompt, meta = text, {"sender": "cli"}
+        notices: list[str] = []
+        if attachments:
+            msg = InboundMessage(
+                key.type,
+                key.chat_id,
+                "cli",
+                text,
+                channel_id=key.channel_id,
+                attachments=attachments,
+            )
+            taken = await self._take_media(msg, key)
+            notices = taken.notices
+            prompt, meta = taken.prompt(text), {**meta, **media_meta_of(taken)}
+            if not prompt.strip():  # every file refused and no words: no turn
+                return {**turn_json(key, TurnResult("")), "messages": [], "notices": notices}
 
         async def to_terminal(text: str) -> Any:
             if answered:  # a sub-agent's late result: the chat's inbox, where `chat` follows
@@ -219,10 +264,10 @@ class Dispatcher:
 
         deliver = TurnDelivery.for_chat(self.delivery, key, sink=to_terminal)
         try:
-            result = await self.agent().run_turn(text, key, {"sender": "cli"}, deliver=deliver)
+            result = await self.agent().run_turn(prompt, key, meta, deliver=deliver)
         finally:
             answered = True
-        return {**turn_json(key, result), "messages": messages}
+        return {**turn_json(key, result), "messages": messages, "notices": notices}
 
     async def dashboard_prompts(self, stop: asyncio.Event, poll_s: float = 30.0) -> None:
         """`prompt:dashboard:<slot>` results become a turn in that slot's chat.

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from vikingbot import __version__
 
 if TYPE_CHECKING:
+    from vikingbot.bus import Attachment
     from vikingbot.cron.service import CronService
     from vikingbot.delivery.inbox import Inbox
     from vikingbot.gateway.steering import Steering
@@ -212,7 +213,8 @@ class ControlOps:
     agent_problem: Callable[[], str | None]
     wake_heartbeat: Callable[[], None]
     cron: CronService | None = None
-    chat_turn: Callable[[str, str], Awaitable[dict[str, Any]]] | None = None
+    # (text, session, attachments): a control-API chat turn, files taken in first
+    chat_turn: Callable[..., Awaitable[dict[str, Any]]] | None = None
     steering: Steering | None = None  # the terminal's approvals (chat/answer)
     services: Callable[[], dict[str, Any]] = dict
     started_at: str = ""
@@ -310,14 +312,16 @@ class ControlOps:
         changed = await asyncio.to_thread(self.inbox.mark_read, ids)
         return {"marked": changed}
 
-    async def chat(self, text: str, *, session: str) -> dict[str, Any]:
+    async def chat(
+        self, text: str, *, session: str, attachments: tuple[Attachment, ...] = ()
+    ) -> dict[str, Any]:
         from vikingbot.errors import SessionError
         from vikingbot.gateway.errors import BadRequest, NotFound
 
         if self.chat_turn is None:
             raise NotFound("chat is not available in this gateway")
         try:
-            return await self.chat_turn(text, session)
+            return await self.chat_turn(text, session, attachments)
         except SessionError as exc:
             raise BadRequest(f"'session': {exc}") from None
 

@@ -16,6 +16,7 @@ import signal
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from loguru import logger
@@ -581,6 +582,7 @@ class Gateway:
             apply_config=self.reload_config,
             ops=ops,
             stopping=self.stop_event,
+            take_files=partial(self.dispatch.files_in, source="dashboard"),
         )
         mcp_routes, self._close_mcp = compose.mcp_http(home, ops=ops)
         app = compose.http_app(

@@ -38,6 +38,11 @@ from vikingbot.tools.base import Deliver
 
 if TYPE_CHECKING:
     from vikingbot.agent.types import TurnRunner
+    from vikingbot.providers.base import ImagePart
+
+    # (workspace, entry text) -> the pictures it names inside the workspace, ready for
+    # the model, and a line for the prompt per picture named (media/workspace_images.py)
+    Pictures = Callable[[Path, str], Awaitable[tuple[list[ImagePart], list[str]]]]
     from vikingbot.delivery.service import DeliveryService
 
 
@@ -86,7 +91,9 @@ class Turns:
         delivery: DeliveryService,
         reset: Callable[[SessionKey], object],
         user_skills: Path,
+        pictures: Pictures | None = None,
     ) -> None:
+        self.pictures = pictures  # the images an entry names in its workspace (media)
         self.settings = settings
         self.agent = agent
         self.delivery = delivery
@@ -211,7 +218,13 @@ class Turns:
                 skill=await self._skill(path, entry.skill) if entry.skill else None,
             )
         )
+        shown: list[ImagePart] = []
+        if self.pictures is not None:  # pictures named in the workspace (docs/media.md)
+            named = entry.prompt_text if entry is not None else "\n".join(t.text for t in tasks)
+            shown, lines = await self.pictures(path, named)
+            prompt = "\n".join([prompt, *lines])
         metadata: dict[str, Any] = {
+            **({"images": shown, "workspace_images": True} if shown else {}),
             "heartbeat": True,
             "unattended": True,
             "workspace": str(path),
