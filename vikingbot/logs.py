@@ -56,7 +56,8 @@ def setup_logging(
     logger.configure(patcher=_mask)
     if console:
         logger.add(
-            sys.stderr,
+            _stderr,
+            colorize=_tty(),
             level="DEBUG" if verbose else ("WARNING" if quiet else "INFO"),
             format=_format,
             backtrace=False,
@@ -117,7 +118,20 @@ def quiet() -> None:
     """No console logs (default for one-shot CLI commands; errors are printed by the CLI)."""
     logger.remove()
     logger.configure(patcher=_mask)
-    logger.add(sys.stderr, level="WARNING", format=_short)
+    logger.add(_stderr, colorize=_tty(), level="WARNING", format=_short)
+
+
+def _stderr(message: str) -> None:
+    """The console sink: the process's stderr as it is at each write, not the stream it
+    was when the sink was added (a command run in-process, as the tests run the CLI,
+    swaps stderr for a buffer and closes it after; a sink holding that buffer would
+    print "Logging error ... I/O operation on closed file" for every later line)."""
+    sys.stderr.write(message)
+
+
+def _tty() -> bool:
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
 
 
 def _short(record: Any) -> str:
