@@ -69,6 +69,7 @@ class FakeDiscord:
         self.base_url = ""
         self.cdn: dict[str, bytes] = {}  # attachment id -> bytes (push_message files)
         self.downloads: list[str] = []  # attachment ids fetched from the CDN
+        self.callbacks: list[dict[str, Any]] = []  # interaction responses (a press answered)
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -126,6 +127,66 @@ class FakeDiscord:
             sinks = list(self._sinks)
         for loop, queue in sinks:
             loop.call_soon_threadsafe(queue.put_nowait, {"op": 0, "t": "MESSAGE_CREATE", "d": data})
+
+    def push_press(
+        self, *, message: dict[str, Any], user_id: str, custom_id: str, guild_id: str | None = None
+    ) -> str:
+        """A person presses the button ``custom_id`` of ``message`` (one the bot sent): an
+        ``INTERACTION_CREATE`` of type 3 (message component) on the gateway, as Discord
+        sends it. Returns the interaction id (its response lands in :attr:`callbacks`)."""
+        user = _user(user_id, f"user{user_id[-4:]}")
+        with self._cond:
+            ident = self._snowflake()
+            data: dict[str, Any] = {
+                "id": ident,
+                "application_id": "900000000000000002",
+                "type": 3,
+                "token": f"itoken-{ident}",
+                "version": 1,
+                "channel_id": message["channel_id"],
+                "channel": {"id": message["channel_id"], "type": 1 if guild_id is None else 0},
+                "data": {"custom_id": custom_id, "component_type": 2},
+                "message": message,
+                "locale": "en-US",
+                "app_permissions": "0",
+                "attachment_size_limit": 10_485_760,
+                "entitlements": [],
+                "authorizing_integration_owners": {},
+            }
+            if guild_id is None:
+                data["user"] = user
+            else:
+                data["guild_id"] = guild_id
+                data["channel"] = {**data["channel"], "guild_id": guild_id, "name": "general",
+                                   "position": 0, "permission_overwrites": []}  # fmt: skip
+                data["member"] = {"user": user, "roles": [], "joined_at": None, "deaf": False,
+                                  "mute": False, "permissions": "0", "flags": 0}  # fmt: skip
+            sinks = list(self._sinks)
+        for loop, queue in sinks:
+            loop.call_soon_threadsafe(
+                queue.put_nowait, {"op": 0, "t": "INTERACTION_CREATE", "d": data}
+            )
+        return ident
+
+    async def wait_callbacks(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: len(self.callbacks) >= n, timeout)
+
+    async def _callback(self, request: Request) -> Response:
+        """``POST /interactions/{id}/{token}/callback``: the bot answers a press."""
+        from starlette.responses import JSONResponse
+
+        ident, token = request.path_params["interaction_id"], request.path_params["token"]
+        if token != f"itoken-{ident}":
+            return self._error(401, 50027, "Invalid Webhook Token")
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._error(400, 50109, "The request body contains invalid JSON.")
+        with self._cond:
+            self.callbacks.append({"id": ident, **(body if isinstance(body, dict) else {})})
+            self._cond.notify_all()
+        kind = body.get("type") if isinstance(body, dict) else None
+        return JSONResponse({"interaction": {"id": ident, "type": 3}, "resource": {"type": kind}})
 
     def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -250,6 +311,7 @@ class FakeDiscord:
                 "type": 0,
                 "nonce": nonce,
                 "allowed_mentions": body.get("allowed_mentions"),
+                "components": body.get("components") or [],
             }
             if nonce is not None:
                 self._by_nonce[key] = message
@@ -336,6 +398,11 @@ class FakeDiscord:
                 Route("/api/v10/oauth2/applications/@me", self._application),
                 Route("/api/v10/gateway/bot", self._gateway),
                 Route("/api/v10/channels/{channel_id}/messages", self._create, methods=["POST"]),
+                Route(
+                    "/api/v10/interactions/{interaction_id}/{token}/callback",
+                    self._callback,
+                    methods=["POST"],
+                ),
                 WebSocketRoute("/gateway", self._socket),
                 Route("/attachments/{channel}/{ident}/{name}", self._cdn),
             ]
