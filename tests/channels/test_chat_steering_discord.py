@@ -1,6 +1,8 @@
 """Steering from Discord (discord.py against the fake gateway and REST API): an approval
 question is asked with Allow / Deny buttons (message components); a press arrives as an
-interaction, is acknowledged, and only the person the turn serves may answer."""
+interaction, is acknowledged, and only the person the turn serves may answer. The
+commands are registered as application commands and one run from the menu is answered
+without the model."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ ALICE, MALLORY = "111111111111111111", "222222222222222222"
 GENERAL, GUILD = "444444444444444444", "555555555555555555"
 
 
-async def test_an_approval_is_asked_with_buttons_and_a_third_users_press_is_refused(
+async def test_buttons_for_approvals_and_the_commands_as_application_commands(
     tmp_path: Path,
 ) -> None:
     discord = FakeDiscord()
@@ -55,3 +57,15 @@ async def test_an_approval_is_asked_with_buttons_and_a_third_users_press_is_refu
                 (f"chat:{MALLORY}", "refused")
             ]
             assert s.audit("approval.answer")[0]["actor"] == f"chat:{ALICE}"
+
+            # the commands are in Discord's "/" menu; one run from it never reaches the model
+            names = {c["name"] for c in discord.commands}
+            assert {"new", "stop", "model", "status", "usage", "approve", "help"} <= names
+            discord.push_command(channel_id=GENERAL, user_id=ALICE, name="model",
+                                 args="gpt-5-secret", guild_id=GUILD)  # fmt: skip
+            sent = await discord.wait_sent(5)
+            assert "not a model the config lists" in sent[4]["content"]
+            await discord.wait_callbacks(3)
+            assert discord.callbacks[2]["type"] == 4  # answered at once: the command as typed
+            assert discord.callbacks[2]["data"]["content"] == "/model gpt-5-secret"
+            assert len(model.requests) == 2  # the turn's two calls; none for the command

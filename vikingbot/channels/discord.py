@@ -36,11 +36,14 @@ from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import discord
 
     from vikingbot.channels.approval_ui import Question
 
 SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+COMMAND_NAME = re.compile(r"[a-z0-9_-]{1,32}")  # what Discord takes as a slash command name
 IMAGE = re.compile(r"!\[([^\]\n]*)\]\(([^)\s]+)\)")
 MAX_RATELIMIT_WAIT_S = 30.0  # longer 429s are ChannelBusy (discord.py's smallest bound)
 
@@ -322,14 +325,41 @@ class DiscordChannel(Channel):
         except _sdk_errors() as exc:
             raise _convert(exc, f"send (approval) to {chat_id}") from exc
 
+    async def register_commands(self, menu: Sequence[tuple[str, str]]) -> None:
+        """The commands as global application commands (``PUT .../commands``), each with one
+        optional text option ``args``: Discord's "/" menu lists them."""
+        if self._client is None or self._client.application_id is None:
+            return
+        payload = [
+            {
+                "name": name,
+                "description": (summary or name)[:100],
+                "type": 1,
+                "options": [{"name": "args", "description": "what follows the command", "type": 3}],
+            }
+            for name, summary in menu
+            if COMMAND_NAME.fullmatch(name)
+        ]
+        try:
+            await self._client.http.bulk_upsert_global_commands(
+                self._client.application_id, payload
+            )
+        except _sdk_errors() as exc:
+            raise _convert(exc, "registering the application commands") from exc
+
     async def on_interaction(self, interaction: discord.Interaction) -> None:
-        """discord.py's ``on_interaction``: a pressed approval button is the command it
-        stands for, from the person who pressed it (then checked like typed text). The
-        press is acknowledged either way (a deferred update: the message stays)."""
+        """discord.py's ``on_interaction``: a pressed approval button, or a slash command
+        from the menu, is the command it stands for, from the person who pressed or typed
+        it (then checked like typed text). A press is acknowledged with a deferred update
+        (the message stays); a slash command is answered with the command as typed, and
+        its reply follows as a message."""
         import discord
 
         from vikingbot.commands.registry import parse
 
+        if interaction.type is discord.InteractionType.application_command:
+            await self._slash(interaction)
+            return
         if interaction.type is not discord.InteractionType.component:
             return
         data: Any = interaction.data or {}
@@ -345,6 +375,31 @@ class DiscordChannel(Channel):
                 chat_id=str(interaction.channel_id),
                 sender_id=str(interaction.user.id),
                 text=f"/{inv.name} {' '.join(inv.args)}".strip(),
+                metadata={"interaction": str(interaction.id)},
+            )
+        )
+
+    async def _slash(self, interaction: discord.Interaction) -> None:
+        data: Any = interaction.data if isinstance(interaction.data, dict) else {}
+        name = data.get("name")
+        if not isinstance(name, str) or not COMMAND_NAME.fullmatch(name):
+            return
+        args = ""
+        for option in data.get("options") or []:
+            if isinstance(option, dict) and option.get("name") == "args":
+                value = option.get("value")
+                args = value[:2000] if isinstance(value, str) else ""
+        text = f"/{name} {args}".strip()
+        with contextlib.suppress(*_sdk_errors()):
+            await interaction.response.send_message(text[:2000])
+        if interaction.channel_id is None:
+            return
+        await self.accept(
+            InboundMessage(
+                channel=self.name,
+                chat_id=str(interaction.channel_id),
+                sender_id=str(interaction.user.id),
+                text=text,
                 metadata={"interaction": str(interaction.id)},
             )
         )
