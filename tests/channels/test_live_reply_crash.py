@@ -23,7 +23,8 @@ def test_a_gateway_killed_mid_stream_completes_the_one_preview_after_its_restart
     words = [f"word{i} " for i in range(30)] + ["**done**"]
     final = "".join(words[:-1]) + "<b>done</b>"
     telegram = FakeTelegram(max_poll_s=0.2)
-    with TrickleModel.start(words, every_s=0.1) as model, telegram.serve() as api:  # 3 s
+    # slow while the first gateway streams (6 s: it is surely killed mid-reply), then quick
+    with TrickleModel.start(words, every_s=0.2) as model, telegram.serve() as api:
         home = Home(tmp_path / "home", cast(FakeOpenAI, model), telegram, api)
         section = {
             "enabled": True,
@@ -44,6 +45,7 @@ def test_a_gateway_killed_mid_stream_completes_the_one_preview_after_its_restart
             (preview,) = telegram.sent
             assert preview["text"] != final and preview.get("parse_mode") is None
         assert len(model.requests) == 1
+        model.every_s = 0.03
 
         with GatewayProcess(home.path, start_timeout_s=60, log=tmp_path / "gw-2.out") as second:
 
