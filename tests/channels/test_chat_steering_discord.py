@@ -69,3 +69,8 @@ async def test_buttons_for_approvals_and_the_commands_as_application_commands(
             assert discord.callbacks[2]["type"] == 4  # answered at once: the command as typed
             assert discord.callbacks[2]["data"]["content"] == "/model gpt-5-secret"
             assert len(model.requests) == 2  # the turn's two calls; none for the command
+            discord.push_command(channel_id="666666666666666666", user_id=MALLORY,
+                                 name="status", guild_id=GUILD)  # fmt: skip
+            await discord.wait_callbacks(4)  # a stranger: told so, and only they see it
+            assert discord.callbacks[3]["data"]["flags"] == 64
+            assert len(discord.sent) == 5

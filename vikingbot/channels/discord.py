@@ -390,15 +390,20 @@ class DiscordChannel(Channel):
                 value = option.get("value")
                 args = value[:2000] if isinstance(value, str) else ""
         text = f"/{name} {args}".strip()
-        with contextlib.suppress(*_sdk_errors()):
-            await interaction.response.send_message(text[:2000])
         if interaction.channel_id is None:
             return
+        sender, chat = str(interaction.user.id), str(interaction.channel_id)
+        allowed = self.allowed(sender, chat)  # else only the asker sees the answer
+        with contextlib.suppress(*_sdk_errors()):
+            await interaction.response.send_message(
+                text[:2000] if allowed else "This bot does not take commands from you here.",
+                ephemeral=not allowed,
+            )
         await self.accept(
             InboundMessage(
                 channel=self.name,
-                chat_id=str(interaction.channel_id),
-                sender_id=str(interaction.user.id),
+                chat_id=chat,
+                sender_id=sender,
                 text=text,
                 metadata={"interaction": str(interaction.id)},
             )
