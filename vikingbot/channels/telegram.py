@@ -3,8 +3,11 @@
 Inbound: a background task calls ``getUpdates`` (long polling) and hands each
 text message (or photo, voice note, audio or document, fetched with ``getFile`` only
 once the sender passed) to the allow-list check; the offset advances past every update,
-so a message is processed once while the gateway runs. Forum topics become
-threads (``message_thread_id``).
+so a message is processed once while the gateway runs. An allowed sender's text
+message is kept in the state database first (``channels/kept.py``) until answered,
+so a gateway killed mid-turn answers it after its restart, completing the live
+reply it had begun (``channels/drafts.py``). Forum topics become threads
+(``message_thread_id``).
 
 Outbound: ``sendMessage`` with ``message_thread_id`` for a thread. Errors from
 the library are converted here: flood control becomes :class:`ChannelBusy`;
