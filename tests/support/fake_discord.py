@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 import time
 import zlib
@@ -69,6 +70,8 @@ class FakeDiscord:
         self.base_url = ""
         self.cdn: dict[str, bytes] = {}  # attachment id -> bytes (push_message files)
         self.downloads: list[str] = []  # attachment ids fetched from the CDN
+        self.callbacks: list[dict[str, Any]] = []  # interaction responses (a press answered)
+        self.commands: list[dict[str, Any]] = []  # the global application commands registered
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -126,6 +129,118 @@ class FakeDiscord:
             sinks = list(self._sinks)
         for loop, queue in sinks:
             loop.call_soon_threadsafe(queue.put_nowait, {"op": 0, "t": "MESSAGE_CREATE", "d": data})
+
+    def push_press(
+        self, *, message: dict[str, Any], user_id: str, custom_id: str, guild_id: str | None = None
+    ) -> str:
+        """A person presses the button ``custom_id`` of ``message`` (one the bot sent): an
+        ``INTERACTION_CREATE`` of type 3 (message component) on the gateway, as Discord
+        sends it. Returns the interaction id (its response lands in :attr:`callbacks`)."""
+        data = {"custom_id": custom_id, "component_type": 2}
+        return self._interaction(3, data, message["channel_id"], user_id, guild_id, message)
+
+    def push_command(
+        self, *, channel_id: str, user_id: str, name: str, args: str | None = None,
+        guild_id: str | None = None,
+    ) -> str:  # fmt: skip
+        """A person runs the slash command ``name`` (registered before) from the menu: an
+        ``INTERACTION_CREATE`` of type 2 (application command), ``args`` its text option."""
+        with self._cond:
+            found = next((c for c in self.commands if c["name"] == name), None)
+        if found is None:
+            raise AssertionError(f"/{name} is not a registered application command")
+        options = [] if args is None else [{"name": "args", "type": 3, "value": args}]
+        data = {"id": found["id"], "name": name, "type": 1, "options": options}
+        return self._interaction(2, data, channel_id, user_id, guild_id, None)
+
+    def _interaction(
+        self,
+        kind: int,
+        payload: dict[str, Any],
+        channel_id: str,
+        user_id: str,
+        guild_id: str | None,
+        message: dict[str, Any] | None,
+    ) -> str:
+        user = _user(user_id, f"user{user_id[-4:]}")
+        with self._cond:
+            self.channels.add(channel_id)
+            ident = self._snowflake()
+            data: dict[str, Any] = {
+                "id": ident,
+                "application_id": "900000000000000002",
+                "type": kind,
+                "token": f"itoken-{ident}",
+                "version": 1,
+                "channel_id": channel_id,
+                "channel": {"id": channel_id, "type": 1 if guild_id is None else 0},
+                "data": payload,
+                "locale": "en-US",
+                "app_permissions": "0",
+                "attachment_size_limit": 10_485_760,
+                "entitlements": [],
+                "authorizing_integration_owners": {},
+            }
+            if message is not None:
+                data["message"] = message
+            if guild_id is None:
+                data["user"] = user
+            else:
+                data["guild_id"] = guild_id
+                data["channel"] = {**data["channel"], "guild_id": guild_id, "name": "general",
+                                   "position": 0, "permission_overwrites": []}  # fmt: skip
+                data["member"] = {"user": user, "roles": [], "joined_at": None, "deaf": False,
+                                  "mute": False, "permissions": "0", "flags": 0}  # fmt: skip
+            sinks = list(self._sinks)
+        for loop, queue in sinks:
+            loop.call_soon_threadsafe(
+                queue.put_nowait, {"op": 0, "t": "INTERACTION_CREATE", "d": data}
+            )
+        return ident
+
+    async def _put_commands(self, request: Request) -> Response:
+        """``PUT /applications/{id}/commands``: the bot's global commands, all replaced."""
+        from starlette.responses import JSONResponse
+
+        if not self._authorized(request):
+            return self._error(401, 0, "401: Unauthorized")
+        body = await request.json()
+        if not isinstance(body, list) or len(body) > 100:
+            return self._error(400, 50035, "Invalid Form Body")
+        made = []
+        for item in body:
+            name = item.get("name") if isinstance(item, dict) else None
+            description = item.get("description") if isinstance(item, dict) else None
+            if not isinstance(name, str) or not re.fullmatch(r"[-_a-z0-9]{1,32}", name):
+                return self._error(400, 50035, "Invalid Form Body", errors={"name": name})
+            if not isinstance(description, str) or not 1 <= len(description) <= 100:
+                return self._error(400, 50035, "Invalid Form Body", errors={"description": 1})
+            made.append({**item, "id": self._snowflake(), "version": "1",
+                         "application_id": request.path_params["app_id"]})  # fmt: skip
+        with self._cond:
+            self.commands = made
+            self._cond.notify_all()
+        return JSONResponse(made)
+
+    async def wait_callbacks(self, n: int, timeout: float = WAIT_TIMEOUT_S) -> None:
+        await asyncio.to_thread(self._wait, lambda: len(self.callbacks) >= n, timeout)
+
+    async def _callback(self, request: Request) -> Response:
+        """``POST /interactions/{id}/{token}/callback``: the bot answers a press."""
+        from starlette.responses import JSONResponse
+
+        ident, token = request.path_params["interaction_id"], request.path_params["token"]
+        if token != f"itoken-{ident}":
+            return self._error(401, 50027, "Invalid Webhook Token")
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._error(400, 50109, "The request body contains invalid JSON.")
+        with self._cond:
+            self.callbacks.append({"id": ident, **(body if isinstance(body, dict) else {})})
+            self._cond.notify_all()
+        kind = body.get("type") if isinstance(body, dict) else None
+        return JSONResponse({"interaction": {"id": ident, "type": 3}, "resource": {"type": kind}})
 
     def _wait(self, ready: Callable[[], bool], timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -250,6 +365,7 @@ class FakeDiscord:
                 "type": 0,
                 "nonce": nonce,
                 "allowed_mentions": body.get("allowed_mentions"),
+                "components": body.get("components") or [],
             }
             if nonce is not None:
                 self._by_nonce[key] = message
@@ -336,6 +452,14 @@ class FakeDiscord:
                 Route("/api/v10/oauth2/applications/@me", self._application),
                 Route("/api/v10/gateway/bot", self._gateway),
                 Route("/api/v10/channels/{channel_id}/messages", self._create, methods=["POST"]),
+                Route(
+                    "/api/v10/applications/{app_id}/commands", self._put_commands, methods=["PUT"]
+                ),
+                Route(
+                    "/api/v10/interactions/{interaction_id}/{token}/callback",
+                    self._callback,
+                    methods=["POST"],
+                ),
                 WebSocketRoute("/gateway", self._socket),
                 Route("/attachments/{channel}/{ident}/{name}", self._cdn),
             ]

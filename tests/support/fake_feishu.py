@@ -113,6 +113,35 @@ class FakeFeishu:
             },
         }
 
+    def card_press(
+        self, *, message: dict[str, Any], open_id: str, value: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A ``card.action.trigger`` callback (schema 2.0) as Feishu posts it when
+        ``open_id`` presses a button whose ``value`` is given, on ``message`` (a card the
+        bot sent)."""
+        n = next(self._ids)
+        return {
+            "schema": "2.0",
+            "header": {
+                "event_id": f"ev-card-{n}",
+                "event_type": "card.action.trigger",
+                "create_time": str(int(time.time() * 1000)),
+                "token": self.verification_token,
+                "app_id": self.app_id,
+                "tenant_key": "fake-tenant",
+            },
+            "event": {
+                "operator": {"tenant_key": "fake-tenant", "open_id": open_id},
+                "token": f"c-{n}",
+                "action": {"value": value, "tag": "button"},
+                "host": "im_message",
+                "context": {
+                    "open_message_id": message["message_id"],
+                    "open_chat_id": message["chat_id"],
+                },
+            },
+        }
+
     async def push(self, url: str, event: dict[str, Any]) -> httpx.Response:
         """POST ``event`` to the bot's callback ``url``, as Feishu's event delivery."""
         chat = event.get("event", {}).get("message", {}).get("chat_id")

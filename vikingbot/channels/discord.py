@@ -36,9 +36,14 @@ from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import discord
 
+    from vikingbot.channels.approval_ui import Question
+
 SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+COMMAND_NAME = re.compile(r"[a-z0-9_-]{1,32}")  # what Discord takes as a slash command name
 IMAGE = re.compile(r"!\[([^\]\n]*)\]\(([^)\s]+)\)")
 MAX_RATELIMIT_WAIT_S = 30.0  # longer 429s are ChannelBusy (discord.py's smallest bound)
 
@@ -192,6 +197,7 @@ class DiscordChannel(Channel):
         assert client.user is not None
         self._client, self.bot_id = client, client.user.id
         client.event(self.on_message)  # discord.py calls it by this name
+        client.event(self.on_interaction)  # a pressed approval button
         logger.info("discord: signed in as {} ({})", client.user, self.bot_id)
         if not self.defer_receiving:
             await self.start_receiving()
@@ -285,3 +291,120 @@ class DiscordChannel(Channel):
                     await self._client.http.send_message(int(msg.chat_id), params=params)
         except _sdk_errors() as exc:
             raise _convert(exc, f"send to {msg.chat_id}") from exc
+
+    # ---- chat-side capabilities (channels/approval_ui.py, gateway/steering.py) -----
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """The question with Allow / Deny buttons (message components); a press comes back
+        as an interaction (:meth:`on_interaction`)."""
+        import discord
+        from discord.http import handle_message_parameters
+
+        from vikingbot.channels.approval_ui import button_form
+
+        if self._client is None:
+            raise ChannelError("Discord channel is not started")
+        problem = channel_problem(chat_id)
+        if problem is not None:
+            raise ChannelRejected(problem)
+        view = discord.ui.View(timeout=None)
+        for label, style, data in (
+            ("Allow", discord.ButtonStyle.success, question.approve),
+            ("Deny", discord.ButtonStyle.danger, question.deny),
+        ):
+            view.add_item(discord.ui.Button(label=label, style=style, custom_id=data))
+        params = handle_message_parameters(
+            content=button_form(question),
+            view=view,
+            allowed_mentions=discord.AllowedMentions.none(),
+        )
+        try:
+            with params:
+                async with asyncio.timeout(self.discord.send_timeout_s):
+                    await self._client.http.send_message(int(chat_id), params=params)
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"send (approval) to {chat_id}") from exc
+
+    async def register_commands(self, menu: Sequence[tuple[str, str]]) -> None:
+        """The commands as global application commands (``PUT .../commands``), each with one
+        optional text option ``args``: Discord's "/" menu lists them."""
+        if self._client is None or self._client.application_id is None:
+            return
+        payload = [
+            {
+                "name": name,
+                "description": (summary or name)[:100],
+                "type": 1,
+                "options": [{"name": "args", "description": "what follows the command", "type": 3}],
+            }
+            for name, summary in menu
+            if COMMAND_NAME.fullmatch(name)
+        ]
+        try:
+            await self._client.http.bulk_upsert_global_commands(
+                self._client.application_id, payload
+            )
+        except _sdk_errors() as exc:
+            raise _convert(exc, "registering the application commands") from exc
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """discord.py's ``on_interaction``: a pressed approval button, or a slash command
+        from the menu, is the command it stands for, from the person who pressed or typed
+        it (then checked like typed text). A press is acknowledged with a deferred update
+        (the message stays); a slash command is answered with the command as typed, and
+        its reply follows as a message."""
+        import discord
+
+        from vikingbot.commands.registry import parse
+
+        if interaction.type is discord.InteractionType.application_command:
+            await self._slash(interaction)
+            return
+        if interaction.type is not discord.InteractionType.component:
+            return
+        data: Any = interaction.data or {}
+        custom = data.get("custom_id") if isinstance(data, dict) else None
+        with contextlib.suppress(*_sdk_errors()):
+            await interaction.response.defer()
+        inv = parse(custom if isinstance(custom, str) else "")
+        if inv is None or inv.name not in ("approve", "deny") or interaction.channel_id is None:
+            return
+        await self.accept(
+            InboundMessage(
+                channel=self.name,
+                chat_id=str(interaction.channel_id),
+                sender_id=str(interaction.user.id),
+                text=f"/{inv.name} {' '.join(inv.args)}".strip(),
+                metadata={"interaction": str(interaction.id)},
+            )
+        )
+
+    async def _slash(self, interaction: discord.Interaction) -> None:
+        data: Any = interaction.data if isinstance(interaction.data, dict) else {}
+        name = data.get("name")
+        if not isinstance(name, str) or not COMMAND_NAME.fullmatch(name):
+            return
+        args = ""
+        for option in data.get("options") or []:
+            if isinstance(option, dict) and option.get("name") == "args":
+                value = option.get("value")
+                args = value[:2000] if isinstance(value, str) else ""
+        text = f"/{name} {args}".strip()
+        if interaction.channel_id is None:
+            return
+        sender, chat = str(interaction.user.id), str(interaction.channel_id)
+        allowed = self.allowed(sender, chat)  # else only the asker sees the answer
+        with contextlib.suppress(*_sdk_errors()):
+            await interaction.response.send_message(
+                text[:2000] if allowed else "This bot does not take commands from you here.",
+                ephemeral=not allowed,
+            )
+        await self.accept(
+            InboundMessage(
+                channel=self.name,
+                chat_id=chat,
+                sender_id=sender,
+                text=text,
+                metadata={"interaction": str(interaction.id)},
+            )
+        )

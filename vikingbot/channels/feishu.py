@@ -39,6 +39,7 @@ from loguru import logger
 from pydantic import SecretStr
 
 from vikingbot.bus import Attachment, InboundMessage, MessageBus
+from vikingbot.channels.approval_ui import Question, button_form
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.channels.feishu_files import FeishuFile, download, file_ref
 from vikingbot.config.schema import ChannelBase
@@ -95,6 +96,23 @@ def chat_problem(chat_id: str) -> str | None:
 def post_content(markdown: str) -> str:
     """The ``content`` of a post message showing ``markdown``."""
     return json.dumps({"zh_cn": {"content": [[{"tag": "md", "text": markdown}]]}})
+
+
+def approval_card(q: Question) -> str:
+    """The ``content`` of an interactive card asking ``q``: its text, and two buttons whose
+    value is the command each stands for."""
+
+    def button(label: str, kind: str, command: str) -> dict[str, Any]:
+        text = {"tag": "plain_text", "content": label}
+        return {"tag": "button", "text": text, "type": kind, "value": {"command": command}}
+
+    text = {"tag": "plain_text", "content": button_form(q)}
+    actions = [button("Allow", "primary", q.approve), button("Deny", "danger", q.deny)]
+    card = {
+        "config": {"wide_screen_mode": True},
+        "elements": [{"tag": "div", "text": text}, {"tag": "action", "actions": actions}],
+    }
+    return json.dumps(card, ensure_ascii=False)
 
 
 def message_text(content: Any, mention_keys: list[str]) -> str | None:
@@ -245,11 +263,22 @@ class FeishuChannel(Channel):
         if self._client is None or token is None or not token.get_secret_value():
             return Response("feishu events are not configured", status_code=503)
         events: list[Any] = []
+        presses: list[Any] = []
+
+        def pressed(data: Any) -> Any:  # lark-oapi wants the card's answer at once
+            from lark_oapi.event.callback.model.p2_card_action_trigger import (
+                P2CardActionTriggerResponse,
+            )
+
+            presses.append(data)
+            return P2CardActionTriggerResponse({})
+
         handler = (
             lark.EventDispatcherHandler.builder(
                 key.get_secret_value() if key else "", token.get_secret_value()
             )
             .register_p2_im_message_receive_v1(events.append)
+            .register_p2_card_action_trigger(pressed)
             .build()
         )
         raw = lark.RawRequest()
@@ -270,6 +299,8 @@ class FeishuChannel(Channel):
             return Response('{"msg":"refused"}', status_code=401, media_type="application/json")
         for event in events:
             await self._take(event)
+        for press in presses:
+            await self._pressed(press)
         return Response(
             answer.content or b"",
             status_code=answer.status_code or 200,
@@ -349,6 +380,36 @@ class FeishuChannel(Channel):
             )
         )
 
+    async def _pressed(self, data: Any) -> None:
+        """A ``card.action.trigger`` callback: a pressed approval button is the command it
+        stands for, from the person who pressed it (then checked like typed text)."""
+        from vikingbot.commands.registry import parse
+
+        header, event = getattr(data, "header", None), getattr(data, "event", None)
+        action, context = getattr(event, "action", None), getattr(event, "context", None)
+        sender = getattr(getattr(event, "operator", None), "open_id", None)
+        chat_id = getattr(context, "open_chat_id", None)
+        value = getattr(action, "value", None)
+        command = value.get("command") if isinstance(value, dict) else None
+        if not isinstance(sender, str) or not isinstance(chat_id, str):
+            return
+        inv = parse(command if isinstance(command, str) else "")
+        if inv is None or inv.name not in ("approve", "deny"):
+            return
+        event_id = str(getattr(header, "event_id", "") or "")
+        if not self._fresh(event_id) or not await self._first_delivery(event_id):
+            logger.debug("feishu: card action {} delivered again; dropped", event_id)
+            return
+        await self.accept(
+            InboundMessage(
+                channel=self.name,
+                chat_id=chat_id,
+                sender_id=sender,
+                text=f"/{inv.name} {' '.join(inv.args)}".strip(),
+                metadata={"card_action": event_id},
+            )
+        )
+
     def _file(self, message_id: str, ref: FeishuFile) -> Attachment:
         """A message's file, downloaded (message-resource API) only when taken in."""
 
@@ -366,25 +427,30 @@ class FeishuChannel(Channel):
     # ---- outbound --------------------------------------------------------
 
     async def send(self, msg: OutboundMessage) -> None:
+        await self._create(msg.chat_id, "post", post_content(msg.text), msg.dedupe_key)
+
+    async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
+        """The question as an interactive card with Allow / Deny buttons; a press comes
+        back as a ``card.action.trigger`` callback on ``/feishu/events``."""
+        await self._create(chat_id, "interactive", approval_card(question), None)
+
+    async def _create(self, chat_id: str, kind: str, content: str, key: str | None) -> None:
         from lark_oapi.api.im.v1 import CreateMessageRequest, CreateMessageRequestBody
 
         if self._client is None:
             raise ChannelError("Feishu channel is not started")
-        problem = chat_problem(msg.chat_id)
+        problem = chat_problem(chat_id)
         if problem is not None:
             raise ChannelRejected(problem)
         body = (
-            CreateMessageRequestBody.builder()
-            .receive_id(msg.chat_id)
-            .msg_type("post")
-            .content(post_content(msg.text))
+            CreateMessageRequestBody.builder().receive_id(chat_id).msg_type(kind).content(content)
         )
-        if msg.dedupe_key:
-            body = body.uuid(uuid_for(msg.dedupe_key))
+        if key:
+            body = body.uuid(uuid_for(key))
         request = (
             CreateMessageRequest.builder().receive_id_type("chat_id").request_body(body.build())
         )
-        what = f"send to {msg.chat_id}"
+        what = f"send to {chat_id}"
         try:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for swallows a cancel
             # that comes as the send finishes (a stopping gateway's cancel is lost)

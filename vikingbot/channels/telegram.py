@@ -3,8 +3,11 @@
 Inbound: a background task calls ``getUpdates`` (long polling) and hands each
 text message (or photo, voice note, audio or document, fetched with ``getFile`` only
 once the sender passed) to the allow-list check; the offset advances past every update,
-so a message is processed once while the gateway runs. Forum topics become
-threads (``message_thread_id``).
+so a message is processed once while the gateway runs. An allowed sender's text
+message is kept in the state database first (``channels/kept.py``) until answered,
+so a gateway killed mid-turn answers it after its restart, completing the live
+reply it had begun (``channels/drafts.py``). Forum topics become threads
+(``message_thread_id``).
 
 Outbound: ``sendMessage`` with ``message_thread_id`` for a thread. Errors from
 the library are converted here: flood control becomes :class:`ChannelBusy`;
@@ -33,6 +36,8 @@ if TYPE_CHECKING:
     from telegram import Bot, Update
 
     from vikingbot.channels.approval_ui import Question
+    from vikingbot.channels.drafts import Drafts
+    from vikingbot.channels.kept import KeptInbound
 
 _INT = re.compile(r"-?\d{1,20}")
 MAX_POLL_BACKOFF_S = 60.0
@@ -86,6 +91,15 @@ class TelegramChannel(Channel):
         self._offset: int | None = None  # next getUpdates offset (past handled updates)
         self.bot_username: str | None = None
         self._drafts: dict[tuple[str, str | None], int] = {}  # live replies: message ids
+        self.kept: KeptInbound | None = None  # accepted text messages, until answered
+        self.previews: Drafts | None = None  # the live replies' ids, across a crash
+        if self._store is not None:
+            from vikingbot.channels.drafts import Drafts
+            from vikingbot.channels.kept import KeptInbound
+
+            self.kept = KeptInbound(self.name, self._store, self._clock, self.gateway)
+            if config.stream_replies:
+                self.previews = Drafts(self.name, self._store, self._clock)
 
     def _make_bot(self) -> Bot:
         from telegram import Bot
@@ -115,6 +129,8 @@ class TelegramChannel(Channel):
             raise _convert(exc, "getMe") from exc
         self._bot = bot
         self.bot_username = bot.username
+        if self.kept is not None:
+            self.kept.start(bus)
         if not self.defer_receiving:
             await self.start_receiving()
 
@@ -143,6 +159,8 @@ class TelegramChannel(Channel):
 
     async def stop(self) -> None:
         await self.stop_receiving()
+        if self.kept is not None:
+            await self.kept.stop()
         bot, self._bot = self._bot, None
         if bot is not None:
             try:
@@ -191,10 +209,37 @@ class TelegramChannel(Channel):
                 continue
             for update in updates:
                 self._offset = update.update_id + 1
-                msg = self.inbound_from_update(update) or await self._pressed(bot, update)
+                msg = self.inbound_from_update(update)
+                if msg is not None:
+                    msg = await self._keep(msg)
+                else:
+                    msg = await self._pressed(bot, update)
                 if msg is not None:
                     await self.accept(msg)
                 await position.advance(self._store, self.name, self._offset, self._clock.now())
+
+    async def _keep(self, msg: InboundMessage) -> InboundMessage:
+        """An allowed sender's text message written down before the offset moves past it,
+        so a gateway killed mid-turn answers it after its restart (``channels/kept.py``).
+        A message with files is not kept (the files are fetched from the update), nor a
+        stranger's (it must never reach the model unchecked)."""
+        from vikingbot.errors import StoreError
+
+        if self.kept is None or msg.attachments or not self.allowed(msg.sender_id, msg.chat_id):
+            return msg
+        try:
+            return await self.kept.keep(msg)
+        except StoreError as exc:
+            logger.warning("telegram: message not kept (answered all the same): {}", exc)
+            return msg
+
+    async def answering(self, msg: InboundMessage) -> None:
+        if self.kept is not None:
+            await self.kept.answering(msg)
+
+    async def answered(self, msg: InboundMessage) -> None:
+        if self.kept is not None:
+            await self.kept.answered(msg)
 
     def inbound_from_update(self, update: Update) -> InboundMessage | None:
         """An ``InboundMessage`` for a person's message (text, or a photo, voice note,
@@ -391,6 +436,10 @@ class TelegramChannel(Channel):
         chat = _chat(chat_id)
         try:
             mid = self._drafts.get(key)
+            if mid is None and self.previews is not None:  # one a killed run left: resume it
+                mid = await self.previews.left(chat_id, thread)
+                if mid is not None:
+                    self._drafts[key] = mid
             if mid is None:
                 sent = await self._bot.send_message(
                     chat_id=chat,
@@ -398,6 +447,8 @@ class TelegramChannel(Channel):
                     message_thread_id=int(thread) if thread and _INT.fullmatch(thread) else None,
                 )
                 self._drafts[key] = sent.message_id
+                if self.previews is not None:
+                    await self.previews.posted(chat_id, thread, sent.message_id)
             else:
                 await self._bot.edit_message_text(text, chat_id=chat, message_id=mid)
         except BadRequest as exc:
@@ -413,8 +464,12 @@ class TelegramChannel(Channel):
         from vikingbot.channels.markup import to_telegram_html
 
         mid = self._drafts.pop((msg.chat_id, msg.thread), None)
+        if mid is None and self.previews is not None:  # a killed run's preview: complete it
+            mid = await self.previews.left(msg.chat_id, msg.thread)
         if mid is None or self._bot is None:
             return False
+        if self.previews is not None:
+            await self.previews.done(msg.chat_id, msg.thread)
         try:
             await self._bot.edit_message_text(
                 to_telegram_html(msg.text), chat_id=chat, message_id=mid, parse_mode="HTML"
