@@ -11,7 +11,7 @@ import asyncio
 import base64
 import json
 import shutil
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -123,22 +123,28 @@ async def test_rate_limits_are_retried_and_an_unregistered_recipient_is_not(
 
 
 async def test_a_new_receiver_answers_what_came_while_none_listened_and_nothing_twice(
-    fake: tuple[FakeSignal, str], store: StateStore, bus: MessageBus, echo: Any
+    fake: tuple[FakeSignal, str],
+    store: StateStore,
+    bus: MessageBus,
+    echo: Any,
+    eventually: Callable[..., Awaitable[None]],
 ) -> None:
     signal, url = fake
     async with running(config(url), store, bus=bus) as manager:
         echo.manager = manager
         await signal.wait_streams(1)
         signal.push_text("before the restart")
-        await signal.wait_sent(1)
+        # the reply recorded as sent (a stop mid-send would leave it for the next start)
+        await eventually(lambda: echo.results == [True])
         await manager.answered(echo.seen[0])  # as the gateway's dispatch does
     signal.push_text("while it was down")  # kept in the daemon's buffer
     async with running(config(url), store, bus=bus) as manager:
         echo.manager = manager
-        sent = await signal.wait_sent(2)
+        await eventually(lambda: echo.results == [True, True])
         await manager.answered(echo.seen[1])
         signal.push_text("after")
-        sent = await signal.wait_sent(3)
+        await eventually(lambda: echo.results == [True, True, True])
+    sent = await signal.wait_sent(3)
     assert [m["message"] for m in sent] == [
         "echo: before the restart",
         "echo: while it was down",
