@@ -67,6 +67,7 @@ class FakeFeishu:
         self.resources: dict[tuple[str, str], bytes] = {}  # (message id, key) -> bytes
         self.downloads: list[tuple[str, str, str]] = []  # (message id, key, type) fetched
         self.edits: list[dict[str, Any]] = []  # edits taken: message_id, content, at
+        self.created_at: dict[str, float] = {}  # message id -> time.monotonic() it was sent
         self.refused_edits = 0  # edits answered with the rate limit
         self.edit_limit_per_s = 2
         self.recalled = False  # every sent message recalled once sent (edits refused)
@@ -244,6 +245,7 @@ class FakeFeishu:
             }
             if uuid:
                 self._by_uuid[uuid] = message
+            self.created_at[message["message_id"]] = time.monotonic()
             self.sent.append(message)
             self._cond.notify_all()
         return self._answer(0, "success", data=message)
