@@ -21,7 +21,7 @@ without them, or on any error, the answer is "cannot tell" and the message is se
 again.
 
 Live replies (``stream_replies``): :meth:`SlackChannel.draft` posts the reply so far
-once (plain text) and then edits that message with ``chat.update``, at most one edit
+once (as the model wrote it) and then edits that message with ``chat.update``, at most one edit
 every :attr:`SlackChannel.edit_every_s` (Slack allows about one message a second per
 channel); the turn's final :meth:`send` updates the same message to the formatted
 reply, with its outbox metadata. A refused update (the preview deleted, too old to
@@ -284,8 +284,10 @@ class SlackChannel(Channel):
         ts = self._drafts.get(key)
         try:
             if ts is None:
+                # mrkdwn left at Slack's default (on): chat.update, which turns this into
+                # the formatted reply, takes no such flag
                 sent = await self._web.chat_postMessage(
-                    channel=chat_id, text=text, thread_ts=thread, mrkdwn=False
+                    channel=chat_id, text=text, thread_ts=thread
                 )
                 posted = sent.get("ts")
                 if isinstance(posted, str) and posted:
