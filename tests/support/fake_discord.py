@@ -6,7 +6,10 @@ REST: ``GET /users/@me`` and ``/oauth2/applications/@me`` (401 for any other tok
 characters (else 400, code 50035), ``nonce`` with ``enforce_nonce`` answered with
 the message already created under that nonce, and a scripted 429 carrying
 ``retry_after`` (and the ``Via`` header Discord's edge adds). Unknown channels: 404,
-code 10003.
+code 10003. ``PATCH /channels/{id}/messages/{id}`` edits a created message in place
+(what it showed before kept in ``was``; an unknown one: 404, code 10008, as all are
+with ``all_deleted``;
+more than :attr:`FakeDiscord.edit_limit_per_s` edits a second in one channel: 429).
 
 Gateway: HELLO, IDENTIFY → READY, heartbeats acknowledged, frames compressed as
 ``zlib-stream`` like the real one, and ``MESSAGE_CREATE`` dispatches scripted by
@@ -72,6 +75,11 @@ class FakeDiscord:
         self.downloads: list[str] = []  # attachment ids fetched from the CDN
         self.callbacks: list[dict[str, Any]] = []  # interaction responses (a press answered)
         self.commands: list[dict[str, Any]] = []  # the global application commands registered
+        self.edits: list[dict[str, Any]] = []  # edits taken: channel, id, content, at
+        self.refused_edits = 0  # edits answered 429
+        self.edit_limit_per_s = 2
+        self.all_deleted = False  # every message deleted once created (edits of it: 404)
+        self._edit_times: dict[str, list[float]] = {}
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -373,6 +381,40 @@ class FakeDiscord:
             self._cond.notify_all()
         return JSONResponse(message)
 
+    async def _edit(self, request: Request) -> Response:
+        from starlette.responses import JSONResponse
+
+        if not self._authorized(request):
+            return self._error(401, 0, "401: Unauthorized")
+        channel, mid = request.path_params["channel_id"], request.path_params["message_id"]
+        try:
+            body = await request.json()
+        except ValueError:
+            return self._error(400, 50109, "The request body contains invalid JSON.")
+        content = body.get("content") if isinstance(body, dict) else None
+        now = time.monotonic()
+        with self._cond:
+            found = next(
+                (m for m in self.sent if m["channel_id"] == channel and m["id"] == mid), None
+            )
+            if found is None or self.all_deleted:
+                return self._error(404, 10008, "Unknown Message")
+            if not isinstance(content, str) or not content or len(content) > MAX_CONTENT:
+                return self._error(400, 50035, "Invalid Form Body")
+            recent = [t for t in self._edit_times.get(channel, []) if now - t < 1.0]
+            if len(recent) >= self.edit_limit_per_s:
+                self.refused_edits += 1
+                limited = {"message": "You are being rate limited.", "retry_after": 1.0}
+                return JSONResponse({**limited, "global": False}, status_code=429,
+                                    headers={"Via": "1.1 google", "Retry-After": "1"})  # fmt: skip
+            self._edit_times[channel] = [*recent, now]
+            found.setdefault("was", []).append(found["content"])
+            found["content"] = content
+            found["edited_timestamp"] = "2026-12-04T12:00:02.000000+00:00"
+            self.edits.append({"channel_id": channel, "id": mid, "content": content, "at": now})
+            self._cond.notify_all()
+            return JSONResponse(found)
+
     # ---- gateway -------------------------------------------------------
 
     async def _socket(self, websocket: WebSocket) -> None:
@@ -452,6 +494,11 @@ class FakeDiscord:
                 Route("/api/v10/oauth2/applications/@me", self._application),
                 Route("/api/v10/gateway/bot", self._gateway),
                 Route("/api/v10/channels/{channel_id}/messages", self._create, methods=["POST"]),
+                Route(
+                    "/api/v10/channels/{channel_id}/messages/{message_id}",
+                    self._edit,
+                    methods=["PATCH"],
+                ),
                 Route(
                     "/api/v10/applications/{app_id}/commands", self._put_commands, methods=["PUT"]
                 ),

@@ -4,7 +4,12 @@ Server side: ``POST /open-apis/auth/v3/tenant_access_token/internal`` (code 1001
 a wrong secret), ``GET /open-apis/bot/v3/info`` and ``POST /open-apis/im/v1/messages``
 with Feishu's rules: a message per ``uuid`` within the hour (a repeat answers the
 first message), post content up to 30 KB (else code 230025), a chat the bot is not in
-(code 230002), and a scripted rate limit (HTTP 429, code 99991400).
+(code 230002), and a scripted rate limit (HTTP 429, code 99991400);
+``PUT /open-apis/im/v1/messages/{id}`` edits a sent message in place (what it showed
+before kept in ``was``) with Feishu's rules: at most :data:`MAX_EDITS` edits a message
+(then code 230072), a recalled one refused (code 230011, all are with ``recalled``),
+and more than :attr:`FakeFeishu.edit_limit_per_s` edits a second in one chat answered
+with the rate limit.
 
 Client side: :meth:`FakeFeishu.push_text` posts an ``im.message.receive_v1`` event
 (schema 2.0, with the verification token) to the bot's callback URL, as Feishu does.
@@ -34,6 +39,7 @@ if TYPE_CHECKING:
 WAIT_TIMEOUT_S = 10.0
 MAX_POST_BYTES = 30 * 1024
 RATE_LIMITED = 99991400
+MAX_EDITS = 20
 _APPS = itertools.count(1)
 BOT_OPEN_ID = "ou_bot0000000000000000000000000000"
 
@@ -60,6 +66,12 @@ class FakeFeishu:
         self._cond = threading.Condition()
         self.resources: dict[tuple[str, str], bytes] = {}  # (message id, key) -> bytes
         self.downloads: list[tuple[str, str, str]] = []  # (message id, key, type) fetched
+        self.edits: list[dict[str, Any]] = []  # edits taken: message_id, content, at
+        self.created_at: dict[str, float] = {}  # message id -> time.monotonic() it was sent
+        self.refused_edits = 0  # edits answered with the rate limit
+        self.edit_limit_per_s = 2
+        self.recalled = False  # every sent message recalled once sent (edits refused)
+        self._edit_times: dict[str, list[float]] = {}
 
     # ---- scripting -----------------------------------------------------
 
@@ -233,9 +245,39 @@ class FakeFeishu:
             }
             if uuid:
                 self._by_uuid[uuid] = message
+            self.created_at[message["message_id"]] = time.monotonic()
             self.sent.append(message)
             self._cond.notify_all()
         return self._answer(0, "success", data=message)
+
+    async def _update(self, request: Request) -> Response:
+        if not self._authorized(request):
+            return self._answer(99991663, "Invalid access token for authorization.", 400)
+        mid = request.path_params["message_id"]
+        body = await request.json()
+        now = time.monotonic()
+        with self._cond:
+            found = next((m for m in self.sent if m["message_id"] == mid), None)
+            if found is None or self.recalled:
+                return self._answer(230011, "The message was withdrawn.", 400)
+            if body.get("msg_type") not in ("text", "post"):
+                return self._answer(230001, "msg_type must be text or post", 400)
+            if len(str(body.get("content", "")).encode()) > MAX_POST_BYTES:
+                return self._answer(230025, "The message content is too long.", 400)
+            if len(found.get("was", [])) >= MAX_EDITS:
+                return self._answer(230072, "The message has reached its edit limit.", 400)
+            chat = found["chat_id"]
+            recent = [t for t in self._edit_times.get(chat, []) if now - t < 1.0]
+            if len(recent) >= self.edit_limit_per_s:
+                self.refused_edits += 1
+                return self._answer(RATE_LIMITED, "request trigger frequency limit", 429)
+            self._edit_times[chat] = [*recent, now]
+            found.setdefault("was", []).append(found["body"]["content"])
+            found["body"] = {"content": body.get("content")}
+            found["msg_type"] = body.get("msg_type")
+            self.edits.append({"message_id": mid, "content": body.get("content"), "at": now})
+            self._cond.notify_all()
+            return self._answer(0, "success", data=found)
 
     def app(self) -> Starlette:
         from starlette.applications import Starlette
@@ -250,6 +292,7 @@ class FakeFeishu:
                 ),
                 Route("/open-apis/bot/v3/info", self._bot_info),
                 Route("/open-apis/im/v1/messages", self._create, methods=["POST"]),
+                Route("/open-apis/im/v1/messages/{message_id}", self._update, methods=["PUT"]),
                 Route("/open-apis/im/v1/messages/{message_id}/resources/{key}", self._resource),
             ]
         )

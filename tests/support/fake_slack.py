@@ -4,7 +4,10 @@ It implements ``auth.test``, ``apps.connections.open`` (returning a
 ``ws://127.0.0.1:<port>/socket`` URL), the Socket Mode websocket (it sends
 ``hello``, then every scripted envelope, and records the acks),
 ``chat.postMessage`` (recorded with its metadata; a scripted error can be
-answered instead, or the answer held as if the bot died waiting for it) and
+answered instead, or the answer held as if the bot died waiting for it),
+``chat.update`` (the post edited in place, what it showed before kept in ``was``;
+more than :attr:`FakeSlack.update_limit_per_s` updates a second in one channel are
+answered ``ratelimited``, as Slack does) and
 ``conversations.history`` / ``conversations.replies`` over the recorded posts::
 
     fake = FakeSlack()
@@ -66,6 +69,11 @@ class FakeSlack:
         self._last_ts = 0.0
         self._closing = False
         self.stalls = Stalls(self._cond, lambda: self._closing)
+        self.updates: list[dict[str, Any]] = []  # chat.update calls taken (channel, ts, text)
+        self.refused_updates = 0  # chat.update answered ratelimited
+        self.update_limit_per_s = 2  # updates a second per channel before ratelimited
+        self._update_times: dict[str, list[float]] = {}
+        self.update_error: str | None = None  # every chat.update answered with this error
 
     # ---- scripting (test side) ------------------------------------------
 
@@ -270,6 +278,49 @@ class FakeSlack:
             await self.stalls.hold(request)
         return JSONResponse({"ok": True, "channel": channel, "ts": ts})
 
+    async def _update(self, request: Request) -> Response:
+        """``chat.update``: the recorded post's text (and metadata) replaced."""
+        from starlette.responses import JSONResponse
+
+        if not self._auth(request, self.bot_token):
+            return self._error("invalid_auth")
+        data = await self._form(request)
+        channel, ts, text = data.get("channel"), data.get("ts"), data.get("text")
+        metadata = data.get("metadata")
+        if isinstance(metadata, str):
+            metadata = json.loads(metadata)
+        now = time.monotonic()
+        with self._cond:
+            found = next((p for p in self.posts if p["channel"] == channel and p["ts"] == ts), None)
+            if found is None or self.update_error == "message_not_found":
+                return self._error("message_not_found")
+            if self.update_error is not None:
+                return self._error(self.update_error)
+            if not text:
+                return self._error("no_text")
+            recent = [t for t in self._update_times.get(channel, []) if now - t < 1.0]
+            if len(recent) >= self.update_limit_per_s:
+                self.refused_updates += 1
+                return self._error("ratelimited", 429)
+            self._update_times[channel] = [*recent, now]
+            found.setdefault("was", []).append(found["text"])
+            found["text"] = text
+            if metadata is not None:
+                found["metadata"] = metadata
+            self.updates.append({"channel": channel, "ts": ts, "text": text, "at": now})
+            self._cond.notify_all()
+        return JSONResponse({"ok": True, "channel": channel, "ts": ts, "text": text})
+
+    @staticmethod
+    async def _form(request: Request) -> dict[str, Any]:
+        body = await request.body()
+        if request.headers.get("content-type", "").startswith("application/json"):
+            data = json.loads(body or b"{}")
+            return data if isinstance(data, dict) else {}
+        from urllib.parse import parse_qsl
+
+        return dict(parse_qsl(body.decode()))
+
     async def _history(self, request: Request) -> Response:
         """``conversations.history`` (top-level messages, newest first) and, at
         ``/replies``, ``conversations.replies`` (a thread, oldest first), one page."""
@@ -366,6 +417,7 @@ class FakeSlack:
                 Route("/api/auth.test", self._auth_test, methods=["POST"]),
                 Route("/api/apps.connections.open", self._connections_open, methods=["POST"]),
                 Route("/api/chat.postMessage", self._post_message, methods=["POST"]),
+                Route("/api/chat.update", self._update, methods=["POST"]),
                 Route("/api/conversations.history", self._history, methods=["GET", "POST"]),
                 Route("/api/conversations.replies", self._history, methods=["GET", "POST"]),
                 WebSocketRoute("/socket", self._socket),

@@ -16,6 +16,12 @@ Outbound: Discord renders Markdown itself; images become links and mentions neve
 ping (``allowed_mentions`` is empty: an agent cannot ``@everyone``). The message
 ``nonce`` is derived from the piece's outbox key and sent with ``enforce_nonce``, so
 a piece sent again after a crash returns the message Discord already created.
+
+Live replies (``stream_replies``): :meth:`DiscordChannel.draft` posts the reply so far
+once and then edits it (``PATCH /channels/{id}/messages/{id}``), at most one edit every
+:attr:`DiscordChannel.edit_every_s` (Discord allows about 5 messages in 5 s per
+channel); the turn's final :meth:`send` edits the same message to the reply. A preview
+that cannot be edited any more (deleted: 404) gets the reply posted anew.
 """
 
 from __future__ import annotations
@@ -159,6 +165,7 @@ class DiscordChannel(Channel):
     max_message_chars: ClassVar[int | None] = 2000  # Discord's content limit
     exclusive_inbound: ClassVar[bool] = True  # one gateway session per bot answers
     idempotent_send: ClassVar[bool] = True  # nonce + enforce_nonce: a repeat is the same message
+    edit_every_s: ClassVar[float | None] = 1.5  # under Discord's 5 messages / 5 s a channel
 
     def __init__(self, config: ChannelBase, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -167,6 +174,7 @@ class DiscordChannel(Channel):
         self._client: discord.AutoShardedClient | None = None
         self._receiver: asyncio.Task[Any] | None = None
         self.bot_id = 0
+        self._drafts: dict[tuple[str, str | None], int] = {}  # live replies: message ids
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
@@ -280,6 +288,8 @@ class DiscordChannel(Channel):
         problem = channel_problem(msg.chat_id)
         if problem is not None:
             raise ChannelRejected(problem)
+        if await self._finish_draft(msg):
+            return
         params = handle_message_parameters(
             content=to_discord_markdown(msg.text),
             nonce=nonce(msg.dedupe_key) if msg.dedupe_key else None,
@@ -293,6 +303,57 @@ class DiscordChannel(Channel):
             raise _convert(exc, f"send to {msg.chat_id}") from exc
 
     # ---- chat-side capabilities (channels/approval_ui.py, gateway/steering.py) -----
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """The reply so far: posted once, then edited in place."""
+        import discord
+        from discord.http import handle_message_parameters
+
+        if self._client is None:
+            raise ChannelError("Discord channel is not started")
+        problem = channel_problem(chat_id)
+        if problem is not None:
+            raise ChannelRejected(problem)
+        key = (chat_id, thread)
+        mid = self._drafts.get(key)
+        params = handle_message_parameters(
+            content=text, allowed_mentions=discord.AllowedMentions.none()
+        )
+        try:
+            with params:
+                async with asyncio.timeout(self.discord.send_timeout_s):
+                    if mid is None:
+                        sent = await self._client.http.send_message(int(chat_id), params=params)
+                        self._drafts[key] = int(sent["id"])
+                    else:
+                        await self._client.http.edit_message(int(chat_id), mid, params=params)
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"live reply in {chat_id}") from exc
+
+    async def _finish_draft(self, msg: OutboundMessage) -> bool:
+        """The reply's first piece replaces the chat's live preview (True: done here)."""
+        import discord
+        from discord.http import handle_message_parameters
+
+        key = (msg.chat_id, msg.thread)
+        mid = self._drafts.get(key)
+        if mid is None or self._client is None:
+            return False
+        params = handle_message_parameters(
+            content=to_discord_markdown(msg.text), allowed_mentions=discord.AllowedMentions.none()
+        )
+        try:
+            with params:
+                async with asyncio.timeout(self.discord.send_timeout_s):
+                    await self._client.http.edit_message(int(msg.chat_id), mid, params=params)
+        except discord.NotFound as exc:  # the preview was deleted: send the reply anew
+            self._drafts.pop(key, None)
+            logger.info("discord: could not finish the live reply ({}); sending it", exc)
+            return False
+        except _sdk_errors() as exc:  # the outbox retries: the same preview is edited then
+            raise _convert(exc, f"edit of the live reply in {msg.chat_id}") from exc
+        self._drafts.pop(key, None)
+        return True
 
     async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
         """The question with Allow / Deny buttons (message components); a press comes back

@@ -23,6 +23,14 @@ Outbound: a ``post`` message whose one paragraph is an ``md`` element (Feishu re
 the Markdown). The ``uuid`` is derived from the piece's outbox key: Feishu sends
 only one message per uuid within an hour, so a piece sent again after a crash is
 not posted twice.
+
+Live replies (``stream_replies``): :meth:`FeishuChannel.draft` posts the reply so far
+once and then edits it (``PUT /im/v1/messages/{id}``), at most one edit every
+:attr:`FeishuChannel.edit_every_s`; the turn's final :meth:`send` edits the same message
+to the reply. Feishu lets a message be edited only :data:`MAX_EDITS` times, so a long
+reply's preview stops growing after ``MAX_EDITS - 1`` edits, keeping the last one for
+the reply. A preview that cannot be edited (recalled, edited too often) gets the reply
+posted anew.
 """
 
 from __future__ import annotations
@@ -204,12 +212,16 @@ async def _bot_info(client: lark.Client, section: FeishuSettings) -> dict[str, A
     return bot
 
 
+MAX_EDITS = 20  # Feishu: a message may be edited at most 20 times
+
+
 class FeishuChannel(Channel):
     name: ClassVar[str] = "feishu"
     settings: ClassVar[type[ChannelBase]] = FeishuSettings
     # A post may be 30 KB of JSON: 8,000 characters leaves room for three-byte ones.
     max_message_chars: ClassVar[int | None] = 8000
     idempotent_send: ClassVar[bool] = True  # uuid: one message per uuid within an hour
+    edit_every_s: ClassVar[float | None] = 2.0  # 20 edits a message: long replies grow slower
 
     def __init__(self, config: ChannelBase, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -218,6 +230,7 @@ class FeishuChannel(Channel):
         self._client: lark.Client | None = None
         self.bot_open_id = ""
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._drafts: dict[tuple[str, str | None], tuple[str, int]] = {}  # (message id, edits)
         self._leases = Leases(self._store, self._clock) if self._store is not None else None
 
     @classmethod
@@ -427,14 +440,57 @@ class FeishuChannel(Channel):
     # ---- outbound --------------------------------------------------------
 
     async def send(self, msg: OutboundMessage) -> None:
+        draft = self._drafts.get((msg.chat_id, msg.thread))
+        if draft is not None:  # the reply's first piece replaces the live preview
+            try:
+                await self._update(draft[0], post_content(msg.text), msg.chat_id)
+            except ChannelRejected as exc:  # recalled, or edited too often: send it anew
+                logger.info("feishu: could not finish the live reply ({}); sending it", exc)
+            else:
+                self._drafts.pop((msg.chat_id, msg.thread), None)
+                return
+            self._drafts.pop((msg.chat_id, msg.thread), None)
         await self._create(msg.chat_id, "post", post_content(msg.text), msg.dedupe_key)
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """The reply so far: posted once, then edited (up to ``MAX_EDITS - 1`` times)."""
+        key = (chat_id, thread)
+        found = self._drafts.get(key)
+        if found is None:
+            mid = await self._create(chat_id, "post", post_content(text), None)
+            if mid:
+                self._drafts[key] = (mid, 0)
+            return
+        mid, edits = found
+        if edits >= MAX_EDITS - 1:  # the last edit Feishu allows is kept for the reply
+            return
+        await self._update(mid, post_content(text), chat_id)
+        self._drafts[key] = (mid, edits + 1)
+
+    async def _update(self, message_id: str, content: str, chat_id: str) -> None:
+        from lark_oapi.api.im.v1 import UpdateMessageRequest, UpdateMessageRequestBody
+
+        if self._client is None:
+            raise ChannelError("Feishu channel is not started")
+        body = UpdateMessageRequestBody.builder().msg_type("post").content(content).build()
+        request = UpdateMessageRequest.builder().message_id(message_id).request_body(body)
+        what = f"edit of the live reply in {chat_id}"
+        try:
+            async with asyncio.timeout(self.feishu.send_timeout_s):
+                response = await self._client.im.v1.message.aupdate(request.build())
+        except _sdk_errors() as exc:
+            raise _convert(exc, what) from exc
+        if not response.success():
+            status = response.raw.status_code if response.raw else None
+            raise _failure(response.code, response.msg or "", status, what)
 
     async def ask(self, chat_id: str, thread: str | None, question: Question) -> None:
         """The question as an interactive card with Allow / Deny buttons; a press comes
         back as a ``card.action.trigger`` callback on ``/feishu/events``."""
         await self._create(chat_id, "interactive", approval_card(question), None)
 
-    async def _create(self, chat_id: str, kind: str, content: str, key: str | None) -> None:
+    async def _create(self, chat_id: str, kind: str, content: str, key: str | None) -> str:
+        """Post a message; its message id ("" when Feishu did not say)."""
         from lark_oapi.api.im.v1 import CreateMessageRequest, CreateMessageRequestBody
 
         if self._client is None:
@@ -461,6 +517,8 @@ class FeishuChannel(Channel):
         if not response.success():
             status = response.raw.status_code if response.raw else None
             raise _failure(response.code, response.msg or "", status, what)
+        data = response.data
+        return str(getattr(data, "message_id", None) or "")
 
 
 @contextlib.contextmanager

@@ -19,6 +19,13 @@ is not sent again when it is there. The history scopes (``im:history``,
 ``channels:history``, ...) are the ones the bot's message events need already;
 without them, or on any error, the answer is "cannot tell" and the message is sent
 again.
+
+Live replies (``stream_replies``): :meth:`SlackChannel.draft` posts the reply so far
+once (as the model wrote it) and then edits that message with ``chat.update``, at most one edit
+every :attr:`SlackChannel.edit_every_s` (Slack allows about one message a second per
+channel); the turn's final :meth:`send` updates the same message to the formatted
+reply, with its outbox metadata. A refused update (the preview deleted, too old to
+edit) posts the reply anew; a ``ratelimited`` one is retried by the outbox.
 """
 
 from __future__ import annotations
@@ -131,6 +138,7 @@ class SlackChannel(Channel):
 
     max_message_chars: ClassVar[int | None] = 4000
     exclusive_inbound: ClassVar[bool] = True  # one Socket Mode consumer per app
+    edit_every_s: ClassVar[float | None] = 1.2  # Slack: about one message a second a channel
 
     def __init__(self, config: SlackSettings, **kwargs: Any) -> None:
         super().__init__(config, **kwargs)
@@ -139,6 +147,7 @@ class SlackChannel(Channel):
         self._socket: SocketModeClient | None = None
         self.bot_user_id: str | None = None
         self._seen: OrderedDict[str, None] = OrderedDict()
+        self._drafts: dict[tuple[str, str | None], str] = {}  # live replies: message ts
 
     def _web_client(self) -> AsyncWebClient:
         from slack_sdk.web.async_client import AsyncWebClient
@@ -254,6 +263,8 @@ class SlackChannel(Channel):
         metadata = None
         if msg.dedupe_key:
             metadata = {"event_type": METADATA_EVENT, "event_payload": {"key": msg.dedupe_key}}
+        if await self._finish_draft(msg, to_slack_mrkdwn(msg.text), metadata):
+            return
         try:
             await self._web.chat_postMessage(
                 channel=msg.chat_id,
@@ -264,6 +275,49 @@ class SlackChannel(Channel):
             )
         except _sdk_errors() as exc:
             raise _convert(exc, f"chat.postMessage to {msg.chat_id}") from exc
+
+    async def draft(self, chat_id: str, thread: str | None, text: str) -> None:
+        """The reply so far: posted once (plain text), then ``chat.update``."""
+        if self._web is None:
+            raise ChannelError("Slack channel is not started")
+        key = (chat_id, thread)
+        ts = self._drafts.get(key)
+        try:
+            if ts is None:
+                # mrkdwn left at Slack's default (on): chat.update, which turns this into
+                # the formatted reply, takes no such flag
+                sent = await self._web.chat_postMessage(
+                    channel=chat_id, text=text, thread_ts=thread
+                )
+                posted = sent.get("ts")
+                if isinstance(posted, str) and posted:
+                    self._drafts[key] = posted
+            else:
+                await self._web.chat_update(channel=chat_id, ts=ts, text=text)
+        except _sdk_errors() as exc:
+            raise _convert(exc, f"live reply in {chat_id}") from exc
+
+    async def _finish_draft(
+        self, msg: OutboundMessage, text: str, metadata: dict[str, Any] | None
+    ) -> bool:
+        """The reply's first piece replaces the chat's live preview (True: done here)."""
+        from slack_sdk.errors import SlackApiError
+
+        web, key = self._web, (msg.chat_id, msg.thread)
+        ts = self._drafts.get(key)
+        if ts is None or web is None:
+            return False
+        try:
+            await web.chat_update(channel=msg.chat_id, ts=ts, text=text, metadata=metadata)
+        except _sdk_errors() as exc:
+            error = _convert(exc, f"chat.update of the live reply in {msg.chat_id}")
+            if isinstance(error, ChannelBusy) or not isinstance(exc, SlackApiError):
+                raise error from exc  # the outbox retries: the same preview is updated then
+            self._drafts.pop(key, None)
+            logger.info("slack: could not finish the live reply ({}); sending it", error)
+            return False
+        self._drafts.pop(key, None)
+        return True
 
     async def arrived(self, msg: OutboundMessage, *, since: datetime) -> bool | None:
         """Whether a message carrying ``msg``'s outbox key is in the chat (or thread)

@@ -28,6 +28,7 @@ NAV = [
     ("inbox", "/inbox", "Inbox"),
     ("chat", "/chat/default", "Chat"),
     ("cron", "/cron", "Cron"),
+    ("pairing", "/pairing", "Pairing"),
     ("audit", "/audit", "Audit"),
 ]
 

@@ -14,7 +14,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from vikingbot.dashboard import actions, pages
+from vikingbot.dashboard import actions, pages, pairing
 from vikingbot.dashboard.app import PREFIX, Dashboard
 from vikingbot.dashboard.guard import Guard
 from vikingbot.dashboard.parts import DashboardParts
@@ -30,6 +30,7 @@ def build(dash: Dashboard) -> Any:
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
         *pages.routes(dash),
         *actions.routes(dash),
+        *pairing.routes(dash),
     ]
     return Guard(Starlette(routes=routes), dash.auth)
 

@@ -351,9 +351,7 @@ def control_routes(ops: ControlOps) -> list[BaseRoute]:
         if verb not in ("list", "approve", "deny"):
             raise BadRequest("'verb' must be list, approve or deny")
         code = opt_str(body, "code", max_len=40) or ""
-        if ops.steering is None or ops.steering.pairing_desk is None:
-            raise NotFound("pairing is not available in this gateway")
-        return await ops.steering.pairing_desk.act(verb, code)
+        return await ops.pair(verb, code)
 
     async def events(request: Request) -> Any:
         q = request.query_params

@@ -3,8 +3,8 @@
 :class:`LiveReply` is the turn's ``TextSink`` (``agent.streaming``) for a chat whose
 channel can edit (``Channel.edit_every_s``) and whose section has
 ``stream_replies`` on. The first text is shown at once; later text at most once
-per ``edit_every_s`` (Telegram: 1 s, Matrix: 2 s), so a reply stays under the
-platform's edit limits however fast the model writes. A 429 is waited out. The
+per ``edit_every_s`` (Telegram: 1 s, Slack: 1.2 s, Discord: 1.5 s, Feishu and Matrix:
+2 s), so a reply stays under the platform's edit limits however fast the model writes. A 429 is waited out. The
 final reply is not sent from here: the dispatcher delivers it through the outbox as
 always, and the channel's ``send`` turns the preview into it.
 """

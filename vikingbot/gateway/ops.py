@@ -286,6 +286,14 @@ class ControlOps:
         self.wake_heartbeat()
         return {"workspace": workspace, "paused": False}
 
+    async def pair(self, verb: str, code: str) -> dict[str, Any]:
+        """``list``, ``approve CODE`` or ``deny CODE`` (``vikingbot pair``, the dashboard)."""
+        from vikingbot.gateway.errors import NotFound
+
+        if self.steering is None or self.steering.pairing_desk is None:
+            raise NotFound("pairing is not available in this gateway")
+        return await self.steering.pairing_desk.act(verb, code)
+
     async def cron_run(self, name: str) -> dict[str, Any]:
         from vikingbot.gateway.errors import NotFound
 
