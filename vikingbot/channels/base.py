@@ -10,6 +10,7 @@ vendor SDK error) when the platform did not take it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
@@ -74,6 +75,36 @@ def stranger(msg: InboundMessage) -> InboundMessage:
         channel_id=msg.channel_id,
         metadata={PAIRING: True},
     )
+
+
+class ReceiveLoop:
+    """A channel's receive loop (a long poll, a websocket, an event stream), run through
+    the channel's ``spawn`` (in a gateway it is supervised): started once, and on stop
+    cancelled and waited for. Channels with ``exclusive_inbound`` start it in
+    ``start_receiving`` and stop it in ``stop_receiving``."""
+
+    def __init__(self, channel: Channel, run: Callable[[], Awaitable[Any]]) -> None:
+        self._channel = channel
+        self._run = run
+        self._task: asyncio.Task[Any] | None = None
+
+    def start(self) -> None:
+        if self._task is None:  # ``spawn`` is read now: the manager sets it after __init__
+            self._task = self._channel.spawn(f"channel:{self._channel.name}", self._run)
+
+    async def stop(self) -> bool:
+        """Cancel the loop and wait for it to end; False when none was running."""
+        task, self._task = self._task, None
+        if task is None:
+            return False
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(task, return_exceptions=True)
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
 
 
 class Problems(NamedTuple):

@@ -36,7 +36,7 @@ from loguru import logger
 from pydantic import SecretStr
 
 from vikingbot.bus import Attachment, InboundMessage, MessageBus
-from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.base import Channel, Problems, ReceiveLoop, has_secret
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
@@ -172,7 +172,7 @@ class DiscordChannel(Channel):
         assert isinstance(config, DiscordSettings)
         self.discord = config
         self._client: discord.AutoShardedClient | None = None
-        self._receiver: asyncio.Task[Any] | None = None
+        self._loop = ReceiveLoop(self, self._receive)
         self.bot_id = 0
         self._drafts: dict[tuple[str, str | None], int] = {}  # live replies: message ids
 
@@ -211,17 +211,12 @@ class DiscordChannel(Channel):
             await self.start_receiving()
 
     async def start_receiving(self) -> None:
-        if self._client is None or self._receiver is not None:
-            return
-        self._receiver = self.spawn(f"channel:{self.name}", self._receive)
+        if self._client is not None:
+            self._loop.start()
 
     async def stop_receiving(self) -> None:
-        receiver, self._receiver = self._receiver, None
-        if receiver is None:
+        if not await self._loop.stop():
             return
-        receiver.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await asyncio.gather(receiver, return_exceptions=True)
         client = self._client
         if client is not None:
             for shard in client.shards.values():
@@ -230,7 +225,7 @@ class DiscordChannel(Channel):
 
     @property
     def receiving(self) -> bool:
-        return self._receiver is not None and not self._receiver.done()
+        return self._loop.running
 
     async def stop(self) -> None:
         await self.stop_receiving()

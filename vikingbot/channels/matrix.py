@@ -33,7 +33,7 @@ from loguru import logger
 from pydantic import SecretStr
 
 from vikingbot.bus import Attachment, InboundMessage, MessageBus
-from vikingbot.channels.base import Channel, Problems, has_secret
+from vikingbot.channels.base import Channel, Problems, ReceiveLoop, has_secret
 from vikingbot.channels.matrix_media import MediaRef, download, media_ref
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
@@ -231,7 +231,7 @@ class MatrixChannel(Channel):
         self._fresh = False  # no receiver ever handled a message: skip the history
         self._floor: int | None = None  # handled by an earlier receiver up to this time
         self._members: dict[str, int] = {}
-        self._receiver: asyncio.Task[Any] | None = None
+        self._loop = ReceiveLoop(self, self._receive)
         self._drafts: dict[tuple[str, str | None], str] = {}  # live replies: event ids
 
     @classmethod
@@ -267,20 +267,15 @@ class MatrixChannel(Channel):
             await self.start_receiving()
 
     async def start_receiving(self) -> None:
-        if self._api is None or self._receiver is not None:
-            return
-        self._receiver = self.spawn(f"channel:{self.name}", self._receive)
+        if self._api is not None:
+            self._loop.start()
 
     async def stop_receiving(self) -> None:
-        receiver, self._receiver = self._receiver, None
-        if receiver is not None:
-            receiver.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(receiver, return_exceptions=True)
+        await self._loop.stop()
 
     @property
     def receiving(self) -> bool:
-        return self._receiver is not None and not self._receiver.done()
+        return self._loop.running
 
     async def stop(self) -> None:
         await self.stop_receiving()

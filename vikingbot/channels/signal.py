@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, NamedTuple
 from loguru import logger
 
 from vikingbot.bus import Attachment, InboundMessage, MessageBus
-from vikingbot.channels.base import Channel, Problems
+from vikingbot.channels.base import Channel, Problems, ReceiveLoop
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import ChannelBusy, ChannelError, ChannelRejected, NotConfiguredError
@@ -258,7 +258,7 @@ class SignalChannel(Channel):
         self._multi = False  # the daemon serves several accounts: name ours in each call
         self.uuid: str | None = None
         self._ids = itertools.count(1)
-        self._receiver: asyncio.Task[Any] | None = None
+        self._loop = ReceiveLoop(self, self._receive)
         self._last_event: str | None = None
         self._handled: int | None = None  # server time of the newest handled message
         self._typing: dict[str, asyncio.Task[None]] = {}
@@ -369,20 +369,15 @@ class SignalChannel(Channel):
             await self.start_receiving()
 
     async def start_receiving(self) -> None:
-        if self._http is None or self._receiver is not None:
-            return
-        self._receiver = self.spawn(f"channel:{self.name}", self._receive)
+        if self._http is not None:
+            self._loop.start()
 
     async def stop_receiving(self) -> None:
-        receiver, self._receiver = self._receiver, None
-        if receiver is not None:
-            receiver.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.gather(receiver, return_exceptions=True)
+        await self._loop.stop()
 
     @property
     def receiving(self) -> bool:
-        return self._receiver is not None and not self._receiver.done()
+        return self._loop.running
 
     async def stop(self) -> None:
         await self.stop_receiving()
