@@ -221,3 +221,22 @@ async def test_doctor_live_names_the_number_and_a_bad_token_is_refused(
     bad = WhatsAppSettings(api_base=api, phone_number_id=PHONE_ID, access_token="expired")
     with pytest.raises(ChannelRejected, match="code 190"):
         await WhatsAppChannel.check_credentials(bad)
+
+
+async def test_a_message_the_database_could_not_keep_is_taken_when_meta_retries(
+    fake: tuple[FakeWhatsApp, str], store: StateStore, bus: MessageBus, echo: Any
+) -> None:
+    whatsapp, api = fake
+    async with running(config(api), store, bus) as (manager, url):
+        echo.manager = manager
+        with store.engine.begin() as conn:  # the kept-message table away: keep fails
+            conn.exec_driver_sql("ALTER TABLE inbound_messages RENAME TO inbound_away")
+        first = await post(whatsapp, url, ALICE, "still there?", message_id="wamid.R1")
+        assert first.status_code == 503  # Meta delivers it again later
+        with store.engine.begin() as conn:
+            conn.exec_driver_sql("ALTER TABLE inbound_away RENAME TO inbound_messages")
+        again = await post(whatsapp, url, ALICE, "still there?", message_id="wamid.R1")
+        assert again.status_code == 200
+        (answer,) = await _sent(whatsapp, 1)
+    assert answer["text"]["body"] == "echo: still there?"
+    assert [m.text for m in echo.seen] == ["still there?"]

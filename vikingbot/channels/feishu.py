@@ -39,7 +39,6 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -50,6 +49,7 @@ from vikingbot.bus import Attachment, InboundMessage, MessageBus
 from vikingbot.channels.approval_ui import Question, button_form
 from vikingbot.channels.base import Channel, Problems, has_secret
 from vikingbot.channels.feishu_files import FeishuFile, download, file_ref
+from vikingbot.channels.kept import FirstTake
 from vikingbot.config.schema import ChannelBase
 from vikingbot.delivery.types import OutboundMessage
 from vikingbot.errors import (
@@ -57,9 +57,7 @@ from vikingbot.errors import (
     ChannelError,
     ChannelRejected,
     NotConfiguredError,
-    StoreError,
 )
-from vikingbot.store.leases import Claim, Leases
 from vikingbot.store.liveness import process_id
 
 if TYPE_CHECKING:
@@ -72,7 +70,6 @@ FEISHU = "https://open.feishu.cn"
 RATE_LIMITED = 99991400
 BAD_TOKEN = frozenset({99991661, 99991663, 99991664, 99991671, 10003, 10014})
 MAX_CHAT_ID = 128
-SEEN_EVENTS = 10_000  # event ids this process remembers (the fast path)
 EVENT_KEEP_S = 8 * 3600.0  # Feishu's last redelivery comes about 7.1 h after the first
 CLAIM_WAIT_S = 2.0  # Feishu wants an answer to the callback within 3 s
 
@@ -229,9 +226,16 @@ class FeishuChannel(Channel):
         self.feishu = config
         self._client: lark.Client | None = None
         self.bot_open_id = ""
-        self._seen: OrderedDict[str, None] = OrderedDict()
         self._drafts: dict[tuple[str, str | None], tuple[str, int]] = {}  # (message id, edits)
-        self._leases = Leases(self._store, self._clock) if self._store is not None else None
+        self.first = FirstTake(
+            self.name,
+            self._store,
+            self._clock,
+            self.gateway or process_id(),
+            keep_s=EVENT_KEEP_S,
+            wait_s=CLAIM_WAIT_S,
+            kind="event",
+        )
 
     @classmethod
     def problems(cls, section: ChannelBase) -> Problems:
@@ -320,33 +324,6 @@ class FeishuChannel(Channel):
             media_type="application/json",
         )
 
-    def _fresh(self, event_id: str) -> bool:
-        if not event_id or event_id in self._seen:
-            return not event_id
-        self._seen[event_id] = None
-        if len(self._seen) > SEEN_EVENTS:
-            self._seen.popitem(last=False)
-        return True
-
-    async def _first_delivery(self, event_id: str) -> bool:
-        """Whether this gateway claimed ``event_id`` first of all gateways on the
-        database (True without a store or an id, and when the database cannot say)."""
-        if self._leases is None or not event_id:
-            return True
-        key, owner = f"feishu:event:{event_id}", self.gateway or process_id()
-        try:
-            async with asyncio.timeout(CLAIM_WAIT_S):
-                claim = await asyncio.to_thread(self._leases.claim, key, owner, EVENT_KEEP_S)
-        except (StoreError, TimeoutError) as exc:
-            logger.warning(
-                "feishu: cannot tell whether event {} was answered before ({}); answering "
-                "it (at least once: a redelivery may be answered twice)",
-                event_id,
-                str(exc) or f"no answer from the database in {CLAIM_WAIT_S:g} s",
-            )
-            return True
-        return isinstance(claim, Claim)
-
     async def _take(self, data: Any) -> None:
         """One ``im.message.receive_v1`` event: a turn if a person addressed the bot."""
         header, event = getattr(data, "header", None), getattr(data, "event", None)
@@ -354,9 +331,6 @@ class FeishuChannel(Channel):
         if message is None or sender is None or getattr(sender, "sender_type", "") != "user":
             return
         event_id = str(getattr(header, "event_id", "") or "")
-        if not self._fresh(event_id):
-            logger.debug("feishu: event {} delivered again; dropped", event_id)
-            return
         sender_id = getattr(getattr(sender, "sender_id", None), "open_id", None)
         chat_id = getattr(message, "chat_id", None)
         if not isinstance(sender_id, str) or not isinstance(chat_id, str):
@@ -379,8 +353,8 @@ class FeishuChannel(Channel):
         p2p = getattr(message, "chat_type", "") == "p2p"
         if not (p2p or mine or self.feishu.group_messages == "all"):
             return
-        if not await self._first_delivery(event_id):
-            logger.info("feishu: event {} was taken before (another gateway, a restart)", event_id)
+        if not await self.first.first(event_id):
+            logger.info("feishu: event {} was taken before (a redelivery)", event_id)
             return
         await self.accept(
             InboundMessage(
@@ -410,7 +384,7 @@ class FeishuChannel(Channel):
         if inv is None or inv.name not in ("approve", "deny"):
             return
         event_id = str(getattr(header, "event_id", "") or "")
-        if not self._fresh(event_id) or not await self._first_delivery(event_id):
+        if not await self.first.first(event_id):
             logger.debug("feishu: card action {} delivered again; dropped", event_id)
             return
         await self.accept(

@@ -7,10 +7,11 @@ and answers what a dead gateway (or this gateway's previous run) left pending. T
 rows and their rules are :mod:`vikingbot.channels.inbound`'s.
 
 :class:`FirstTake` answers "is this platform message new to every gateway on this
-database?": the first gateway to claim ``<channel>:msg:<id>`` (a lease, never
+database?": the first gateway to claim ``<channel>:<kind>:<id>`` (a lease, never
 released) takes it; a redelivery to another gateway, or to this one after a
-restart, is dropped. When the database cannot say within ``wait_s`` the message is
-taken anyway (at least once, never lost) and a warning is logged.
+restart, is dropped (Feishu's events, WhatsApp's webhooks, Signal's replayed buffer).
+When the database cannot say within ``wait_s`` the message is taken anyway (at least
+once, never lost) and a warning is logged.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from vikingbot.channels.inbound import InboundStore
     from vikingbot.clock import Clock
     from vikingbot.store.db import StateStore
+    from vikingbot.store.leases import Claim
 
 SWEEP_S = 30.0  # how often a running gateway looks for a dead gateway's unanswered messages
 REMEMBER = 10_000  # message ids one process remembers (the fast path before the database)
@@ -127,7 +129,15 @@ class KeptInbound:
 
 
 class FirstTake:
-    """Whether a platform message id is taken here first of all gateways on the database."""
+    """Whether a platform message id is taken here first of all gateways on the database.
+
+    The first gateway to claim ``<name>:<kind>:<id>`` (a lease held ``keep_s``, never
+    released) takes it; this process also remembers the ids it saw, so its own repeats
+    are dropped without asking the database. When the database cannot say within
+    ``wait_s`` the message is taken (logged: at least once, never lost). A caller that
+    then cannot keep what it took calls :meth:`forget`, so the platform's redelivery is
+    taken again. An empty id cannot be told apart from another: it is always taken.
+    """
 
     def __init__(
         self,
@@ -138,6 +148,7 @@ class FirstTake:
         *,
         keep_s: float,
         wait_s: float = 2.0,
+        kind: str = "message",
     ) -> None:
         from vikingbot.store.leases import Leases
 
@@ -145,36 +156,57 @@ class FirstTake:
         self.owner = owner
         self.keep_s = keep_s
         self.wait_s = wait_s
+        self.kind = kind
         self._leases = Leases(store, clock) if store is not None else None
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self._seen: OrderedDict[str, Claim | None] = OrderedDict()  # with this process's claim
 
     async def first(self, message_id: str) -> bool:
         """True when no gateway (this process included) took ``message_id`` before; also
-        when the database cannot say in time (logged: at least once, never lost)."""
+        when the database cannot say in time."""
         from vikingbot.store.leases import Claim
 
+        if not message_id:
+            return True
         if message_id in self._seen:
             return False
-        if self._leases is None:
-            self._remember(message_id)
-            return True
-        key = f"{self.name}:msg:{message_id}"
-        try:
-            async with asyncio.timeout(self.wait_s):
-                claim = await asyncio.to_thread(self._leases.claim, key, self.owner, self.keep_s)
-        except (StoreError, TimeoutError) as exc:
-            logger.warning(
-                "{}: cannot tell whether message {} was taken before ({}); taking it (at least "
-                "once: a redelivery may be answered twice)",
-                self.name,
-                message_id,
-                str(exc) or f"no answer from the database in {self.wait_s:g} s",
-            )
-            return True  # not remembered: a redelivery is asked about again
-        self._remember(message_id)
-        return isinstance(claim, Claim)
+        claim = None
+        if self._leases is not None:
+            key = f"{self.name}:{self.kind}:{message_id}"
+            try:
+                async with asyncio.timeout(self.wait_s):
+                    found = await asyncio.to_thread(
+                        self._leases.claim, key, self.owner, self.keep_s
+                    )
+            except (StoreError, TimeoutError) as exc:
+                logger.warning(
+                    "{}: cannot tell whether {} {} was taken before ({}); taking it (at least "
+                    "once: a redelivery to another gateway may be answered twice)",
+                    self.name,
+                    self.kind,
+                    message_id,
+                    str(exc) or f"no answer from the database in {self.wait_s:g} s",
+                )
+            else:
+                if not isinstance(found, Claim):
+                    self._remember(message_id, None)
+                    return False
+                claim = found
+        self._remember(message_id, claim)
+        return True
 
-    def _remember(self, message_id: str) -> None:
-        self._seen[message_id] = None
+    async def forget(self, message_id: str) -> None:
+        """``message_id`` was taken but could not be kept: a redelivery is taken again
+        (this process's claim on it is given up)."""
+        claim = self._seen.pop(message_id, None)
+        if claim is not None and self._leases is not None:
+            try:
+                await asyncio.to_thread(self._leases.release, claim)
+            except StoreError as exc:  # the claim runs out by itself after keep_s
+                logger.warning(
+                    "{}: cannot give up {} {}: {}", self.name, self.kind, message_id, exc
+                )
+
+    def _remember(self, message_id: str, claim: Claim | None) -> None:
+        self._seen[message_id] = claim
         if len(self._seen) > REMEMBER:
             self._seen.popitem(last=False)

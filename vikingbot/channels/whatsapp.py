@@ -349,7 +349,11 @@ class WhatsAppChannel(Channel):
             logger.info("whatsapp: message {} was taken before", text.message_id)
             return
         if self.kept is not None:
-            msg = await self.kept.keep(msg)  # StoreError: 503, Meta retries
+            try:
+                msg = await self.kept.keep(msg)
+            except StoreError:  # 503: Meta retries, and the retry is taken again
+                await self.first.forget(text.message_id)
+                raise
         await self.accept(msg)
 
     async def answering(self, msg: InboundMessage) -> None:
