@@ -64,6 +64,25 @@ def get_config(ctx: typer.Context, *, create: bool = True) -> tuple[Config, Path
         fail(str(exc))
 
 
+def chat_workspace(ctx: typer.Context, workspace: str | None) -> Path:
+    """The folder of the workspace named ``workspace`` (``--workspace``), else of the
+    terminal chat's; a name that is no workspace exits 2 with the reason."""
+    return workspace_in(*get_config(ctx), workspace)
+
+
+def workspace_in(config: Config, paths: Paths, workspace: str | None) -> Path:
+    """:func:`chat_workspace` for a config already loaded."""
+    from vikingbot.errors import VikingbotError
+    from vikingbot.onboard import CLI_SESSION
+    from vikingbot.workspace.manager import WorkspaceManager
+
+    manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
+    try:
+        return manager.path_for(CLI_SESSION) if workspace is None else manager.named(workspace)
+    except VikingbotError as exc:
+        fail(str(exc), code=2)
+
+
 def _default(obj: Any) -> Any:
     if isinstance(obj, datetime | date):
         return obj.isoformat()

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from vikingbot.cli.common import fail, get_config, print_json
+from vikingbot.cli.common import chat_workspace, fail, print_json
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -22,25 +21,12 @@ WorkspaceOpt = Annotated[
 ]
 
 
-def _workspace(ctx: typer.Context, workspace: str | None) -> Path:
-    from vikingbot.errors import VikingbotError
-    from vikingbot.onboard import CLI_SESSION
-    from vikingbot.workspace.manager import WorkspaceManager
-
-    config, paths = get_config(ctx)
-    manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
-    try:
-        return manager.path_for(CLI_SESSION) if workspace is None else manager.named(workspace)
-    except VikingbotError as exc:
-        fail(str(exc), code=2)
-
-
 @app.command("log")
 def log_cmd(ctx: typer.Context, workspace: WorkspaceOpt = None, json: JsonOpt = False) -> None:
     """List the changes to memory/MEMORY.md and memory/USER.md, newest first."""
     from vikingbot.memory import versions
 
-    ws = _workspace(ctx, workspace)
+    ws = chat_workspace(ctx, workspace)
     found = versions.log(ws)
     if json:
         rows = [
@@ -69,7 +55,7 @@ def show_cmd(
     from vikingbot.memory import versions
 
     try:
-        v = versions.get(_workspace(ctx, workspace), version)
+        v = versions.get(chat_workspace(ctx, workspace), version)
     except VikingbotError as exc:
         fail(str(exc))
     if json:
@@ -91,7 +77,7 @@ def undo_cmd(
     from vikingbot.memory import versions
 
     try:
-        done = versions.undo(_workspace(ctx, workspace), version)
+        done = versions.undo(chat_workspace(ctx, workspace), version)
     except VikingbotError as exc:
         fail(str(exc))
     if json:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from vikingbot.cli.common import fail, get_config, print_json
+from vikingbot.cli.common import fail, get_config, print_json, workspace_in
 
 if TYPE_CHECKING:
     from vikingbot.skills.types import Catalog, Skill
@@ -31,18 +31,10 @@ WorkspaceOpt = Annotated[
 
 def _folders(ctx: typer.Context, workspace: str | None) -> tuple[Path, Path]:
     """(the user's skills folder, the workspace folder)."""
-    from vikingbot.errors import VikingbotError
-    from vikingbot.onboard import CLI_SESSION
     from vikingbot.skills.discover import user_dir
-    from vikingbot.workspace.manager import WorkspaceManager
 
     config, paths = get_config(ctx)
-    manager = WorkspaceManager(paths.workspace_root, config.bot.sandbox.mode)
-    try:
-        ws = manager.path_for(CLI_SESSION) if workspace is None else manager.named(workspace)
-    except VikingbotError as exc:
-        fail(str(exc), code=2)
-    return user_dir(paths.home), ws
+    return user_dir(paths.home), workspace_in(config, paths, workspace)
 
 
 def skill_json(skill: Skill) -> dict[str, Any]:
