@@ -235,7 +235,8 @@ def test_postgres_judges_expiry_by_the_database_clock_not_the_gateways(pg_url: s
         try:
             fast, slow = Leases(s1, ahead), Leases(s2, behind)
             assert fast.time_source == slow.time_source == "database"
-            claim = _claimed(slow.claim("hb:ws:t", "gw-slow", 0.5))
+            # 2 s: the second claim must come while the first holds, on a busy machine too
+            claim = _claimed(slow.claim("hb:ws:t", "gw-slow", 2.0))
             assert isinstance(fast.claim("hb:ws:t", "gw-fast", 0.5), Held)
             deadline = time.monotonic() + 10
             taken: Claim | Held = Held("", "", claim.expires_at)
